@@ -1,0 +1,78 @@
+# agencysync — make help lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO    ?= go
+BIN   := bin
+PKGS  := ./...
+TEST_USER ?= agencytest
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/agencysync/agencysync/cli.Version=$(VERSION)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/agencysync and bin/agencysandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agencysync ./cmd/agencysync
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agencysandbox ./cmd/agencysandbox
+
+.PHONY: test
+test: ## run every test with the race detector (DATABASE_URL, or a private PostgreSQL cluster)
+	$(GO) test -race -timeout 30m $(PKGS)
+
+.PHONY: test-soak
+test-soak: ## run the reliability suite at soak sizes (200 000 e-mails, more kills, longer faults)
+	AGENCYSYNC_SOAK=1 $(GO) test -race -count=1 -timeout 90m -v ./reliability/
+
+.PHONY: reliability-report
+reliability-report: ## run the reliability suite and write its results table into the README
+	@grep -q '^<!-- reliability:begin -->' README.md && grep -q '^<!-- reliability:end -->' README.md \
+	  || { echo "README.md lacks the <!-- reliability:begin/end --> markers"; exit 1; }
+	@results=$$(mktemp); trap 'rm -f "$$results" README.md.tmp' EXIT; rc=0; start=$$(date +%s); \
+	AGENCYSYNC_RESULTS="$$results" $(GO) test -race -count=1 -timeout 30m ./reliability/ || rc=$$?; \
+	if [ -s "$$results" ]; then \
+	  printf '\nThe suite (`go test -race ./reliability/`, default sizes) took %d s on %d cores.\n' \
+	    $$(( $$(date +%s) - start )) $$(nproc) >> "$$results"; \
+	  awk -v table="$$results" ' \
+	    /^<!-- reliability:begin -->/ { print; while ((getline line < table) > 0) print line; skip = 1; next } \
+	    /^<!-- reliability:end -->/ { skip = 0 } \
+	    !skip { print }' README.md > README.md.tmp && mv README.md.tmp README.md; \
+	  echo "README.md: reliability section rewritten"; \
+	fi; exit $$rc
+
+.PHONY: test-unprivileged
+test-unprivileged: ## (root) run make test as an ordinary user, DATABASE_URL unset: private clusters, no root
+	@test "$$(id -u)" = 0 || { echo "test-unprivileged switches user: run it as root (an ordinary user runs make test)"; exit 1; }
+	id $(TEST_USER) >/dev/null 2>&1 || useradd --create-home --shell /bin/bash $(TEST_USER)
+	rm -rf /home/$(TEST_USER)/agencysync
+	mkdir -p /home/$(TEST_USER)/agencysync
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t /home/$(TEST_USER)/agencysync
+	chown -R $(TEST_USER): /home/$(TEST_USER)
+	runuser -u $(TEST_USER) -- env -u DATABASE_URL HOME=/home/$(TEST_USER) PATH="$$PATH" \
+		GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOPROXY="$$(go env GOPROXY)" \
+		$(MAKE) -C /home/$(TEST_USER)/agencysync test
+
+.PHONY: demo
+demo: build ## start the sandbox, sync it into the default warehouse, print what landed
+	./deploy/demo.sh
+
+.PHONY: lint
+lint: ## gofmt check and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: bench
+bench: ## measure the performance figures (real binaries, sandbox, PostgreSQL; ~15 min on 2 cores) into BENCHMARKS.md
+	$(GO) run ./cmd/agencybench --out BENCHMARKS.md
+
+.PHONY: bench-quick
+bench-quick: ## the same table with smaller sizes in ~2 min (printed only; BENCHMARKS.md is left alone)
+	$(GO) run ./cmd/agencybench --quick --out ''
+
+.PHONY: clean
+clean: ## remove binaries and the demo's private warehouse
+	rm -rf $(BIN) .data

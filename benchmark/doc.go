@@ -1,0 +1,28 @@
+// Package benchmark is agencysync's reproducible performance harness (issue 8),
+// driven by cmd/agencybench and `make bench` / `make bench-quick`.
+//
+// It builds (or takes) the real agencysync and agencysandbox binaries, runs
+// them against PostgreSQL (DATABASE_URL, or a private cluster started with
+// warehouse.StartLocal) and measures, each as the median of at least three
+// runs, with every ratio taken pair by pair within a run:
+//
+//  1. request efficiency: the requests of a full first backfill ÷ the
+//     minimum possible (MinimumRequests);
+//  2. pace: wall time ÷ (requests ÷ 10/s) against a sandbox enforcing
+//     10 requests/s with 50 ms latency, and the 429s it answered;
+//  3. pipeline: e-mails/s of `agencysync run --streams communications`
+//     against raw COPY of the same rows into unlogged, index-free tables;
+//  4. steady state: the requests of a nightly run after a day of changes,
+//     as a share of the daily quota and against a full refresh;
+//  5. no-op re-run: rows written, WAL bytes and requests;
+//  6. memory: the worker's peak RSS for two backfill sizes;
+//  7. the decode and load micro-benchmarks of packages extract and load.
+//
+// Every scenario run uses a fresh warehouse schema, dropped afterwards. The
+// result is one Markdown table (Table), printed and written with the
+// machine's description (Machine) to BENCHMARKS.md.
+//
+// The pure parts — medians, ratios, the minimum-request arithmetic, number
+// formatting, table rendering and the parsing of `go test -bench` output —
+// have unit tests; nothing in the tests depends on wall-clock speed.
+package benchmark

@@ -1,0 +1,92 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// micro runs figure 7: the decode benchmarks of package extract and the
+// load benchmarks of package load (against the harness's warehouse server),
+// each -count=Runs, summarised by their medians.
+func (h *harness) micro(ctx context.Context) []Row {
+	var rows []Row
+	_, res, err := GoBench(ctx, h.cfg.ModuleDir, "./extract/", "^BenchmarkDecode", h.sizes.DecodeBenchtime, h.cfg.Runs, nil)
+	if err != nil {
+		rows = append(rows, fail("7", "Decode micro-benchmarks (extract)", err))
+	} else {
+		rows = append(rows, decodeRows(BenchMedians(res))...)
+	}
+	env := []string{"DATABASE_URL=" + h.dsn, "LOAD_BENCH_EMAILS=" + strconv.Itoa(h.sizes.LoadBenchEmails)}
+	_, res, err = GoBench(ctx, h.cfg.ModuleDir, "./load/", "^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$", "1x", h.cfg.Runs, env)
+	if err != nil {
+		rows = append(rows, fail("7", "Load micro-benchmarks (load)", err))
+	} else {
+		rows = append(rows, loadRows(BenchMedians(res), h.sizes.LoadBenchEmails)...)
+	}
+	return rows
+}
+
+// decodeRows summarises the extract decode benchmarks.
+func decodeRows(m map[string]BenchSummary) []Row {
+	var rows []Row
+	for _, b := range []struct{ name, figure string }{
+		{"BenchmarkDecodeCommunicationsPage", "Decode: a 1000-row communications page (extract.DecodeCommunications)"},
+		{"BenchmarkDecodeCommunicationsPageUniquePeople", "Decode: the same page, every participant a different person"},
+		{"BenchmarkDecodeProjectsPage", "Decode: a 1000-row projects page (extract.DecodeList)"},
+	} {
+		s, ok := m[b.name]
+		if !ok {
+			rows = append(rows, Row{ID: "7", Figure: b.figure, Result: "not measured", Verdict: Failed, Detail: b.name + " did not report"})
+			continue
+		}
+		rows = append(rows, Row{ID: "7", Figure: b.figure,
+			Result: fmt.Sprintf("%s pages/s, %s MB/s, %s allocs/op", Float(s.Median["pages/s"], 0), Float(s.Median["MB/s"], 1),
+				Float(s.Median["allocs/op"], 0)),
+			Verdict: Info,
+			Detail: fmt.Sprintf("%s, %d runs: pages/s %s; MB/s %s; B/op %s", b.name, s.Runs,
+				List(s.Values["pages/s"], func(x float64) string { return Float(x, 0) }),
+				List(s.Values["MB/s"], func(x float64) string { return Float(x, 1) }),
+				List(s.Values["B/op"], func(x float64) string { return Int(int64(x)) }))})
+	}
+	return rows
+}
+
+// loadRows summarises the load benchmarks.
+func loadRows(m map[string]BenchSummary, emails int) []Row {
+	var rows []Row
+	rate := func(x float64) string { return Float(x, 0) }
+	for _, b := range []struct{ name, figure string }{
+		{"BenchmarkLoadEmails/default", "Load: CommitPage ÷ raw COPY into unlogged tables, e-mails/s"},
+		{"BenchmarkLoadEmails/sync_commit", "Load: the same with SyncCommit (each page waits for its WAL flush)"},
+	} {
+		s, ok := m[b.name]
+		if !ok {
+			rows = append(rows, Row{ID: "7", Figure: b.figure, Result: "not measured", Verdict: Failed, Detail: b.name + " did not report"})
+			continue
+		}
+		med := s.Median["ratio"]
+		rows = append(rows, Row{ID: "7", Figure: b.figure,
+			Result:  fmt.Sprintf("%s (%s vs %s e-mails/s)", Float(med, 2), rate(s.Median["normalized_emails/s"]), rate(s.Median["rawcopy_emails/s"])),
+			Target:  "≥ 0.5",
+			Verdict: Check(med, med >= 0.5),
+			Detail: fmt.Sprintf("%s, %s e-mails, %d runs: ratio %s; CommitPage %s; raw COPY %s e-mails/s", b.name, Int(int64(emails)), s.Runs,
+				List(s.Values["ratio"], func(x float64) string { return Float(x, 3) }),
+				List(s.Values["normalized_emails/s"], rate), List(s.Values["rawcopy_emails/s"], rate))})
+	}
+	name := "BenchmarkReloadUnchanged"
+	figure := "Load: reloading unchanged pages, tuples written and WAL"
+	s, ok := m[name]
+	if !ok {
+		return append(rows, Row{ID: "7", Figure: figure, Result: "not measured", Verdict: Failed, Detail: name + " did not report"})
+	}
+	_, maxTuples := MinMax(s.Values["reload_tuples"])
+	rows = append(rows, Row{ID: "7", Figure: figure,
+		Result: fmt.Sprintf("%s tuples, WAL %s (%s of the first load)", Int(int64(s.Median["reload_tuples"])),
+			Bytes(s.Median["reload_WAL_bytes"]), Float(s.Median["reload/first_WAL"], 3)),
+		Target:  "0 tuples",
+		Verdict: Check(maxTuples, maxTuples == 0),
+		Detail: fmt.Sprintf("%s, %s e-mails, %d runs: first load %s tuples, %s WAL, %s e-mails/s; reload %s e-mails/s", name, Int(int64(emails)), s.Runs,
+			Int(int64(s.Median["first_tuples"])), Bytes(s.Median["first_WAL_bytes"]), rate(s.Median["first_emails/s"]), rate(s.Median["reload_emails/s"]))})
+	return rows
+}

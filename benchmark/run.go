@@ -1,0 +1,331 @@
+package benchmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Report is the outcome of a benchmark session.
+type Report struct {
+	Machine Machine
+	Sizes   Sizes
+	Runs    int
+	Rows    []Row
+	Took    time.Duration
+	// OtherCores is how many cores other processes kept busy on average
+	// during the session (the machine's busy CPU time minus the
+	// benchmark's own; with DATABASE_URL the server's is not the
+	// benchmark's own), and Steps the same per step.
+	OtherCores float64
+	Steps      []Step
+}
+
+// Step is one step of a session and how busy the rest of the machine was.
+type Step struct {
+	Name       string
+	Took       time.Duration
+	OtherCores float64
+}
+
+// BusyLoad is the 1-minute load average at the start, and BusyCores the
+// average cores other processes used, from which the machine counts as
+// busy: the report then says its timings are noisy.
+const (
+	BusyLoad  = 1.5
+	BusyCores = 0.2
+)
+
+// Run builds or finds the binaries, opens the warehouse and measures every
+// selected figure. A figure that fails is reported as a row with its error;
+// Run itself fails only when nothing can be measured.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	started := time.Now()
+	cpuStart, cpuErr := SampleCPU(0)
+	if cfg.Runs < 3 {
+		cfg.Runs = 3
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.ModuleDir == "" {
+		cfg.ModuleDir = "."
+	}
+	h := &harness{cfg: cfg, sizes: FullSizes, log: func(format string, args ...any) {
+		fmt.Fprintf(cfg.Log, "agencybench: "+format+"\n", args...)
+	}}
+	if cfg.Quick {
+		h.sizes = QuickSizes
+	}
+	loadStart := LoadAverage()
+	bin := cfg.BinDir
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "agencybench-bin-")
+		if err != nil {
+			return nil, fmt.Errorf("create binaries folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		h.log("building agencysync and agencysandbox")
+		if err := build(ctx, cfg.ModuleDir, dir); err != nil {
+			return nil, err
+		}
+		bin = dir
+	}
+	h.agencysync, h.sandboxBin = filepath.Join(bin, "agencysync"), filepath.Join(bin, "agencysandbox")
+	for _, b := range []string{h.agencysync, h.sandboxBin} {
+		if _, err := os.Stat(b); err != nil {
+			return nil, fmt.Errorf("find binary: %w", err)
+		}
+	}
+	pool, dsn, private, stopWarehouse, err := openWarehouse(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopWarehouse()
+		}
+	}
+	defer stop()
+	h.pool, h.dsn, h.private = pool, dsn, private
+	if private {
+		h.pgRoot = postmasterPID(ctx, pool)
+	}
+	rep := &Report{Sizes: h.sizes, Runs: cfg.Runs}
+	rep.Machine = DescribeMachine(ctx, pool)
+	rep.Machine.LoadStart = loadStart
+	rep.Machine.Commit = gitDescribe(ctx, cfg.ModuleDir)
+	rep.Machine.Warehouse = "DATABASE_URL"
+	if private {
+		rep.Machine.Warehouse = "a private cluster started by the harness (warehouse.StartLocal)"
+	}
+	h.log("%s mode, %d runs a figure; load average %s", h.sizes.Name, cfg.Runs, loadStart)
+
+	var rows []Row
+	type step struct {
+		figs []string
+		name string
+		run  func(context.Context) []Row
+	}
+	for _, s := range []step{
+		{[]string{"7"}, "micro-benchmarks", h.micro},
+		{[]string{"3"}, "pipeline", h.pipeline},
+		{[]string{"2"}, "pace", h.pace},
+		{[]string{"4", "5"}, "steady state and no-op", h.steady},
+		{[]string{"1", "6"}, "first syncs (request efficiency, memory)", h.backfills},
+	} {
+		wanted := false
+		for _, f := range s.figs {
+			wanted = wanted || h.want(f)
+		}
+		if !wanted {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("run benchmarks: %w", err)
+		}
+		before, berr := SampleCPU(h.pgRoot)
+		h.log("%s …", s.name)
+		rows = append(rows, s.run(ctx)...)
+		after, aerr := SampleCPU(h.pgRoot)
+		step := Step{Name: s.name, Took: after.At.Sub(before.At), OtherCores: -1}
+		if berr == nil && aerr == nil {
+			step.OtherCores = OtherCores(before, after)
+		}
+		rep.Steps = append(rep.Steps, step)
+		h.log("%s done in %s (other processes used %s cores meanwhile)", s.name, step.Took.Round(time.Second), Float(step.OtherCores, 2))
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("run benchmarks: no figure selected")
+	}
+	rep.Rows = sortRows(rows)
+	rep.Machine.LoadEnd = LoadAverage()
+	stop() // the private cluster's CPU time becomes this process's children's
+	rep.OtherCores = -1
+	if cpuEnd, err := SampleCPU(0); err == nil && cpuErr == nil {
+		rep.OtherCores = OtherCores(cpuStart, cpuEnd)
+	}
+	rep.Took = time.Since(started)
+	return rep, nil
+}
+
+// sortRows orders rows by figure number, keeping the order within a figure.
+func sortRows(rows []Row) []Row {
+	out := make([]Row, 0, len(rows))
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+		for _, r := range rows {
+			if r.ID == id {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.ID < "1" || r.ID > "7" || len(r.ID) != 1 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Missed returns the rows that missed their target or could not be measured.
+func (r *Report) Missed() []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Verdict == Missed || row.Verdict == Failed {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Markdown renders the report as BENCHMARKS.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("# agencysync benchmarks\n\n")
+	cmd := "make bench"
+	if r.Sizes.Name == "quick" {
+		cmd = "make bench-quick"
+	}
+	fmt.Fprintf(&b, "Measured by `%s` (`cmd/agencybench`, package `benchmark`) on %s in %s: the real `agencysync` and\n",
+		cmd, r.Machine.Date.Format("2006-01-02"), r.Took.Round(time.Second))
+	b.WriteString("`agencysandbox` binaries against PostgreSQL, each figure the median of " + fmt.Sprint(r.Runs) + " runs, every ratio taken pair by pair\n")
+	b.WriteString("within a run, every scenario run on a fresh warehouse schema dropped afterwards.\n\n")
+	b.WriteString("## Machine\n\n")
+	b.WriteString(r.Machine.Markdown())
+	b.WriteString(r.otherCPU())
+	b.WriteString(r.busyNote())
+	b.WriteString("\n## Results\n\n")
+	b.WriteString(Table(r.Rows))
+	b.WriteString("\n## How each figure is measured\n\n")
+	z := r.Sizes
+	steady := z.agency(z.SteadyEmails)
+	fmt.Fprintf(&b, `1. **Request efficiency** — the sandbox (`+"`--no-limits`"+`) holds %s; the worker
+   (`+"`AGENCY_RATE_LIMIT=1000`"+`) runs one `+"`agencysync run`"+` on an empty schema. Requests are the sandbox's count
+   (`+"`sync_runs.requests_used`"+` is shown beside it); the minimum is ceil(rows/1000) for each list — brands, projects,
+   the seven finance lists (budgets, invoices, collections, payments, profitability by project and by brand, the
+   agency summary) and the communications — plus per brand its detail and its contacts and per project its detail,
+   counted from the sandbox's ground truth (`+"`GET /_sandbox/truth`"+`).
+2. **Pace** — the sandbox enforces 10 requests/s (`+"`--rate 10`"+`) with `+"`--latency 50ms`"+` and holds %s; the
+   worker runs at its default `+"`AGENCY_RATE_LIMIT=10`"+`. The schema is migrated first (`+"`agencysync migrate up`"+`);
+   the ratio is the wall time of the `+"`agencysync run`"+` process ÷ (requests ÷ 10/s); the 429s are the sandbox's
+   `+"`rate_limited`"+` and `+"`by_status`"+` counts.
+3. **Pipeline** — the sandbox (`+"`--no-limits`"+`, no latency) holds %s e-mails: e-mails ÷ the sync summary's `+"`took`"+`
+   of `+"`agencysync run --streams communications`"+`, against the same e-mails, recipients and users — the ground
+   truth decoded with `+"`extract.DecodeCommunications`"+` and `+"`transform.Communications`"+` — copied by plain COPY
+   into unlogged, index-free tables of the same schema in transactions of 1000 e-mails (only the row encoding and
+   the COPY are timed, as in `+"`load`"+`'s `+"`BenchmarkLoadEmails`"+`).
+4. **Steady state** — the sandbox (`+"`--no-limits`"+`) holds %s: a first sync; then a day of changes (the
+   sandbox clock advanced 24 h, %s e-mails appended, the deadline of 2%% of the projects and the amount of 1%%
+   of the budgets, invoices, collections and payments changed through the admin API); then the nightly
+   `+"`agencysync run`"+`, whose requests are divided by the daily quota (`+"`AGENCY_DAILY_QUOTA=10000`"+`). The naive
+   alternative is the same run with every stream's state reset:
+   `+"`agencysync run --full-refresh brands,projects,finance,communications`"+`.
+5. **No-op re-run** — `+"`agencysync run`"+` again right after the nightly run, nothing changed: rows written from
+   `+"`sync_runs.rows_by_table`"+`; WAL bytes from the server's WAL insert position
+   (`+"`pg_current_wal_insert_lsn()`"+`) before and after the process, broken down with `+"`pg_walinspect`"+` when it
+   is available; requests from the sandbox.
+6. **Memory** — the peak RSS (`+"`getrusage`"+` `+"`ru_maxrss`"+` of the exited process) of the first syncs of figure 1,
+   %s and %s e-mails, run alternately.
+7. **Micro-benchmarks** — `+"`go test -run '^$' -bench ^BenchmarkDecode -benchtime %s -count %d ./extract/`"+` and
+   `+"`LOAD_BENCH_EMAILS=%d go test -run '^$' -bench '^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$' -benchtime 1x -count %d ./load/`"+`
+   against the same server; each row gives the medians of the runs.
+
+The worker's quota ledger uses the real clock while the sandbox's clock starts at 2026-11-01 (its history ends
+there); `+"`AGENCY_COMMS_START_DATE`"+` is the day before the sandbox's history, so the backfill covers all of it.
+
+Reproduce with `+"`make bench`"+` (writes this file; 7 to 13 minutes on these 2 cores, busy or not) or `+"`make bench-quick`"+` (the
+same table with smaller sizes in about two minutes; printed, this file is left alone). `+"`DATABASE_URL`"+` selects the
+server; unset, a private cluster is started and thrown away.
+`, z.agency(z.BackfillLarge).describe(), z.Pace.describe(), Int(int64(z.PipelineEmails)), steady.describe(),
+		Int(int64(z.SteadyAppend)), Int(int64(z.BackfillSmall)), Int(int64(z.BackfillLarge)),
+		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs)
+	return b.String()
+}
+
+// Busy reports whether other processes competed for the CPU during the
+// session: BusyCores or more on average, or, when that could not be
+// measured, a 1-minute load average of BusyLoad or more at the start.
+func (r *Report) Busy() bool {
+	if r.OtherCores >= 0 {
+		return r.OtherCores >= BusyCores
+	}
+	return firstLoad(r.Machine.LoadStart) >= BusyLoad
+}
+
+// busyNote is the Markdown paragraph about the machine's other activity.
+func (r *Report) busyNote() string {
+	l := firstLoad(r.Machine.LoadStart)
+	switch {
+	case r.Busy():
+		return fmt.Sprintf("\n**The machine was busy**: other jobs ran meanwhile (other processes kept %s of the %d cores busy on\naverage; 1-minute load average %s at the start), so times and rates are noisier and lower than on a quiet\nmachine; request counts, rows, WAL and memory are not affected.\n", Float(r.OtherCores, 2), r.Machine.Cores, Float(l, 2))
+	case l >= BusyLoad:
+		return fmt.Sprintf("\nThe 1-minute load average was %s at the start (jobs that had just ended), but other processes used\nonly %s cores on average while the benchmark ran.\n", Float(l, 2), Float(r.OtherCores, 2))
+	}
+	return ""
+}
+
+// otherCPU is the Markdown line saying how busy the rest of the machine was.
+func (r *Report) otherCPU() string {
+	if r.OtherCores < 0 {
+		return ""
+	}
+	var steps []string
+	for _, s := range r.Steps {
+		if s.OtherCores >= 0 {
+			steps = append(steps, fmt.Sprintf("%s %s (%s)", s.Name, Float(s.OtherCores, 2), s.Took.Round(time.Second)))
+		}
+	}
+	server := "PostgreSQL included"
+	if r.Machine.Warehouse == "DATABASE_URL" {
+		server = "a PostgreSQL server on this machine counts as other"
+	}
+	return fmt.Sprintf("- other processes' CPU (the machine's busy time minus the benchmark's own, %s): %s cores on average; by step: %s\n",
+		server, Float(r.OtherCores, 2), strings.Join(steps, ", "))
+}
+
+// postmasterPID finds the private cluster's postmaster: the parent of a
+// backend of pool (0 when unknown).
+func postmasterPID(ctx context.Context, pool *pgxpool.Pool) int {
+	var pid int
+	if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	st, err := parseProcPidStat(b)
+	if err != nil {
+		return 0
+	}
+	return st.ppid
+}
+
+// gitDescribe names the measured source tree ("" outside a git checkout).
+func gitDescribe(ctx context.Context, dir string) string {
+	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return "commit " + strings.TrimSpace(string(out))
+}
+
+func firstLoad(s string) float64 {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return -1
+	}
+	return v
+}

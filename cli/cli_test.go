@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+const (
+	testAPIKey   = "api-key-5ecret-value"
+	testCommsKey = "comms-key-5ecret-value"
+	testDBPass   = "db-pa55word"
+)
+
+func testEnv(vars map[string]string) (Env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	base := map[string]string{
+		"AGENCY_API_KEY":   testAPIKey,
+		"AGENCY_COMMS_KEY": testCommsKey,
+		"LOG_FORMAT":       "json",
+	}
+	for k, v := range vars {
+		base[k] = v
+	}
+	return Env{
+		Stdout: &out, Stderr: &errb,
+		Lookup:   func(k string) (string, bool) { v, ok := base[k]; return v, ok },
+		ReadFile: os.ReadFile,
+	}, &out, &errb
+}
+
+func assertNoSecrets(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		for _, secret := range []string{testAPIKey, testCommsKey, testDBPass} {
+			if strings.Contains(s, secret) {
+				t.Fatalf("secret %q appears in output:\n%s", secret, s)
+			}
+		}
+	}
+}
+
+func TestBadConfigurationExits2NamingTheVariable(t *testing.T) {
+	t.Parallel()
+	for name, value := range map[string]string{
+		"WAREHOUSE_SCHEMA":        "x; drop table y",
+		"AGENCY_COMMS_START_DATE": "01/02/2024",
+		"AGENCY_RATE_LIMIT":       "ten",
+		"DATABASE_URL":            "mysql://u:" + testDBPass + "@h/db",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env, out, errb := testEnv(map[string]string{name: value})
+			code := Main(context.Background(), []string{"migrate", "status"}, env)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb)
+			}
+			if !strings.Contains(errb.String(), name+":") {
+				t.Fatalf("stderr does not name %s: %s", name, errb)
+			}
+			assertNoSecrets(t, out.String(), errb.String())
+		})
+	}
+}
+
+func TestFailingRunNeverPrintsSecrets(t *testing.T) {
+	t.Parallel()
+	// A warehouse that refuses connections: the run fails with exit 1.
+	env, out, errb := testEnv(map[string]string{
+		"DATABASE_URL": "postgres://agency:" + testDBPass + "@127.0.0.1:1/w?sslmode=disable&connect_timeout=2",
+	})
+	code := Main(context.Background(), []string{"migrate", "up"}, env)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitFailure, errb)
+	}
+	if errb.Len() == 0 {
+		t.Fatal("a failing run printed nothing")
+	}
+	assertNoSecrets(t, out.String(), errb.String())
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	env, out, errb := testEnv(nil)
+	if code := Main(context.Background(), []string{"--help"}, env); code != ExitOK {
+		t.Fatalf("--help exit %d", code)
+	}
+	if !strings.Contains(out.String(), "migrate") {
+		t.Fatalf("help lacks commands: %s", out)
+	}
+	if code := Main(context.Background(), []string{"frobnicate"}, env); code != ExitUsage {
+		t.Fatalf("unknown command exit %d", code)
+	}
+	if code := Main(context.Background(), []string{"migrate", "sideways"}, env); code != ExitUsage {
+		t.Fatalf("bad migrate verb exit %d: %s", code, errb)
+	}
+	env, out, _ = testEnv(nil)
+	if code := Main(context.Background(), []string{"config"}, env); code != ExitOK {
+		t.Fatalf("config exit %d", code)
+	}
+	assertNoSecrets(t, out.String())
+	if !strings.Contains(out.String(), "AGENCY_COMMS_USER_IDS") {
+		t.Fatalf("config reference incomplete: %s", out)
+	}
+}

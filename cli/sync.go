@@ -1,0 +1,324 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/warehouse"
+)
+
+// wired is an engine with what it runs on; close releases it all.
+type wired struct {
+	w        *warehouse.Warehouse
+	eng      *engine.Engine
+	registry *prometheus.Registry
+}
+
+func (x *wired) close() { x.w.Close() }
+
+// wire opens the warehouse, applies pending migrations (unless disabled) and
+// builds the engine.
+func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+	cfg := a.cfg
+	if err := cfg.RequireSource(); err != nil {
+		return nil, err
+	}
+	paths, err := parsePaths(cfg.Paths)
+	if err != nil {
+		return nil, &config.Error{Variable: "AGENCY_PATHS", Problem: err.Error(), Form: "comma-separated name=path"}
+	}
+	priorities, err := engine.ParsePriorities(cfg.Priorities)
+	if err != nil {
+		return nil, &config.Error{Variable: "SYNC_PRIORITIES", Problem: err.Error(), Form: "comma-separated task names"}
+	}
+	w, err := a.openWarehouse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Close()
+		}
+	}()
+	if migrate {
+		if err := warehouse.Migrate(ctx, w.Pool, w.Schema, a.log); err != nil {
+			return nil, err
+		}
+	}
+	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log})
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := load.NewLedger(w.Pool, w.Schema, cfg.QuotaTZ.Location, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := engine.NewMetrics(reg)
+	var eng *engine.Engine
+	client, err := extract.New(extract.Options{
+		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
+		WorkflowID: cfg.WorkflowID, Paths: paths, RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
+		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log,
+		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics,
+		Progress: progress, Logger: a.log}, engine.Settings{
+		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
+		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
+		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
+		Priorities: priorities, DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
+		NoPrefetch: !cfg.Prefetch,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return &wired{w: w, eng: eng, registry: reg}, nil
+}
+
+// parsePaths reads AGENCY_PATHS: "name=path" pairs over the endpoint names.
+func parsePaths(s string) (extract.Paths, error) {
+	var p extract.Paths
+	fields := map[string]*string{
+		extract.EndpointBrands: &p.Brands, extract.EndpointBrand: &p.Brand, extract.EndpointBrandContacts: &p.BrandContacts,
+		extract.EndpointProjects: &p.Projects, extract.EndpointProject: &p.Project, extract.EndpointBudgets: &p.Budgets,
+		extract.EndpointInvoices: &p.Invoices, extract.EndpointCollections: &p.Collections, extract.EndpointPayments: &p.Payments,
+		extract.EndpointProfitability: &p.Profitability, extract.EndpointAgencySummary: &p.AgencySummary,
+		extract.EndpointCommunications: &p.Communications,
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, path, ok := strings.Cut(part, "=")
+		f, known := fields[strings.TrimSpace(name)]
+		if !ok || !known || !strings.HasPrefix(strings.TrimSpace(path), "/") {
+			return p, fmt.Errorf("%q is not endpoint=/path with a known endpoint", part)
+		}
+		*f = strings.TrimSpace(path)
+	}
+	return p, nil
+}
+
+// progress shows bars on a terminal, periodic log lines (with run_id) off one.
+func (a *app) progress(every time.Duration) func(*zap.Logger) engine.Progress {
+	if logging.IsTerminal(a.env.Stderr) {
+		return func(*zap.Logger) engine.Progress { return engine.NewBarProgress(a.env.Stderr) }
+	}
+	return func(runLog *zap.Logger) engine.Progress { return engine.NewLogProgress(runLog, every) }
+}
+
+// exitFor maps a run's result to the documented exit codes.
+func exitFor(res *engine.Result) error {
+	switch res.Status {
+	case engine.StatusSucceeded, engine.StatusSkipped:
+		return nil
+	case engine.StatusPartial:
+		return &exitError{code: ExitIncomplete, err: res.Err}
+	}
+	if errors.Is(res.Err, extract.ErrUnauthorized) {
+		return &exitError{code: ExitCredential, err: res.Err}
+	}
+	return &exitError{code: ExitFailure, err: res.Err}
+}
+
+// exitError carries an exit code chosen by a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for part := range strings.SplitSeq(v, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func runRun(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("run", a)
+	streams := fs.String("streams", "", "comma-separated streams to sync: "+strings.Join(engine.AllStreams, ",")+" (default all)")
+	var refresh stringList
+	fs.Var(&refresh, "full-refresh", "reset this stream's state first and sync it from scratch (repeatable)")
+	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("run takes no arguments, got %q", fs.Args())
+	}
+	sel, err := engine.ParseStreams(*streams)
+	if err != nil {
+		return usagef("--streams: %v", err)
+	}
+	if _, err := engine.ParseStreams(refresh.String()); err != nil && len(refresh) > 0 {
+		return usagef("--full-refresh: %v", err)
+	}
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer x.close()
+	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+	if err != nil {
+		return err
+	}
+	return exitFor(res)
+}
+
+func runBackfill(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("backfill", a)
+	stream := fs.String("stream", engine.StreamCommunications, "stream to backfill (only communications is paged by date)")
+	from := fs.String("from", "", "first day to re-fetch, YYYY-MM-DD (required)")
+	to := fs.String("to", "", "last day to re-fetch, YYYY-MM-DD (default today)")
+	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *stream != engine.StreamCommunications {
+		return usagef("--stream %q: only communications can be backfilled by date; use run --full-refresh %s", *stream, *stream)
+	}
+	f, err := time.Parse(time.DateOnly, *from)
+	if err != nil {
+		return usagef("--from %q: want YYYY-MM-DD", *from)
+	}
+	t := time.Now().UTC().Truncate(24 * time.Hour)
+	if *to != "" {
+		if t, err = time.Parse(time.DateOnly, *to); err != nil {
+			return usagef("--to %q: want YYYY-MM-DD", *to)
+		}
+	}
+	if t.Before(f) {
+		return usagef("--to %s is before --from %s", *to, *from)
+	}
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer x.close()
+	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
+	if err != nil {
+		return err
+	}
+	return exitFor(res)
+}
+
+func runPlan(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("plan", a)
+	streams := fs.String("streams", "", "comma-separated streams to plan (default all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	sel, err := engine.ParseStreams(*streams)
+	if err != nil {
+		return usagef("--streams: %v", err)
+	}
+	x, err := a.wire(ctx, a.cfg.AutoMigrate, nil)
+	if err != nil {
+		return err
+	}
+	defer x.close()
+	p, err := x.eng.Plan(ctx, sel)
+	if err != nil {
+		return err
+	}
+	p.Print(a.env.Stdout)
+	return nil
+}
+
+func runStatus(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("status", a)
+	asJSON := fs.Bool("json", false, "print JSON for machines")
+	runs := fs.Int("runs", 5, "how many recent runs to show")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	x, err := a.wire(ctx, a.cfg.AutoMigrate, nil)
+	if err != nil {
+		return err
+	}
+	defer x.close()
+	rep, err := x.eng.Status(ctx, *runs)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.Print(a.env.Stdout)
+	return nil
+}
+
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("serve", a)
+	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	schedules, err := engine.ParseSchedules(a.cfg.SyncSchedule, a.cfg.StreamSchedules)
+	if err != nil {
+		return &config.Error{Variable: "SYNC_STREAM_SCHEDULES", Problem: err.Error(), Form: "stream=cron pairs separated by ;"}
+	}
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer x.close()
+	ready := func(ctx context.Context) error {
+		if err := x.w.Pool.Ping(ctx); err != nil {
+			return fmt.Errorf("database unreachable: %w", err)
+		}
+		m, err := warehouse.NewMigrator(ctx, x.w.Pool, x.w.Schema, zap.NewNop())
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		pending, err := m.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		if pending {
+			return errors.New("migrations pending")
+		}
+		return nil
+	}
+	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+}

@@ -1,0 +1,62 @@
+// Command agencybench measures agencysync's performance figures (issue 8)
+// with the real binaries, the sandbox and PostgreSQL, prints one table and
+// writes it to BENCHMARKS.md. `make bench` and `make bench-quick` run it;
+// see package benchmark.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agencysync/agencysync/benchmark"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("agencybench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "smaller sizes (make bench-quick): the same table in about two minutes")
+	runs := fs.Int("runs", 3, "runs of each scenario (at least 3); figures are their medians")
+	out := fs.String("out", "BENCHMARKS.md", "Markdown file to write the report to (empty: print only)")
+	bin := fs.String("bin", "", "folder with prebuilt agencysync and agencysandbox (default: build them)")
+	figures := fs.String("figures", "", "comma-separated figure numbers 1-7 to measure (default all)")
+	logDir := fs.String("logs", "", "keep every agencysync process's log in this folder (diagnosis)")
+	logLevel := fs.String("worker-log-level", "", "LOG_LEVEL of the agencysync processes (default info; debug logs every request)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr,
+		LogDir: *logDir, WorkerLogLevel: *logLevel}
+	if *figures != "" {
+		cfg.Figures = strings.Split(*figures, ",")
+	}
+	rep, err := benchmark.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agencybench:", err)
+		return 1
+	}
+	fmt.Println(benchmark.Table(rep.Rows))
+	fmt.Printf("took %s; load average %s at the start, %s at the end; other processes used %s cores on average\n",
+		rep.Took.Round(1e9), rep.Machine.LoadStart, rep.Machine.LoadEnd, benchmark.Float(rep.OtherCores, 2))
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(rep.Markdown()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "agencybench: write report:", err)
+			return 1
+		}
+		fmt.Println("written to", *out)
+	}
+	if missed := rep.Missed(); len(missed) > 0 {
+		fmt.Printf("%d figure(s) missed their target or could not be measured\n", len(missed))
+	}
+	return 0
+}

@@ -1,0 +1,430 @@
+// Package config loads and validates agencysync's configuration from the
+// environment. Variable names are a contract: scripts, docs and deployment files
+// use them. Secrets also accept <NAME>_FILE (the value read from that file, as
+// container secrets do) and never appear in logs, errors, panics or help text.
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/sethvargo/go-envconfig"
+)
+
+// Config is the whole configuration of agencysync, filled from the environment
+// by go-envconfig. The struct tags are the reference: `env` names the variable
+// (and its default), `form` the expected form shown in errors and the README,
+// `desc` what it does.
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string of the warehouse. Empty
+	// starts a private local cluster (demo and tests).
+	DatabaseURL Secret `env:"DATABASE_URL" form:"postgres://user:pass@host:5432/db" desc:"PostgreSQL connection string of the warehouse; unset: a private local cluster is started (demo)" secret:"true"`
+	// WarehouseSchema is the Postgres schema holding every warehouse table.
+	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
+	// LocalDataDir is where the private cluster keeps its data when DATABASE_URL is unset.
+	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR, default=.data/postgres" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset"`
+	// DBStatementTimeout bounds every warehouse statement.
+	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
+
+	// BaseURL is the spec's {base_url}, without /v1.
+	BaseURL string `env:"AGENCY_BASE_URL" form:"an absolute http(s) URL without /v1, e.g. https://api.agency.example" desc:"{base_url} of the Agency Data Service, without /v1"`
+	// APIKey is the main interface's key, sent as Authorization.
+	APIKey Secret `env:"AGENCY_API_KEY" form:"the API token from My Account" desc:"key of the main interface (Authorization header)" secret:"true"`
+	// CommsURL is the spec's {communications_url}, without the path.
+	CommsURL string `env:"AGENCY_COMMS_URL" form:"an absolute http(s) URL without the path, e.g. https://workflow.agency.example" desc:"{communications_url} of the communications endpoint, without the path"`
+	// CommsKey is the communications endpoint's key, sent as X-Workflow-Key.
+	CommsKey Secret `env:"AGENCY_COMMS_KEY" form:"the workflow key" desc:"key of the communications endpoint (X-Workflow-Key header)" secret:"true"`
+	// CommsDomainID is the domain_id sent to the communications endpoint.
+	CommsDomainID int64 `env:"AGENCY_COMMS_DOMAIN_ID" form:"a positive integer, e.g. 1" desc:"domain_id of the communications requests"`
+	// CommsUserIDs are the platform users whose communications are synced.
+	CommsUserIDs UserIDs `env:"AGENCY_COMMS_USER_IDS" form:"comma-separated ids and ranges, e.g. 1-300,412" desc:"platform user ids whose e-mails are synced"`
+	// CommsStartDate is the first day of the communications backfill.
+	CommsStartDate Date `env:"AGENCY_COMMS_START_DATE" form:"a date YYYY-MM-DD, e.g. 2024-01-01" desc:"first day of the communications backfill"`
+	// CommsLookback is how far before the watermark incremental runs start.
+	CommsLookback time.Duration `env:"AGENCY_COMMS_LOOKBACK, default=24h" form:"a Go duration, e.g. 24h" desc:"overlap of each incremental communications window before the watermark"`
+	// CommsWithMessage is the with_message value of communications requests.
+	CommsWithMessage string `env:"AGENCY_COMMS_WITH_MESSAGE, default=0" form:"0, 1, true or false" desc:"with_message of the communications requests (1: include bodies)"`
+	// CommsBrandURL is the -brand_url filter of communications requests (empty: all brands).
+	CommsBrandURL string `env:"AGENCY_COMMS_BRAND_URL" form:"a brand web address, or empty for all brands" desc:"-brand_url filter of the communications requests"`
+	// CommsBackfillWindow splits the backfill into date windows (0: one range).
+	CommsBackfillWindow time.Duration `env:"AGENCY_COMMS_BACKFILL_WINDOW, default=0s" form:"a Go duration in whole days, e.g. 720h; 0s for one range" desc:"window of the communications backfill (0s: one range, the fewest requests)"`
+	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
+	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
+	// Paths remaps endpoint paths of the main interface.
+	Paths string `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// WorkflowID is sent as X-Workflow-Id.
+	WorkflowID string `env:"AGENCY_WORKFLOW_ID, default=agencysync" form:"a short name" desc:"X-Workflow-Id of the communications requests"`
+
+	// RateLimit is the pace of requests per second.
+	RateLimit float64 `env:"AGENCY_RATE_LIMIT, default=10" form:"a positive number of requests per second, e.g. 10" desc:"requests per second, evenly spaced"`
+	// DailyQuota is the number of requests the key may send per quota day.
+	DailyQuota int `env:"AGENCY_DAILY_QUOTA, default=10000" form:"a positive integer, e.g. 10000" desc:"requests per day allowed to the key"`
+	// QuotaReserve is the share of the daily quota left for other users of the key.
+	QuotaReserve Percent `env:"AGENCY_QUOTA_RESERVE, default=5%" form:"a percentage from 0% to 100%, e.g. 5%" desc:"share of the daily quota kept for other users of the key"`
+	// QuotaTZ is the time zone whose midnight resets the daily quota.
+	QuotaTZ Location `env:"AGENCY_QUOTA_TZ, default=UTC" form:"an IANA time zone, e.g. UTC or Europe/Bucharest" desc:"time zone whose midnight resets the daily quota"`
+	// RequestTimeout bounds each HTTP request.
+	RequestTimeout time.Duration `env:"AGENCY_REQUEST_TIMEOUT, default=30s" form:"a Go duration, e.g. 30s" desc:"timeout of each HTTP request"`
+	// AllowInsecureHTTP permits plain http:// to hosts other than loopback.
+	AllowInsecureHTTP bool `env:"AGENCY_ALLOW_INSECURE_HTTP, default=false" form:"true or false" desc:"allow plain http:// to non-loopback hosts"`
+
+	// SyncSchedule is the cron schedule of `agencysync serve`.
+	SyncSchedule string `env:"SYNC_SCHEDULE, default=0 2 * * *" form:"a 5-field cron expression, e.g. 0 2 * * *" desc:"when serve runs a sync (cron)"`
+	// StreamSchedules gives streams their own cron schedule in serve.
+	StreamSchedules string `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
+	// Priorities orders the planner's tasks.
+	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill" desc:"order in which the planner spends the daily budget"`
+	// DetailMaxAge re-fetches details older than this.
+	DetailMaxAge time.Duration `env:"SYNC_DETAIL_MAX_AGE, default=168h" form:"a Go duration, e.g. 168h" desc:"re-fetch a brand's or project's detail older than this even if unchanged"`
+	// FinanceFullEvery lists finance without updated_since at least this often.
+	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
+	// Prefetch fetches the next page while the current one loads.
+	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (false: a crash loses at most the page in hand, at the cost of the overlap)"`
+	// AutoMigrate applies pending migrations before run and serve.
+	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
+	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
+	HTTPAddr string `env:"HTTP_ADDR, default=127.0.0.1:9464" form:"host:port, e.g. :9464" desc:"listen address of serve's /healthz, /readyz and /metrics"`
+
+	// LogLevel is the minimum level logged.
+	LogLevel string `env:"LOG_LEVEL, default=info" form:"debug, info, warn or error" desc:"minimum log level"`
+	// LogFormat selects JSON or console logs; auto picks console on a terminal.
+	LogFormat string `env:"LOG_FORMAT, default=auto" form:"json, console or auto" desc:"log format (auto: console on a terminal, JSON otherwise)"`
+}
+
+// Error is a configuration error: it names the variable and the expected form.
+// Callers branch on it (errors.As) to exit with code 2.
+type Error struct {
+	Variable string
+	Problem  string
+	Form     string
+}
+
+func (e *Error) Error() string {
+	if e.Form == "" {
+		return fmt.Sprintf("%s: %s", e.Variable, e.Problem)
+	}
+	return fmt.Sprintf("%s: %s (want %s)", e.Variable, e.Problem, e.Form)
+}
+
+// Load reads the configuration from the process environment and validates the
+// forms of every variable that is set. Use RequireSource before talking to the
+// service and nothing else checks that the service's variables are present.
+func Load(ctx context.Context) (*Config, error) {
+	return LoadFrom(ctx, os.LookupEnv, os.ReadFile)
+}
+
+// LoadFrom is Load with the environment lookup and file reading injected (tests).
+func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
+	var cfg Config
+	l := &secretFileLookuper{lookup: lookup, readFile: readFile, secrets: secretVariables()}
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &cfg, Lookuper: l})
+	if l.err != nil {
+		return nil, l.err
+	}
+	if err != nil {
+		return nil, describe(err, l.last)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// validPort reports whether p is a port number (0 to 65535).
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+var identifierRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// ValidSchema reports whether name is a plain identifier usable as the warehouse
+// schema: a lowercase letter or underscore, then lowercase letters, digits or
+// underscores, at most 63 characters, and not a reserved pg_ prefix.
+func ValidSchema(name string) bool {
+	return identifierRE.MatchString(name) && !strings.HasPrefix(name, "pg_")
+}
+
+func (c *Config) validate() error {
+	if !ValidSchema(c.WarehouseSchema) {
+		return fieldError("WarehouseSchema", fmt.Sprintf("%q is not a plain identifier", c.WarehouseSchema))
+	}
+	if c.DatabaseURL.Value() != "" {
+		u, err := url.Parse(c.DatabaseURL.Value())
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			// The URL may hold a password: never echo it.
+			return fieldError("DatabaseURL", "not a postgres:// URL")
+		}
+	}
+	for _, f := range []struct{ field, value string }{{"BaseURL", c.BaseURL}, {"CommsURL", c.CommsURL}} {
+		if f.value == "" {
+			continue
+		}
+		u, err := url.Parse(f.value)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fieldError(f.field, fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(f.value)))
+		}
+		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+			return fieldError(f.field, "must not end with /v1 (the client adds it)")
+		}
+	}
+	if c.CommsBrandURL != "" {
+		u, err := url.Parse(c.CommsBrandURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fieldError("CommsBrandURL", fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(c.CommsBrandURL)))
+		}
+	}
+	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || !validPort(port) {
+		return fieldError("HTTPAddr", fmt.Sprintf("%q is not host:port", c.HTTPAddr))
+	}
+	if c.CommsDomainID < 0 {
+		return fieldError("CommsDomainID", "must not be negative")
+	}
+	if c.RateLimit <= 0 || c.RateLimit > 1000 {
+		return fieldError("RateLimit", fmt.Sprintf("%v is out of range", c.RateLimit))
+	}
+	if c.DailyQuota <= 0 {
+		return fieldError("DailyQuota", fmt.Sprintf("%d is not positive", c.DailyQuota))
+	}
+	if c.CommsLookback < 0 {
+		return fieldError("CommsLookback", "must not be negative")
+	}
+	if c.CommsBackfillWindow < 0 || c.CommsBackfillWindow%(24*time.Hour) != 0 {
+		return fieldError("CommsBackfillWindow", "must be whole days")
+	}
+	if c.CommsRateLimit < 0 || c.CommsRateLimit > 1000 {
+		return fieldError("CommsRateLimit", fmt.Sprintf("%v is out of range", c.CommsRateLimit))
+	}
+	if c.DetailMaxAge <= 0 {
+		return fieldError("DetailMaxAge", "must be positive")
+	}
+	if c.FinanceFullEvery <= 0 {
+		return fieldError("FinanceFullEvery", "must be positive")
+	}
+	if c.RequestTimeout <= 0 {
+		return fieldError("RequestTimeout", "must be positive")
+	}
+	if c.DBStatementTimeout < 0 {
+		return fieldError("DBStatementTimeout", "must not be negative")
+	}
+	switch c.CommsWithMessage {
+	case "0", "1", "true", "false":
+	default:
+		return fieldError("CommsWithMessage", fmt.Sprintf("%q is not allowed", c.CommsWithMessage))
+	}
+	if _, err := cron.ParseStandard(c.SyncSchedule); err != nil {
+		return fieldError("SyncSchedule", fmt.Sprintf("%q is not a cron expression", c.SyncSchedule))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fieldError("LogLevel", fmt.Sprintf("%q is not a level", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "json", "console", "auto":
+	default:
+		return fieldError("LogFormat", fmt.Sprintf("%q is not a format", c.LogFormat))
+	}
+	if c.WorkflowID == "" {
+		return fieldError("WorkflowID", "must not be empty")
+	}
+	return nil
+}
+
+// RequireSource checks that every variable needed to talk to the Agency Data
+// Service is set (run, serve, plan and backfill need them; migrate does not).
+func (c *Config) RequireSource() error {
+	missing := func(field string) error { return fieldError(field, "is required") }
+	switch {
+	case c.BaseURL == "":
+		return missing("BaseURL")
+	case c.APIKey.Value() == "":
+		return missing("APIKey")
+	case c.CommsURL == "":
+		return missing("CommsURL")
+	case c.CommsKey.Value() == "":
+		return missing("CommsKey")
+	case c.CommsDomainID == 0:
+		return missing("CommsDomainID")
+	case len(c.CommsUserIDs) == 0:
+		return missing("CommsUserIDs")
+	case c.CommsStartDate.IsZero():
+		return missing("CommsStartDate")
+	}
+	return nil
+}
+
+// Secrets returns the values of every secret that is set, so that log and
+// error redaction can be checked against them.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey} {
+		if s.Value() != "" {
+			out = append(out, s.Value())
+		}
+	}
+	return out
+}
+
+// Variable describes one configuration variable, from the Config struct tags.
+type Variable struct {
+	Name    string // environment variable
+	Default string // default value, empty if none
+	Form    string // expected form
+	Desc    string // what it does
+	Secret  bool   // also read from <Name>_FILE; never printed
+	Field   string // Go field name
+}
+
+// Variables lists every configuration variable in struct order. The README's
+// configuration table and the deployment checks are generated from it.
+func Variables() []Variable {
+	t := reflect.TypeOf(Config{})
+	out := make([]Variable, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, def := parseEnvTag(f.Tag.Get("env"))
+		if name == "" {
+			continue
+		}
+		out = append(out, Variable{
+			Name: name, Default: def, Form: f.Tag.Get("form"), Desc: f.Tag.Get("desc"),
+			Secret: f.Tag.Get("secret") == "true", Field: f.Name,
+		})
+	}
+	return out
+}
+
+func parseEnvTag(tag string) (name, def string) {
+	name, rest, _ := strings.Cut(tag, ",")
+	for _, opt := range strings.Split(rest, ",") {
+		opt = strings.TrimSpace(opt)
+		if v, ok := strings.CutPrefix(opt, "default="); ok {
+			def = v
+		}
+	}
+	return strings.TrimSpace(name), def
+}
+
+func secretVariables() map[string]bool {
+	out := map[string]bool{}
+	for _, v := range Variables() {
+		if v.Secret {
+			out[v.Name] = true
+		}
+	}
+	return out
+}
+
+func variableOf(field string) Variable {
+	for _, v := range Variables() {
+		if v.Field == field {
+			return v
+		}
+	}
+	return Variable{Name: field}
+}
+
+func fieldError(field, problem string) error {
+	v := variableOf(field)
+	return &Error{Variable: v.Name, Problem: problem, Form: v.Form}
+}
+
+// describe turns an envconfig error into an Error naming the variable: the one
+// looked up last, since envconfig decodes each field right after looking it up.
+// envconfig's own text is dropped: it may quote the value.
+func describe(err error, lastKey string) error {
+	var v Variable
+	for _, c := range Variables() {
+		if c.Name == lastKey {
+			v = c
+		}
+	}
+	if v.Name == "" {
+		return fmt.Errorf("load configuration: %w", err)
+	}
+	problem := "invalid value"
+	var ve *valueError
+	if errors.As(err, &ve) && !v.Secret {
+		problem = ve.problem
+	}
+	return &Error{Variable: v.Name, Problem: problem, Form: v.Form}
+}
+
+// secretFileLookuper reads the environment, and for secrets also <NAME>_FILE.
+type secretFileLookuper struct {
+	lookup   func(string) (string, bool)
+	readFile func(string) ([]byte, error)
+	secrets  map[string]bool
+	err      error
+	last     string // the key looked up last
+}
+
+func (l *secretFileLookuper) Lookup(key string) (string, bool) {
+	l.last = key
+	v, ok := l.lookup(key)
+	if !l.secrets[key] {
+		return v, ok
+	}
+	path, fileOK := l.lookup(key + "_FILE")
+	if !fileOK || path == "" {
+		return v, ok
+	}
+	if ok && v != "" {
+		l.fail(&Error{Variable: key + "_FILE", Problem: "set together with " + key, Form: "only one of " + key + " and " + key + "_FILE"})
+		return "", false
+	}
+	b, err := l.readFile(path)
+	if err != nil {
+		l.fail(&Error{Variable: key + "_FILE", Problem: fmt.Sprintf("cannot read %q", path), Form: "a readable file holding the value"})
+		return "", false
+	}
+	return strings.TrimRight(string(b), "\r\n"), true
+}
+
+func (l *secretFileLookuper) fail(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if i := strings.Index(s, "@"); i >= 0 {
+			return "…" + s[i:]
+		}
+		return s
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}
+
+// MarkdownTable renders the configuration reference as the Markdown table the
+// README embeds (a test keeps the two equal).
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")
+	for _, v := range Variables() {
+		def := "—"
+		if v.Default != "" {
+			def = "`" + v.Default + "`"
+		}
+		desc := strings.ReplaceAll(v.Desc, "|", "\\|")
+		if v.Secret {
+			desc += "; secret, also `" + v.Name + "_FILE`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, def, strings.ReplaceAll(v.Form, "|", "\\|"), desc)
+	}
+	return b.String()
+}

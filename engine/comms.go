@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
+)
+
+// Partitions of the communications stream in sync_state.
+const (
+	partComms    = ""         // watermark, backfill and increment cursors
+	partBackfill = "backfill" // a manual `agencysync backfill` range
+)
+
+// rangeCursor is a date range being paged. NextPage is the first page not
+// yet committed: a run that resumes asks for it and for no committed page.
+type rangeCursor struct {
+	From     string `json:"from"` // YYYY-MM-DD, inclusive
+	To       string `json:"to"`   // YYYY-MM-DD, inclusive
+	NextPage int    `json:"next_page"`
+	PerPage  int    `json:"per_page,omitempty"` // as answered by the server
+	Total    int    `json:"total"`
+	LastPage int    `json:"last_page"`
+	Seen     int    `json:"seen"` // records received (loaded or rejected) in committed pages
+}
+
+// backfillCursor is the history backfill: from Start to End (the day it
+// began), in windows, the one in progress in Current.
+type backfillCursor struct {
+	Start     string       `json:"start"`
+	End       string       `json:"end"`
+	DoneUntil string       `json:"done_until,omitempty"`
+	Current   *rangeCursor `json:"current,omitempty"`
+	Done      bool         `json:"done"`
+}
+
+// rangeCheck compares what a completed range delivered with the server's total.
+type rangeCheck struct {
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Total     int       `json:"total"`
+	Seen      int       `json:"seen"`
+	Shortfall int       `json:"shortfall"`
+	At        time.Time `json:"at"`
+}
+
+// commsCursor is the cursor of the communications stream.
+type commsCursor struct {
+	Backfill           *backfillCursor `json:"backfill,omitempty"`
+	Increment          *rangeCursor    `json:"increment,omitempty"`
+	LastIncrementPages int             `json:"last_increment_pages,omitempty"`
+	LastCheck          *rangeCheck     `json:"last_check,omitempty"`
+	Manual             *rangeCursor    `json:"manual,omitempty"` // partition "backfill" only
+}
+
+func dateString(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+func parseDate(s string) (time.Time, error) {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse cursor date %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// commsState is the loaded state of a communications partition.
+type commsState struct {
+	partition string
+	watermark *time.Time
+	cur       commsCursor
+}
+
+func (r *run) loadComms(ctx context.Context, partition string) (*commsState, error) {
+	st, err := r.e.store.GetState(ctx, StreamCommunications, partition)
+	cs := &commsState{partition: partition}
+	switch {
+	case errors.Is(err, load.ErrNoState):
+		return cs, nil
+	case err != nil:
+		return nil, err
+	}
+	cs.watermark = st.Watermark
+	if len(st.Cursor) > 0 {
+		if err := json.Unmarshal(st.Cursor, &cs.cur); err != nil {
+			return nil, fmt.Errorf("read communications cursor: %w", err)
+		}
+	}
+	return cs, nil
+}
+
+func (cs *commsState) checkpoint(succeeded bool) (*load.Checkpoint, error) {
+	b, err := json.Marshal(cs.cur)
+	if err != nil {
+		return nil, fmt.Errorf("encode communications cursor: %w", err)
+	}
+	return &load.Checkpoint{Partition: cs.partition, Watermark: cs.watermark, Cursor: b, Succeeded: succeeded}, nil
+}
+
+// save writes the state outside a page (cursor changes that load nothing).
+func (r *run) save(ctx context.Context, cs *commsState, succeeded bool) error {
+	cp, err := cs.checkpoint(succeeded)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
+	defer cancel()
+	return r.e.store.SetState(sctx, StreamCommunications, r.id, *cp)
+}
+
+// initBackfill starts the backfill the first time the stream runs: from
+// AGENCY_COMMS_START_DATE to today, as one range (or windows).
+func (r *run) initBackfill(ctx context.Context, cs *commsState) error {
+	if cs.cur.Backfill != nil {
+		return nil
+	}
+	if r.e.set.StartDate.IsZero() {
+		return errors.New("start backfill: AGENCY_COMMS_START_DATE is not set")
+	}
+	end := r.today
+	start := utcDate(r.e.set.StartDate)
+	cs.cur.Backfill = &backfillCursor{Start: dateString(start), End: dateString(end), Done: start.After(end)}
+	return r.save(ctx, cs, false)
+}
+
+// commsIncrement fetches what is new: a resumed increment first, then the
+// range from the watermark minus the lookback to today. While the backfill
+// is still under way, the increment covers only the days after the
+// backfill's end, which the backfill will not fetch.
+func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
+	cs, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return err
+	}
+	if err := r.initBackfill(ctx, cs); err != nil {
+		return err
+	}
+	if cs.cur.Increment != nil {
+		log.Info("resuming communications increment", zap.String("from", cs.cur.Increment.From), zap.String("to", cs.cur.Increment.To), zap.Int("next_page", cs.cur.Increment.NextPage))
+		if err := r.incrementRange(ctx, log, cs); err != nil {
+			return err
+		}
+	}
+	var from time.Time
+	if bf := cs.cur.Backfill; !bf.Done || cs.watermark == nil {
+		end, err := parseDate(bf.End)
+		if err != nil {
+			return err
+		}
+		from = end.AddDate(0, 0, 1)
+	} else {
+		from = utcDate(cs.watermark.Add(-r.e.set.Lookback))
+	}
+	if from.After(r.today) {
+		log.Debug("no communications increment due", zap.Time("from", from))
+		return nil
+	}
+	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
+	return r.incrementRange(ctx, log, cs)
+}
+
+func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsState) error {
+	rc := cs.cur.Increment
+	startPage := rc.NextPage
+	err := r.pageRange(ctx, log, cs, rc, func(done bool) {
+		if done {
+			cs.cur.LastIncrementPages = max(rc.NextPage-startPage, 1)
+			cs.cur.LastCheck = r.check(log, rc)
+			cs.cur.Increment = nil
+		}
+	})
+	return err
+}
+
+// commsBackfill pages through the history, window by window, resuming at
+// the first page not committed.
+func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
+	cs, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return err
+	}
+	if err := r.initBackfill(ctx, cs); err != nil {
+		return err
+	}
+	bf := cs.cur.Backfill
+	for !bf.Done {
+		if bf.Current == nil {
+			from, err := parseDate(bf.Start)
+			if err != nil {
+				return err
+			}
+			if bf.DoneUntil != "" {
+				d, err := parseDate(bf.DoneUntil)
+				if err != nil {
+					return err
+				}
+				from = d.AddDate(0, 0, 1)
+			}
+			end, err := parseDate(bf.End)
+			if err != nil {
+				return err
+			}
+			to := end
+			if w := r.e.set.BackfillWindow; w > 0 {
+				days := max(int(w/(24*time.Hour)), 1)
+				to = from.AddDate(0, 0, days-1)
+				if to.After(end) {
+					to = end
+				}
+			}
+			bf.Current = &rangeCursor{From: dateString(from), To: dateString(to), NextPage: 1}
+			log.Info("communications backfill window", zap.String("from", bf.Current.From), zap.String("to", bf.Current.To))
+		} else {
+			log.Info("resuming communications backfill", zap.String("from", bf.Current.From), zap.String("to", bf.Current.To), zap.Int("next_page", bf.Current.NextPage))
+		}
+		rc := bf.Current
+		err := r.pageRange(ctx, log, cs, rc, func(done bool) {
+			if !done {
+				return
+			}
+			cs.cur.LastCheck = r.check(log, rc)
+			bf.DoneUntil = rc.To
+			bf.Current = nil
+			bf.Done = bf.DoneUntil >= bf.End
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manualBackfill re-fetches a range (agencysync backfill), resuming the same
+// range where a previous attempt stopped. The stream's watermark is raised,
+// never lowered.
+func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) error {
+	cs, err := r.loadComms(ctx, partBackfill)
+	if err != nil {
+		return err
+	}
+	main, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return err
+	}
+	cs.watermark = main.watermark
+	from, to := dateString(rg.From), dateString(rg.To)
+	if m := cs.cur.Manual; m == nil || m.From != from || m.To != to {
+		cs.cur.Manual = &rangeCursor{From: from, To: to, NextPage: 1}
+	} else {
+		log.Info("resuming manual backfill", zap.String("from", from), zap.String("to", to), zap.Int("next_page", m.NextPage))
+	}
+	rc := cs.cur.Manual
+	return r.pageRange(ctx, log, cs, rc, func(done bool) {
+		if done {
+			cs.cur.LastCheck = r.check(log, rc)
+			cs.cur.Manual = nil
+		}
+	})
+}
+
+// check compares a completed range's records with the server's total; a
+// shortfall is logged and kept in the cursor and the run's notes.
+func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
+	c := &rangeCheck{From: rc.From, To: rc.To, Total: rc.Total, Seen: rc.Seen, Shortfall: max(rc.Total-rc.Seen, 0), At: r.e.set.Now().UTC()}
+	if c.Shortfall > 0 {
+		log.Warn("communications range delivered fewer records than the server's total",
+			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen), zap.Int("shortfall", c.Shortfall))
+		r.note(fmt.Sprintf("communications %s..%s: %d of %d records delivered (shortfall %d)", rc.From, rc.To, rc.Seen, rc.Total, c.Shortfall))
+	}
+	return c
+}
+
+// pageRange pages through rc from its NextPage. Each page commits with the
+// cursor that points past it; onPage updates the cursor before the commit
+// (done: the page is the range's last). Fetching the next page overlaps the
+// loading of the current one.
+func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc *rangeCursor, onPage func(done bool)) error {
+	from, err := parseDate(rc.From)
+	if err != nil {
+		return err
+	}
+	to, err := parseDate(rc.To)
+	if err != nil {
+		return err
+	}
+	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
+		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage, StartPage: max(rc.NextPage, 1), PerPage: rc.PerPage}
+	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
+	finished := false
+	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*extract.Page[extract.Communication], error] {
+		return r.client.Communications(ctx, q)
+	})
+	for page, err := range pages {
+		if err != nil {
+			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
+		}
+		batch := transform.Communications(page.Records)
+		batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
+		for i := range batch.Emails {
+			if at := batch.Emails[i].EmailAt; cs.watermark == nil || at.After(*cs.watermark) {
+				at := at
+				cs.watermark = &at
+			}
+		}
+		rc.NextPage = page.Number + 1
+		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
+		rc.Seen += page.Rows()
+		done := page.Number >= page.LastPage || page.Rows() == 0
+		onPage(done)
+		cp, err := cs.checkpoint(done && cs.partition == partComms && cs.cur.Increment == nil && (cs.cur.Backfill == nil || cs.cur.Backfill.Done))
+		if err != nil {
+			return err
+		}
+		if _, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch, State: cp}); err != nil {
+			return err
+		}
+		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
+		if done {
+			finished = true
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("page communications: %w", ctx.Err())
+		}
+	}
+	if !finished {
+		// The server ended the range without a last page (e.g. it shrank):
+		// close it so the next run does not ask for a page past the end.
+		onPage(true)
+		if err := r.save(ctx, cs, false); err != nil {
+			return err
+		}
+	}
+	log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
+	return nil
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
+)
+
+// fetchedDetail is one entity's detail, ready to load.
+type fetchedDetail struct {
+	due   dueDetail
+	batch transform.Batch
+	gone  bool // 404: deleted since it was listed
+	// contacts: the brand's contact list was fetched whole, so contacts
+	// absent from it are soft-deleted.
+	contacts bool
+}
+
+// details fetches the due details of the selected streams: brands (detail
+// and contacts) and projects, stalest first. Fetching the next entity
+// overlaps loading the current one.
+func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
+	streams := req.Streams
+	if len(streams) == 0 {
+		streams = AllStreams
+	}
+	var errs []error
+	for _, stream := range []string{StreamBrands, StreamProjects} {
+		if !slices.Contains(streams, stream) {
+			continue
+		}
+		err := r.streamDetails(ctx, stream, log.With(zap.String("stream", stream)))
+		if err != nil {
+			if classifyStop(ctx, err) != nil {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger) error {
+	due, err := r.e.book.dueDetails(ctx, r.e.pool, stream, r.e.set.DetailMaxAge)
+	if err != nil {
+		return err
+	}
+	log.Info("details due", zap.Int("count", len(due)))
+	name := stream + ".details"
+	r.progress.Update(name, 0, len(due))
+	fetch := func(ctx context.Context) iter.Seq2[fetchedDetail, error] {
+		return func(yield func(fetchedDetail, error) bool) {
+			for _, d := range due {
+				fd, err := r.fetchDetail(ctx, stream, d)
+				if !yield(fd, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+	done := 0
+	for fd, err := range prefetch(ctx, r.e.set.NoPrefetch, fetch) {
+		if err != nil {
+			return err
+		}
+		if fd.gone {
+			log.Info("listed entity not found on detail; its next listing soft-deletes it", zap.String("id", fd.due.ID))
+			done++
+			continue
+		}
+		p := load.Page{Stream: stream, Batch: fd.batch,
+			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
+		id, hash := fd.due.ID, fd.due.Hash
+		p.Then = func(ctx context.Context, tx pgx.Tx) error { return r.e.book.detailFetched(ctx, tx, stream, id, hash) }
+		if fd.contacts {
+			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
+			if err != nil {
+				return err
+			}
+			p.Listing, p.EndsListing = l, true
+		}
+		if _, err := r.commit(ctx, p); err != nil {
+			return err
+		}
+		done++
+		r.progress.Update(name, done, len(due))
+		if ctx.Err() != nil {
+			return fmt.Errorf("fetch details: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// fetchDetail fetches one brand (detail and every contact page) or project.
+func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetchedDetail, error) {
+	fd := fetchedDetail{due: d}
+	id := extract.ID(d.ID)
+	// A detail that does not decode is a rejected record, not a failed run:
+	// it is fetched again when its list entry changes.
+	var recErr *extract.RecordError
+	rejectStream := transform.StreamBrands
+	if stream == StreamProjects {
+		rejectStream = transform.StreamProjects
+	}
+	if stream == StreamProjects {
+		p, err := r.client.Project(ctx, id)
+		if errors.Is(err, extract.ErrNotFound) {
+			fd.gone = true
+			return fd, nil
+		}
+		if errors.As(err, &recErr) {
+			fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
+			return fd, nil
+		}
+		if err != nil {
+			return fd, fmt.Errorf("fetch project %s: %w", d.ID, err)
+		}
+		fd.batch = transform.ProjectDetails([]extract.Project{*p})
+		return fd, nil
+	}
+	b, err := r.client.Brand(ctx, id)
+	if errors.Is(err, extract.ErrNotFound) {
+		fd.gone = true
+		return fd, nil
+	}
+	if errors.As(err, &recErr) {
+		fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
+		return fd, nil
+	}
+	if err != nil {
+		return fd, fmt.Errorf("fetch brand %s: %w", d.ID, err)
+	}
+	fd.batch = transform.BrandDetails([]extract.BrandDetail{*b}, r.today)
+	var contacts []extract.Contact
+	var rejects []extract.RecordError
+	for page, err := range r.client.BrandContacts(ctx, id) {
+		if errors.Is(err, extract.ErrNotFound) {
+			fd.gone = true
+			return fd, nil
+		}
+		if err != nil {
+			return fd, fmt.Errorf("fetch contacts of brand %s: %w", d.ID, err)
+		}
+		contacts = append(contacts, page.Records...)
+		rejects = append(rejects, page.Rejects...)
+	}
+	fd.batch.Append(transform.Contacts(id, contacts))
+	fd.contacts = true
+	fd.batch.Rejects = append(fd.batch.Rejects, transform.RecordErrors(transform.StreamBrandContacts, rejects)...)
+	return fd, nil
+}

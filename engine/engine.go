@@ -1,0 +1,583 @@
+// Package engine is agencysync's sync engine: it plans each run within the
+// day's request quota, runs the streams (brands, projects, finance,
+// communications) incrementally from their watermarks, commits every page with
+// its checkpoint so that a crash resumes where it stopped, holds one advisory
+// lock per warehouse schema so that two syncs never overlap, and records each
+// run in sync_runs.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/warehouse"
+)
+
+// Trigger says what started a run (sync_runs.trigger).
+type Trigger string
+
+// Triggers of a run.
+const (
+	TriggerRun      Trigger = "run"
+	TriggerServe    Trigger = "serve"
+	TriggerBackfill Trigger = "backfill"
+	TriggerTest     Trigger = "test"
+)
+
+// Status is how a run ended (sync_runs.status).
+type Status string
+
+// Run statuses.
+const (
+	StatusSucceeded Status = load.RunSucceeded // everything asked was synced
+	StatusPartial   Status = load.RunPartial   // budget, daily quota or a signal stopped it; the next run resumes
+	StatusFailed    Status = load.RunFailed    // an error stopped a stream
+	StatusSkipped   Status = load.RunSkipped   // another sync held the lock
+)
+
+// ErrInterrupted means the run stopped because its context ended (a signal):
+// the page in hand was committed and the next run resumes.
+var ErrInterrupted = errors.New("interrupted")
+
+// Settings are the engine's knobs, from the configuration.
+type Settings struct {
+	// Schema is the warehouse schema; it keys the advisory lock.
+	Schema string
+	// DomainID, UserIDs, BrandURL and WithMessage shape communications requests.
+	DomainID    int64
+	UserIDs     []int64
+	BrandURL    string
+	WithMessage string
+	// StartDate is the first day of the communications backfill.
+	StartDate time.Time
+	// Lookback is how far before the watermark an increment starts (default 24h).
+	Lookback time.Duration
+	// BackfillWindow splits the backfill into date windows of this length
+	// (0: one range, the fewest requests).
+	BackfillWindow time.Duration
+	// DailyQuota and QuotaReserve (a share, 0..1) bound each day's requests.
+	DailyQuota   int
+	QuotaReserve float64
+	// Priorities order the tasks (default DefaultPriorities).
+	Priorities []Task
+	// NoPrefetch turns off fetching the next page while the current one
+	// loads. Prefetching keeps the API's pace the only bottleneck; without
+	// it, a crash can lose at most the page in hand instead of that page and
+	// the one being fetched.
+	NoPrefetch bool
+	// DetailMaxAge re-fetches a brand's or project's detail older than this
+	// even when its list entry did not change (default 7 days; 0 keeps the default).
+	DetailMaxAge time.Duration
+	// FinanceFullEvery lists finance without updated_since at least this
+	// often, so deletions are seen (default 7 days).
+	FinanceFullEvery time.Duration
+	// Now is the clock (default time.Now); the quota day comes from the ledger.
+	Now func() time.Time
+}
+
+// Deps are the engine's collaborators.
+type Deps struct {
+	Pool    *pgxpool.Pool
+	Store   *load.Store
+	Ledger  *load.Ledger
+	Client  *extract.Client
+	Metrics *Metrics // nil: metrics not recorded
+	// Progress makes the progress display of a run from the run's logger
+	// (which carries run_id); nil shows no progress.
+	Progress func(runLog *zap.Logger) Progress
+	Logger   *zap.Logger
+}
+
+// warehouseStore is what the engine needs of *load.Store (tests wrap it to
+// simulate a crash between a page's fetch and its commit).
+type warehouseStore interface {
+	RecordSkipped(ctx context.Context, r load.Run, reason string) (string, error)
+	StartRun(ctx context.Context, r load.Run) (string, error)
+	FinishRun(ctx context.Context, runID string, r load.RunResult) error
+	GetState(ctx context.Context, stream, partition string) (load.State, error)
+	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
+	NewListing(table string, scope map[string]any) (*load.Listing, error)
+	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
+}
+
+// Engine runs syncs. It is safe for concurrent use; the advisory lock lets
+// one run at a time proceed per warehouse schema.
+type Engine struct {
+	pool     *pgxpool.Pool
+	store    warehouseStore
+	ledger   *load.Ledger
+	client   *extract.Client
+	metrics  *Metrics
+	progress func(runLog *zap.Logger) Progress
+	log      *zap.Logger
+	set      Settings
+	book     *bookkeeping
+
+	retries atomic.Int64 // retries of the current run (the client's hook counts them)
+}
+
+// New checks the settings and returns an engine.
+func New(d Deps, s Settings) (*Engine, error) {
+	switch {
+	case d.Pool == nil || d.Store == nil || d.Ledger == nil || d.Client == nil:
+		return nil, errors.New("create engine: pool, store, ledger and client are required")
+	case s.Schema == "":
+		return nil, errors.New("create engine: empty schema")
+	case s.DailyQuota <= 0:
+		return nil, errors.New("create engine: daily quota must be positive")
+	case s.QuotaReserve < 0 || s.QuotaReserve > 1:
+		return nil, errors.New("create engine: quota reserve must be within 0..1")
+	}
+	if s.Lookback == 0 {
+		s.Lookback = 24 * time.Hour
+	}
+	if s.DetailMaxAge <= 0 {
+		s.DetailMaxAge = 7 * 24 * time.Hour
+	}
+	if s.FinanceFullEvery <= 0 {
+		s.FinanceFullEvery = 7 * 24 * time.Hour
+	}
+	if len(s.Priorities) == 0 {
+		s.Priorities = DefaultPriorities
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.WithMessage == "" {
+		s.WithMessage = "0"
+	}
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	if d.Progress == nil {
+		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
+	}
+	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, metrics: d.Metrics,
+		progress: d.Progress, log: d.Logger, set: s, book: newBookkeeping(s.Schema)}
+	return e, nil
+}
+
+// ObserveRequest is the client's per-request hook: metrics and retry counts.
+// Wire it as extract.Options.Hook.
+func (e *Engine) ObserveRequest(info extract.RequestInfo) {
+	if info.Attempt > 1 {
+		e.retries.Add(1)
+	}
+	e.retries.Add(int64(info.Resends))
+	if e.metrics == nil {
+		return
+	}
+	e.metrics.Requests.WithLabelValues(info.Endpoint, fmt.Sprint(info.Status)).Inc()
+	e.metrics.RequestDuration.WithLabelValues(info.Endpoint).Observe(info.Duration.Seconds())
+	if info.Attempt > 1 {
+		e.metrics.Retries.Inc()
+	}
+}
+
+// Range is an inclusive range of calendar dates.
+type Range struct {
+	From, To time.Time
+}
+
+// Request is what one run should do.
+type Request struct {
+	Trigger Trigger
+	// Streams selects the streams (default all).
+	Streams []string
+	// FullRefresh names streams whose state is reset before the run, so they
+	// are synced from scratch.
+	FullRefresh []string
+	// Backfill, when set, re-fetches this range of communications instead of
+	// the normal tasks.
+	Backfill *Range
+}
+
+// Result is how a run ended.
+type Result struct {
+	RunID        string
+	Status       Status
+	Plan         Plan
+	RequestsUsed int
+	Retries      int
+	Counts       load.Counts
+	// StreamErrors holds the error of each task that failed.
+	StreamErrors map[Task]error
+	// Err is why the run did not succeed (nil when it did or was skipped).
+	Err error
+	// Notes are warnings worth keeping (e.g. a total shortfall).
+	Notes []string
+}
+
+// run is the state of one run in progress.
+type run struct {
+	e        *Engine
+	id       string
+	client   *extract.Client
+	budget   *extract.RequestBudget
+	log      *zap.Logger
+	today    time.Time // UTC date of the run's start (snapshot date)
+	progress Progress
+	mu       sync.Mutex
+	counts   load.Counts
+	notes    []string
+	stopErr  error // budget, quota, auth or interruption: stops every task
+}
+
+// Run performs one sync: lock, plan, tasks in priority order, record.
+func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	streams, err := normaliseStreams(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Trigger == "" {
+		req.Trigger = TriggerRun
+	}
+	lock, ok, err := e.tryLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams}, "another sync of this warehouse schema holds the lock")
+		if err != nil {
+			return nil, err
+		}
+		e.log.Info("another sync holds the lock of this warehouse schema; skipping", zap.String("run_id", id), zap.String("schema", e.set.Schema))
+		if e.metrics != nil {
+			e.metrics.Runs.WithLabelValues(string(StatusSkipped)).Inc()
+		}
+		return &Result{RunID: id, Status: StatusSkipped}, nil
+	}
+	defer lock.release()
+	return e.runLocked(ctx, req, streams)
+}
+
+func normaliseStreams(req Request) ([]string, error) {
+	streams := req.Streams
+	if len(streams) == 0 {
+		streams = AllStreams
+	}
+	for _, s := range append(slices.Clone(streams), req.FullRefresh...) {
+		if !slices.Contains(AllStreams, s) {
+			return nil, fmt.Errorf("run: unknown stream %q (want %s)", s, strings.Join(AllStreams, ","))
+		}
+	}
+	if req.Backfill != nil {
+		if req.Backfill.To.Before(req.Backfill.From) {
+			return nil, fmt.Errorf("backfill: range ends (%s) before it starts (%s)", req.Backfill.To.Format(time.DateOnly), req.Backfill.From.Format(time.DateOnly))
+		}
+		streams = []string{StreamCommunications}
+	}
+	return streams, nil
+}
+
+func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (*Result, error) {
+	started := e.set.Now()
+	for _, s := range req.FullRefresh {
+		if err := e.book.resetStream(ctx, e.pool, s); err != nil {
+			return nil, err
+		}
+		e.log.Info("stream state reset for a full refresh", zap.String("stream", s))
+	}
+	if err := e.book.closeDeadRuns(ctx, e.pool); err != nil {
+		return nil, err
+	}
+	done, err := e.doneByUnfinishedRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.makePlan(ctx, streams, req.Backfill, done)
+	if err != nil {
+		return nil, err
+	}
+	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams, RequestsPlanned: plan.Allotted()})
+	if err != nil {
+		return nil, err
+	}
+	e.retries.Store(0)
+	budget := extract.NewBudget(plan.Budget)
+	runLog := e.log.With(zap.String("run_id", runID))
+	r := &run{e: e, id: runID, budget: budget, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
+		log: runLog, today: utcDate(started)}
+	r.progress = e.progress(r.log)
+	base := r.client
+	r.log.Info("sync started", zap.Strings("streams", streams), zap.String("trigger", string(req.Trigger)),
+		zap.Int("budget", plan.Budget), zap.Int("spent_today", plan.Spent), zap.Int("estimated", plan.Estimated()))
+	if e.metrics != nil {
+		e.metrics.QuotaSpent.Set(float64(plan.Spent))
+		e.metrics.QuotaLeft.Set(float64(plan.Budget))
+	}
+
+	res := &Result{RunID: runID, Plan: plan, StreamErrors: map[Task]error{}}
+	for _, item := range plan.Items {
+		if r.stopped() != nil {
+			break
+		}
+		if done[item.Task] {
+			r.log.Info("task skipped: the unfinished run before this one completed it today", zap.String("task", string(item.Task)))
+			continue
+		}
+		tlog := r.log.With(zap.String("task", string(item.Task)))
+		if item.Task != TaskDetails { // details name their stream themselves
+			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
+		}
+		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
+		err := r.runTask(ctx, item.Task, req, tlog)
+		if err == nil {
+			continue
+		}
+		if stop := classifyStop(ctx, err); stop != nil {
+			r.stop(stop)
+			tlog.Warn("task stopped", zap.Error(err))
+			break
+		}
+		res.StreamErrors[item.Task] = err
+		tlog.Error("task failed", zap.Error(err))
+	}
+	r.progress.Finish()
+
+	res.RequestsUsed = budget.Spent()
+	res.Retries = int(e.retries.Load())
+	res.Counts = r.counts
+	res.Notes = r.notes
+	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors)
+	errText := ""
+	if res.Err != nil {
+		errText = res.Err.Error()
+	}
+	if len(res.Notes) > 0 {
+		errText = strings.TrimSpace(errText + "; notes: " + strings.Join(res.Notes, "; "))
+		errText = strings.TrimPrefix(errText, "; ")
+	}
+	// Record the end even when the run's context was cancelled, and through
+	// a database blip: the error that failed the run may have left dead
+	// connections in the pool, and a "running" row would outlive the run.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for wait := 100 * time.Millisecond; ; wait *= 2 {
+		err := e.store.FinishRun(fctx, runID, load.RunResult{Status: string(res.Status), RequestsUsed: res.RequestsUsed,
+			Retries: res.Retries, RowsByTable: res.Counts.RowsByTable(), Rejected: res.Counts.Rejected, Error: errText})
+		if err == nil {
+			break
+		}
+		select {
+		case <-fctx.Done():
+			return res, err
+		case <-time.After(wait):
+		}
+	}
+	dur := e.set.Now().Sub(started)
+	if e.metrics != nil {
+		for _, s := range completedStreams(streams, plan.Items, res) {
+			e.metrics.LastSuccess.WithLabelValues(s).SetToCurrentTime()
+		}
+		e.metrics.Runs.WithLabelValues(string(res.Status)).Inc()
+		e.metrics.RunDuration.WithLabelValues(string(res.Status)).Observe(dur.Seconds())
+		e.metrics.QuotaLeft.Set(float64(budget.Remaining()))
+		e.metrics.QuotaSpent.Set(float64(plan.Spent + res.RequestsUsed))
+	}
+	fields := []zap.Field{zap.String("status", string(res.Status)), zap.Duration("took", dur.Round(time.Millisecond)),
+		zap.Int("requests_planned", plan.Allotted()), zap.Int("requests_used", res.RequestsUsed), zap.Int("retries", res.Retries),
+		zap.Int64("rows_written", res.Counts.Written()), zap.Any("rows_by_table", res.Counts.RowsByTable()),
+		zap.Int64("rejected", res.Counts.Rejected)}
+	if res.Err != nil {
+		fields = append(fields, zap.String("error", res.Err.Error()))
+	}
+	r.log.Info("sync summary", fields...)
+	return res, nil
+}
+
+// completedStreams lists the streams whose every task ran to completion in a
+// run (none when the run stopped early).
+func completedStreams(streams []string, items []PlanItem, res *Result) []string {
+	if res.Status == StatusPartial || res.Status == StatusSkipped || errors.Is(res.Err, extract.ErrUnauthorized) {
+		return nil
+	}
+	var out []string
+	for _, s := range streams {
+		ok := true
+		for _, it := range items {
+			if _, failed := res.StreamErrors[it.Task]; failed && strings.Contains(it.Task.Stream(), s) {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// classifyStop returns the error that must stop the whole run (budget,
+// daily quota, credentials, interruption), or nil for a task-local failure.
+func classifyStop(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, extract.ErrBudgetExhausted):
+		return fmt.Errorf("today's request budget is spent; the next run continues: %w", err)
+	case errors.Is(err, extract.ErrDailyQuota):
+		return fmt.Errorf("the service refused: daily quota exceeded; the next run continues: %w", err)
+	case errors.Is(err, extract.ErrUnauthorized):
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("sync %w: %w", ErrInterrupted, ctx.Err())
+	}
+	return nil
+}
+
+func outcome(stop error, taskErrs map[Task]error) (Status, error) {
+	switch {
+	case stop != nil && errors.Is(stop, extract.ErrUnauthorized):
+		return StatusFailed, stop
+	case len(taskErrs) > 0:
+		var msgs []string
+		for _, t := range DefaultPriorities {
+			if err, ok := taskErrs[t]; ok {
+				msgs = append(msgs, fmt.Sprintf("%s: %v", t, err))
+			}
+		}
+		return StatusFailed, &taskErrors{msg: strings.Join(msgs, "; "), errs: taskErrs, stop: stop}
+	case stop != nil:
+		return StatusPartial, stop
+	}
+	return StatusSucceeded, nil
+}
+
+// taskErrors is the error of a run in which tasks failed.
+type taskErrors struct {
+	msg  string
+	errs map[Task]error
+	stop error
+}
+
+func (e *taskErrors) Error() string {
+	if e.stop != nil {
+		return e.msg + "; then stopped: " + e.stop.Error()
+	}
+	return e.msg
+}
+
+func (e *taskErrors) Unwrap() []error {
+	out := make([]error, 0, len(e.errs)+1)
+	for _, err := range e.errs {
+		out = append(out, err)
+	}
+	if e.stop != nil {
+		out = append(out, e.stop)
+	}
+	return out
+}
+
+func (r *run) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopErr == nil {
+		r.stopErr = err
+	}
+}
+
+func (r *run) stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopErr
+}
+
+func (r *run) note(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, msg)
+}
+
+// commit writes a page and adds its counts to the run. It uses a context
+// that survives cancellation for a short while, so that a signal still lets
+// the page in hand commit.
+func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
+	p.RunID = r.id
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
+	defer cancel()
+	c, err := r.e.store.CommitPage(cctx, p)
+	if err != nil {
+		return c, err
+	}
+	r.mu.Lock()
+	r.counts.Add(c)
+	r.mu.Unlock()
+	if m := r.e.metrics; m != nil {
+		for table, n := range c.RowsByTable() {
+			m.RowsWritten.WithLabelValues(table).Add(float64(n))
+		}
+		if c.Rejected > 0 {
+			m.Rejected.WithLabelValues(p.Stream).Add(float64(c.Rejected))
+		}
+	}
+	return c, nil
+}
+
+func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger) error {
+	if req.Backfill != nil {
+		return r.manualBackfill(ctx, *req.Backfill, log)
+	}
+	switch t {
+	case TaskCommsIncrement:
+		return r.commsIncrement(ctx, log)
+	case TaskCommsBackfill:
+		return r.commsBackfill(ctx, log)
+	case TaskBrands:
+		return r.brandsList(ctx, log)
+	case TaskProjects:
+		return r.projectsList(ctx, log)
+	case TaskFinance:
+		return r.finance(ctx, log)
+	case TaskDetails:
+		return r.details(ctx, req, log)
+	}
+	return fmt.Errorf("run task: unknown task %q", t)
+}
+
+// syncLock is a held advisory lock on a dedicated connection.
+type syncLock struct {
+	conn *pgxpool.Conn
+	id   int64
+}
+
+func (e *Engine) tryLock(ctx context.Context) (*syncLock, bool, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquire lock connection: %w", err)
+	}
+	id := warehouse.SyncLockID(e.set.Schema)
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("take sync lock: %w", err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return &syncLock{conn: conn, id: id}, true, nil
+}
+
+func (l *syncLock) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
+		// The session is suspect: close it, which releases the lock too.
+		_ = l.conn.Conn().Close(ctx)
+	}
+	l.conn.Release()
+}
+
+func utcDate(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}

@@ -1,0 +1,859 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/transform"
+	"github.com/agencysync/agencysync/warehouse/warehousetest"
+)
+
+func TestMain(m *testing.M) { warehousetest.Main(m) }
+
+// harness is an engine wired to an in-process sandbox and a fresh schema,
+// with the engine's clock following the sandbox's.
+type harness struct {
+	t      *testing.T
+	sb     *sandbox.Server
+	opts   sandbox.Options
+	pool   *pgxpool.Pool
+	schema string
+	eng    *Engine
+	sent   atomic.Int64 // requests the client sent (hook)
+	apiURL string       // the main interface's address (default the sandbox's)
+	// realClock runs the engine and its ledger on the real clock instead of
+	// the sandbox's (the quota day then matches sync_runs' timestamps).
+	realClock bool
+}
+
+func smallSandbox() sandbox.Options {
+	o := sandbox.DefaultOptions()
+	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
+	o.NoLimits = true
+	o.AdminToken = "admin"
+	return o
+}
+
+func newHarness(t *testing.T, o sandbox.Options, tune func(*Settings)) *harness {
+	t.Helper()
+	pool, schema := warehousetest.Schema(t)
+	return newHarnessOn(t, o, pool, schema, tune)
+}
+
+func newHarnessOn(t *testing.T, o sandbox.Options, pool *pgxpool.Pool, schema string, tune func(*Settings)) *harness {
+	t.Helper()
+	sb, err := sandbox.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	h := &harness{t: t, sb: sb, opts: o, pool: pool, schema: schema}
+	h.eng = h.engine(tune)
+	return h
+}
+
+// engine builds an engine on the harness's sandbox and schema (a second
+// one plays a second worker).
+func (h *harness) engine(tune func(*Settings)) *Engine {
+	t := h.t
+	log := zaptest.NewLogger(t)
+	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := h.sb.Now
+	if h.realClock {
+		clock = time.Now
+	}
+	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng *Engine
+	client, err := extract.New(extract.Options{
+		BaseURL: cmp.Or(h.apiURL, h.sb.APIURL()), APIKey: h.opts.APIKey, CommsURL: h.sb.CommsURL(), CommsKey: h.opts.CommsKey,
+		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]int64, h.opts.Users)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
+		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock}
+	if tune != nil {
+		tune(&s)
+	}
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+func (h *harness) run(req Request) *Result {
+	h.t.Helper()
+	if req.Trigger == "" {
+		req.Trigger = TriggerTest
+	}
+	res, err := h.eng.Run(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func (h *harness) count(sql string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func (h *harness) table(name string) string { return pgx.Identifier{h.schema, name}.Sanitize() }
+
+type truthLine struct {
+	Stream string          `json:"stream"`
+	Key    string          `json:"key"`
+	Bad    bool            `json:"bad"`
+	Record json.RawMessage `json:"record"`
+}
+
+func (h *harness) truth() map[string][]truthLine {
+	h.t.Helper()
+	var buf bytes.Buffer
+	if err := h.sb.Truth(&buf); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string][]truthLine{}
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l truthLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			h.t.Fatal(err)
+		}
+		out[l.Stream] = append(out[l.Stream], l)
+	}
+	return out
+}
+
+// expectedEmails decodes and transforms the truth's communications, as the
+// warehouse should hold them.
+func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
+	t.Helper()
+	var body bytes.Buffer
+	body.WriteString(`{"data":{"rows":{`)
+	n := 0
+	for _, l := range lines {
+		if l.Bad {
+			continue
+		}
+		if n > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, "%q:%s", l.Key, l.Record)
+		n++
+	}
+	fmt.Fprintf(&body, `},"total":%d,"per_page":%d,"current_page":1,"last_page":1}}`, n, max(n, 1))
+	page, err := extract.DecodeCommunications(body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Rejects) > 0 {
+		t.Fatalf("truth records that are not bad did not decode: %v", page.Rejects[0].Err)
+	}
+	return transform.Communications(page.Records)
+}
+
+// assertEqualsTruth compares the warehouse with the sandbox's ground truth:
+// row counts of every stream, and the e-mails' content.
+func (h *harness) assertEqualsTruth() {
+	t := h.t
+	t.Helper()
+	tr := h.truth()
+	good := func(stream string) (n, bad int) {
+		for _, l := range tr[stream] {
+			if l.Bad {
+				bad++
+			} else {
+				n++
+			}
+		}
+		return n, bad
+	}
+	live := func(table string) int {
+		return h.count("SELECT count(*) FROM " + h.table(table) + " WHERE _deleted_at IS NULL")
+	}
+	for stream, table := range map[string]string{"brands": "brands", "contacts": "brand_contacts", "projects": "projects",
+		"budgets": "budgets", "invoices": "invoices", "collections": "collections", "payments": "payments",
+		"profitability": "profitability", "summary": "agency_finance_summary"} {
+		want, _ := good(stream)
+		if got := live(table); got != want {
+			t.Errorf("%s: %d live rows, truth has %d", table, got, want)
+		}
+	}
+	want, bad := good("communications")
+	if got := h.count("SELECT count(*) FROM " + h.table("emails")); got != want {
+		t.Errorf("emails: %d rows, truth has %d", got, want)
+	}
+	if got := h.count("SELECT count(*) FROM " + h.table("rejected_records") + " WHERE stream = 'communications'"); got != bad {
+		t.Errorf("rejected communications: %d, truth has %d bad", got, bad)
+	}
+	exp := expectedEmails(t, tr["communications"])
+	type emailKey struct {
+		id      int64
+		subject string
+		at      time.Time
+	}
+	var wantKeys []emailKey
+	for _, e := range exp.Emails {
+		wantKeys = append(wantKeys, emailKey{e.RecordID, e.Subject, e.EmailAt.UTC()})
+	}
+	rows, err := h.pool.Query(context.Background(), "SELECT record_id, subject, email_at FROM "+h.table("emails")+" ORDER BY record_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotKeys []emailKey
+	for rows.Next() {
+		var k emailKey
+		if err := rows.Scan(&k.id, &k.subject, &k.at); err != nil {
+			t.Fatal(err)
+		}
+		k.at = k.at.UTC()
+		gotKeys = append(gotKeys, k)
+	}
+	slices.SortFunc(wantKeys, func(a, b emailKey) int { return int(a.id - b.id) })
+	if !slices.Equal(gotKeys, wantKeys) {
+		t.Errorf("e-mail content differs from the truth (%d stored, %d expected)", len(gotKeys), len(wantKeys))
+	}
+	if got, want := h.count("SELECT count(*) FROM "+h.table("email_recipients")), len(exp.EmailRecipients); got != want {
+		t.Errorf("email_recipients: %d rows, truth implies %d", got, want)
+	}
+	if got, want := h.count("SELECT count(*) FROM "+h.table("users")), len(exp.Users); got != want {
+		t.Errorf("users: %d rows, truth implies %d", got, want)
+	}
+	// No duplicate keys anywhere: the primary keys guarantee it; check that
+	// e-mails are exactly the truth's ids.
+}
+
+func TestFullSyncEqualsTruthThenNoOp(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	res := h.run(Request{})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+	for _, s := range AllStreams {
+		var m dto.Metric
+		if err := h.eng.metrics.LastSuccess.WithLabelValues(s).Write(&m); err != nil || m.GetGauge().GetValue() < float64(time.Now().Add(-time.Minute).Unix()) {
+			t.Errorf("last success metric of %s = %v (%v)", s, m.GetGauge().GetValue(), err)
+		}
+	}
+	if res.RequestsUsed != int(h.sent.Load()) {
+		t.Errorf("requests used %d, client sent %d", res.RequestsUsed, h.sent.Load())
+	}
+	// Minimal first run: 3 comms pages (2500/1000), 1 brands, 1 projects,
+	// 7 finance lists, 4 brands × (detail + contacts), 12 project details.
+	if want := 3 + 1 + 1 + 7 + 4*2 + 12; res.RequestsUsed != want {
+		t.Errorf("first run used %d requests, minimum is %d", res.RequestsUsed, want)
+	}
+	var ledger int
+	if err := h.pool.QueryRow(context.Background(), "SELECT requests FROM "+h.table("api_quota_usage")).Scan(&ledger); err != nil || ledger != res.RequestsUsed {
+		t.Errorf("ledger %d (%v), want %d", ledger, err, res.RequestsUsed)
+	}
+
+	// Unchanged second run: only the lists and one increment page; nothing written.
+	syncedAt := h.count("SELECT count(*) FROM " + h.table("emails") + " WHERE _synced_at < now() - interval '0'")
+	res2 := h.run(Request{})
+	if res2.Status != StatusSucceeded {
+		t.Fatalf("second run %s: %v", res2.Status, res2.Err)
+	}
+	if w := res2.Counts.Written(); w != 0 {
+		t.Errorf("unchanged re-run wrote %d rows: %v", w, res2.Counts.RowsByTable())
+	}
+	// 1 increment + 1 brands + 1 projects + 4 finance updated_since + 2 profitability + 1 summary.
+	if want := 1 + 1 + 1 + 7; res2.RequestsUsed != want {
+		t.Errorf("unchanged re-run used %d requests, want %d", res2.RequestsUsed, want)
+	}
+	if again := h.count("SELECT count(*) FROM " + h.table("emails") + " WHERE _synced_at < now() - interval '0'"); again != syncedAt {
+		t.Errorf("_synced_at moved on an unchanged re-run")
+	}
+	var runs int
+	runs = h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'succeeded' AND requests_used > 0")
+	if runs != 2 {
+		t.Errorf("%d succeeded runs recorded, want 2", runs)
+	}
+}
+
+func TestChangesAreReflected(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("first run %s: %v", res.Status, res.Err)
+	}
+	// A day passes: new e-mails, a late edit inside the lookback, a brand's
+	// new financial summary, a deleted brand, a changed project.
+	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.sb.AppendEmails(40); err != nil {
+		t.Fatal(err)
+	}
+	tr := h.truth()
+	comms := tr["communications"]
+	last := comms[len(comms)-41] // an e-mail from before the new ones, inside the lookback
+	lastID, _ := strconv.ParseInt(last.Key, 10, 64)
+	subject := "Revizuit: ofertă actualizată"
+	if err := h.sb.EditEmail(lastID, sandbox.EmailEdit{Subject: &subject}); err != nil {
+		t.Fatal(err)
+	}
+	brandID, _ := strconv.ParseInt(tr["brands"][1].Key, 10, 64)
+	goneID, _ := strconv.ParseInt(tr["brands"][2].Key, 10, 64)
+	projectID, _ := strconv.ParseInt(tr["projects"][0].Key, 10, 64)
+	status := "Inactiv"
+	if err := h.sb.EditBrand(brandID, sandbox.BrandEdit{Status: &status, FinancialSummary: &sandbox.FinancialSummaryEdit{
+		TotalBudget: ptrAmount(t, "123456.78")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sb.DeleteBrand(goneID); err != nil {
+		t.Fatal(err)
+	}
+	projStatus := "finalizat"
+	if err := h.sb.EditProject(projectID, sandbox.ProjectEdit{Status: &projStatus}); err != nil {
+		t.Fatal(err)
+	}
+	res := h.run(Request{})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("second run %s: %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+	var got string
+	if err := h.pool.QueryRow(context.Background(), "SELECT subject FROM "+h.table("emails")+" WHERE record_id = $1", lastID).Scan(&got); err != nil || got != subject {
+		t.Errorf("late edit not synced: %q (%v)", got, err)
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("brand_financial_snapshots")+" WHERE brand_id = $1", fmt.Sprint(brandID)); n != 2 {
+		t.Errorf("brand %d has %d snapshots, want 2 (one per day)", brandID, n)
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("brands")+" WHERE brand_id = $1 AND _deleted_at IS NOT NULL", fmt.Sprint(goneID)); n != 1 {
+		t.Errorf("deleted brand not soft-deleted")
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("projects")+" WHERE project_id = $1 AND status = 'finalizat'", fmt.Sprint(projectID)); n != 1 {
+		t.Errorf("changed project detail not synced")
+	}
+	// Only the changed project's and brand's details were fetched: 1 increment page,
+	// 1+1 lists, 7 finance, brand 2 (detail + contacts), project 1.
+	if want := 1 + 2 + 7 + 2 + 1; res.RequestsUsed != want {
+		t.Errorf("incremental run used %d requests, want %d", res.RequestsUsed, want)
+	}
+	// The brand returns: undeleted.
+	if err := h.sb.RestoreBrand(goneID); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("third run %s: %v", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("brands")+" WHERE brand_id = $1 AND _deleted_at IS NULL", fmt.Sprint(goneID)); n != 1 {
+		t.Errorf("restored brand still soft-deleted")
+	}
+	h.assertEqualsTruth()
+}
+
+func ptrAmount(t *testing.T, s string) *sandbox.Amount {
+	t.Helper()
+	var a sandbox.Amount
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		t.Fatal(err)
+	}
+	return &a
+}
+
+func TestBudgetExhaustionAndNextDayResume(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Emails = 9000
+	h := newHarness(t, o, func(s *Settings) { s.DailyQuota = 30; s.QuotaReserve = 0 })
+	first := h.run(Request{})
+	if first.Status != StatusPartial || !errors.Is(first.Err, extract.ErrBudgetExhausted) {
+		t.Fatalf("first run %s (%v), want partial on budget", first.Status, first.Err)
+	}
+	if first.RequestsUsed != 30 {
+		t.Errorf("first run used %d requests, budget 30", first.RequestsUsed)
+	}
+	// Same day: nothing left, nothing sent.
+	again := h.run(Request{})
+	if again.Status != StatusPartial || again.RequestsUsed != 0 {
+		t.Fatalf("same-day run %s used %d requests", again.Status, again.RequestsUsed)
+	}
+	if st := h.sb.Stats(); st.QuotaExceeded != 0 {
+		t.Errorf("the service counted %d daily-quota refusals", st.QuotaExceeded)
+	}
+	// Next day: it completes where it stopped.
+	var total int
+	for day := 0; day < 5; day++ {
+		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		res := h.run(Request{})
+		total += res.RequestsUsed
+		if res.Status == StatusSucceeded {
+			h.assertEqualsTruth()
+			return
+		}
+		if res.Status != StatusPartial {
+			t.Fatalf("day %d: %s: %v", day, res.Status, res.Err)
+		}
+	}
+	t.Fatalf("not complete after 5 more days (%d requests)", total)
+}
+
+// crashingStore fails the commit of one page, as if the worker died between
+// fetching the page and committing it.
+type crashingStore struct {
+	warehouseStore
+	stream string
+	after  int // fail the commit after this many pages of the stream
+	pages  atomic.Int64
+}
+
+var errCrash = errors.New("simulated crash before the commit")
+
+func (c *crashingStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
+	if p.Stream == c.stream && len(p.Batch.Emails) > 0 {
+		if c.pages.Add(1) == int64(c.after+1) {
+			return load.Counts{}, errCrash
+		}
+	}
+	return c.warehouseStore.CommitPage(ctx, p)
+}
+
+func TestCrashMidPageResumesWithoutRefetching(t *testing.T) {
+	t.Parallel()
+	for _, noPrefetch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prefetch=%v", !noPrefetch), func(t *testing.T) {
+			t.Parallel()
+			crashMidPage(t, noPrefetch)
+		})
+	}
+}
+
+func crashMidPage(t *testing.T, noPrefetch bool) {
+	o := smallSandbox()
+	o.Emails = 6000
+	h := newHarness(t, o, func(s *Settings) { s.NoPrefetch = noPrefetch })
+	h.eng.store = &crashingStore{warehouseStore: h.eng.store, stream: StreamCommunications, after: 3}
+	res := h.run(Request{Streams: []string{StreamCommunications}})
+	if res.Status != StatusFailed || !errors.Is(res.Err, errCrash) {
+		t.Fatalf("crashing run %s: %v", res.Status, res.Err)
+	}
+	firstComms := h.sb.Stats().ByEndpoint["communications"]
+	h.eng.store = h.eng.store.(*crashingStore).warehouseStore
+	res = h.run(Request{Streams: []string{StreamCommunications}})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
+	}
+	total := h.sb.Stats().ByEndpoint["communications"]
+	// 6 pages are the minimum; the crashed page (and, with prefetch, at most
+	// the one being prefetched) are fetched again.
+	bound := 6 + 2
+	if noPrefetch {
+		bound = 6 + 1
+	}
+	if total > int64(bound) {
+		t.Errorf("%d communications requests (first run %d); minimum 6 plus the lost page", total, firstComms)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 6000-h.badCount() {
+		t.Errorf("%d e-mails stored, want %d", n, 6000-h.badCount())
+	}
+}
+
+func (h *harness) badCount() int {
+	n := 0
+	for _, l := range h.truth()["communications"] {
+		if l.Bad {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Emails = 8000
+	o.Latency = 30 * time.Millisecond
+	h := newHarness(t, o, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	// Cancel as soon as the third communications page has been answered.
+	inner := h.eng.store
+	h.eng.store = &hookStore{warehouseStore: inner, before: func(p load.Page) {
+		if len(p.Batch.Emails) > 0 && p.State != nil && bytes.Contains(p.State.Cursor, []byte(`"next_page":4`)) {
+			once.Do(cancel)
+		}
+	}}
+	res, err := h.eng.Run(ctx, Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusPartial || !errors.Is(res.Err, ErrInterrupted) {
+		t.Fatalf("interrupted run %s: %v", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n < 3000-h.badCount() {
+		t.Errorf("only %d e-mails committed; the page in hand was lost", n)
+	}
+	h.eng.store = inner
+	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
+		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 8000-h.badCount() {
+		t.Errorf("%d e-mails after resume", n)
+	}
+	if total := h.sb.Stats().ByEndpoint["communications"]; total > 8+2 {
+		t.Errorf("%d communications requests for 8 pages", total)
+	}
+}
+
+type hookStore struct {
+	warehouseStore
+	before func(load.Page)
+}
+
+func (s *hookStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
+	s.before(p)
+	return s.warehouseStore.CommitPage(ctx, p)
+}
+
+func TestDeadRunsAreClosed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	if _, err := h.pool.Exec(context.Background(), "INSERT INTO "+h.table("sync_runs")+" (run_id, trigger) VALUES (gen_random_uuid(), 'run')"); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Status != StatusSucceeded {
+		t.Fatalf("run %s: %v", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'running'"); n != 0 {
+		t.Fatalf("%d runs still recorded as running", n)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'failed' AND error LIKE '%without recording the end%'"); n != 1 {
+		t.Fatalf("the dead run was not closed as failed")
+	}
+}
+
+func TestOneSyncAtATime(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Latency = 20 * time.Millisecond
+	h := newHarness(t, o, nil)
+	second := h.engine(nil)
+	var wg sync.WaitGroup
+	results := make([]*Result, 2)
+	for i, e := range []*Engine{h.eng, second} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Run(context.Background(), Request{Trigger: TriggerTest})
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	statuses := []Status{results[0].Status, results[1].Status}
+	slices.Sort(statuses)
+	if !slices.Equal(statuses, []Status{StatusSkipped, StatusSucceeded}) {
+		t.Fatalf("statuses %v, want one succeeded and one skipped", statuses)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'skipped'"); n != 1 {
+		t.Errorf("%d skipped runs recorded", n)
+	}
+}
+
+func TestDailyQuota429StopsCleanly(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.NoLimits = false
+	o.Rate = 1000
+	o.DailyQuota = 20
+	h := newHarness(t, o, nil)
+	if err := h.sb.SpendQuota(5); err != nil { // spent elsewhere with the same key
+		t.Fatal(err)
+	}
+	res := h.run(Request{})
+	if res.Status != StatusPartial || !errors.Is(res.Err, extract.ErrDailyQuota) {
+		t.Fatalf("run %s: %v, want partial on the daily quota", res.Status, res.Err)
+	}
+	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		res = h.run(Request{})
+		if res.Status == StatusSucceeded {
+			break
+		}
+		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.Status != StatusSucceeded {
+		t.Fatalf("never completed: %s %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+}
+
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.APIKey, o.CommsKey = "valid-key", "valid-comms"
+	pool, schema := warehousetest.Schema(t)
+	revoked := o
+	revoked.APIKey, revoked.CommsKey = o.RevokedKey, o.RevokedKey
+	h := newHarnessOn(t, o, pool, schema, nil)
+	h.opts = revoked // the client sends the revoked key
+	h.eng = h.engine(nil)
+	res := h.run(Request{})
+	if res.Status != StatusFailed || !errors.Is(res.Err, extract.ErrUnauthorized) {
+		t.Fatalf("revoked key: %s %v", res.Status, res.Err)
+	}
+	if res.RequestsUsed != 1 {
+		t.Errorf("revoked key: %d requests, want 1", res.RequestsUsed)
+	}
+	foreign := o
+	foreign.APIKey = o.ForeignKey
+	h.opts = foreign
+	h.eng = h.engine(nil)
+	res = h.run(Request{Streams: []string{StreamBrands, StreamProjects}})
+	if res.Status != StatusFailed || !errors.Is(res.Err, extract.ErrForbidden) {
+		t.Fatalf("foreign key: %s %v", res.Status, res.Err)
+	}
+	for _, task := range []Task{TaskBrands, TaskProjects} {
+		if !errors.Is(res.StreamErrors[task], extract.ErrForbidden) {
+			t.Errorf("%s: %v, want 403", task, res.StreamErrors[task])
+		}
+	}
+}
+
+func TestPlanSendsNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	p, err := h.eng.Plan(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.sent.Load() != 0 {
+		t.Fatalf("plan sent %d requests", h.sent.Load())
+	}
+	if p.Budget != 9500 || len(p.Items) != 6 {
+		t.Fatalf("plan %+v", p)
+	}
+	h.run(Request{})
+	p, err = h.eng.Plan(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Estimated() != 10 {
+		t.Errorf("after a full sync the plan estimates %d requests, want 10 (lists, finance, one increment page)", p.Estimated())
+		p.Print(testWriter{t})
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+func TestFullRefreshAndManualBackfill(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	h.run(Request{})
+	before := h.sent.Load()
+	res := h.run(Request{FullRefresh: []string{StreamCommunications}, Streams: []string{StreamCommunications}})
+	if res.Status != StatusSucceeded || res.Counts.Written() != 0 {
+		t.Fatalf("full refresh %s wrote %d rows: %v", res.Status, res.Counts.Written(), res.Err)
+	}
+	if got := h.sent.Load() - before; got != 3 {
+		t.Errorf("full refresh of 2500 e-mails sent %d requests, want 3", got)
+	}
+	from := h.opts.Start.AddDate(0, 0, -10)
+	res = h.run(Request{Trigger: TriggerBackfill, Backfill: &Range{From: from, To: h.opts.Start}})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("backfill %s: %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+}
+
+func TestServerIgnoringUpdatedSinceIsNoticed(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Variants = []string{sandbox.VariantIgnoreUpdatedSince}
+	h := newHarness(t, o, nil)
+	for i := range 3 {
+		if res := h.run(Request{Streams: []string{StreamFinance}}); res.Status != StatusSucceeded {
+			t.Fatalf("run %d: %s %v", i, res.Status, res.Err)
+		}
+		if i == 0 {
+			if _, err := h.sb.Advance(48 * time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n := h.count("SELECT count(*) FROM " + h.table("sync_state") + " WHERE stream = 'finance' AND cursor->>'updated_since_ignored' = 'true'")
+	if n != 4 {
+		t.Errorf("%d finance lists flagged as ignoring updated_since, want the 4 incremental ones", n)
+	}
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("full run: %s %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+}
+
+func TestEveryVariantSyncsToTheTruth(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{sandbox.VariantBareArray, sandbox.VariantMetaPaging, sandbox.VariantNoPaging, sandbox.VariantRowsShape,
+		sandbox.VariantUnwrapped, sandbox.VariantNumericIDs, sandbox.VariantRecipientsArray, sandbox.VariantFromObject,
+		sandbox.VariantSmallPage, sandbox.VariantHasAttachments, sandbox.VariantStringMoney} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			o := smallSandbox()
+			o.Emails = 1200
+			o.Variants = []string{v}
+			h := newHarness(t, o, nil)
+			if res := h.run(Request{}); res.Status != StatusSucceeded {
+				t.Fatalf("%s: %v", res.Status, res.Err)
+			}
+			h.assertEqualsTruth()
+		})
+	}
+}
+
+// TestUndecodableDetailIsRejected serves one project detail with an object
+// where a date belongs: the record lands in rejected_records and the run
+// succeeds.
+func TestUndecodableDetailIsRejected(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	target, err := url.Parse(h.sb.APIURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path != "/v1/projects/2" || resp.StatusCode != 200 {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		body = regexp.MustCompile(`"start_date":"[^"]*"`).ReplaceAll(body, []byte(`"start_date":{"when":"soon"}`))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	h.apiURL = srv.URL
+	h.eng = h.engine(nil)
+	res := h.run(Request{Streams: []string{StreamProjects}})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("run %s: %v", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("rejected_records") + " WHERE stream = 'projects' AND record_key = '2'"); n != 1 {
+		t.Fatalf("%d rejected records for project 2, want 1", n)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("project_team_members") + " WHERE project_id = '1'"); n == 0 {
+		t.Error("the other projects' details were not loaded")
+	}
+}
+
+// TestUnfinishedRunIsContinued: a run that dies during the backfill has
+// listed brands, projects and finance; the next run the same day continues
+// with the backfill instead of listing them again.
+func TestUnfinishedRunIsContinued(t *testing.T) {
+	t.Parallel()
+	pool, schema := warehousetest.Schema(t)
+	h := &harness{t: t, pool: pool, schema: schema, realClock: true}
+	o := smallSandbox()
+	sb, err := sandbox.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	h.sb, h.opts = sb, o
+	h.eng = h.engine(nil)
+	inner := h.eng.store
+	h.eng.store = &crashingStore{warehouseStore: inner, stream: StreamCommunications, after: 1}
+	if res := h.run(Request{}); res.Status != StatusFailed {
+		t.Fatalf("crashing run %s: %v", res.Status, res.Err)
+	}
+	h.eng.store = inner
+	before := sb.Stats().ByEndpoint
+	plan, err := h.eng.Plan(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range plan.Items {
+		if (it.Task == TaskBrands || it.Task == TaskProjects || it.Task == TaskFinance) && it.Requests != 0 {
+			t.Errorf("plan after the unfinished run still lists %s (%d requests)", it.Task, it.Requests)
+		}
+	}
+	res := h.run(Request{})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("continuing run %s: %v", res.Status, res.Err)
+	}
+	after := sb.Stats().ByEndpoint
+	for _, ep := range []string{"brands", "projects", "budgets", "invoices", "summary", "brand_detail", "project_detail"} {
+		if after[ep] != before[ep] {
+			t.Errorf("%s requested again (%d → %d)", ep, before[ep], after[ep])
+		}
+	}
+	if got := after["communications"] - before["communications"]; got < 1 || got > 2 {
+		t.Errorf("%d communications pages fetched to finish 3, after 1 committed", got)
+	}
+	// The next run is a normal one again: it lists.
+	res = h.run(Request{})
+	if res.Status != StatusSucceeded || sb.Stats().ByEndpoint["brands"] != after["brands"]+1 {
+		t.Errorf("a run after a finished one must list brands again")
+	}
+	h.assertEqualsTruth()
+}

@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
+)
+
+// listing pages through a complete list, committing each page, and ends the
+// warehouse listing (soft deletes) once the list is exhausted — with no
+// extra request: the end is its own small transaction.
+type listing[T any] struct {
+	stream    string // sync_state stream
+	partition string // sync_state partition
+	table     string // soft-deletable table of the list ("" for none)
+	scope     map[string]any
+	complete  bool // the list is complete: unseen rows get _deleted_at
+	open      func(ctx context.Context) iter.Seq2[*extract.Page[T], error]
+	rows      func(page *extract.Page[T]) transform.Batch
+	then      func(page *extract.Page[T]) func(ctx context.Context, tx pgx.Tx) error
+	atEnd     func(ctx context.Context, tx pgx.Tx) error
+	state     func(final bool) *load.Checkpoint
+}
+
+func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, err error) {
+	var wl *load.Listing
+	if l.complete && l.table != "" {
+		if wl, err = r.e.store.NewListing(l.table, l.scope); err != nil {
+			return 0, err
+		}
+	}
+	for page, err := range prefetch(ctx, r.e.set.NoPrefetch, l.open) {
+		if err != nil {
+			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
+		}
+		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
+		if l.then != nil {
+			p.Then = l.then(page)
+		}
+		if l.state != nil {
+			p.State = l.state(false)
+		}
+		if _, err := r.commit(ctx, p); err != nil {
+			return pages, err
+		}
+		pages++
+		r.progress.Update(l.name(), pages, page.LastPage)
+	}
+	end := load.Page{Stream: l.stream, Then: l.atEnd}
+	if wl != nil {
+		end.Listing, end.EndsListing = wl, true
+	}
+	if l.state != nil {
+		end.State = l.state(true)
+	}
+	if _, err := r.commit(ctx, end); err != nil {
+		return pages, err
+	}
+	return pages, nil
+}
+
+func (l listing[T]) name() string {
+	if l.partition != "" {
+		return l.stream + "." + l.partition
+	}
+	return l.stream
+}
+
+// entityList lists every brand or project: their rows, the list hashes
+// that decide which details are due, and soft deletes at the end.
+func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, table string,
+	open func(ctx context.Context) iter.Seq2[*extract.Page[T], error],
+	rows func([]T) transform.Batch, key func(T) (extract.ID, []byte)) error {
+	pages, err := runListing(ctx, r, listing[T]{
+		stream: stream, partition: "list", table: table, complete: true, open: open,
+		rows: func(p *extract.Page[T]) transform.Batch {
+			b := rows(p.Records)
+			b.Rejects = append(b.Rejects, transform.RecordErrors(stream, p.Rejects)...)
+			return b
+		},
+		then: func(p *extract.Page[T]) func(context.Context, pgx.Tx) error {
+			entries := make([]listEntry, 0, len(p.Records))
+			for _, rec := range p.Records {
+				if id, raw := key(rec); id != "" {
+					entries = append(entries, listEntry{ID: string(id), Hash: hashRaw(raw)})
+				}
+			}
+			return func(ctx context.Context, tx pgx.Tx) error { return r.e.book.recordListed(ctx, tx, stream, entries) }
+		},
+		atEnd: func(ctx context.Context, tx pgx.Tx) error { return r.e.book.syncUnlisted(ctx, tx, stream) },
+		state: func(final bool) *load.Checkpoint { return &load.Checkpoint{Partition: "list", Succeeded: final} },
+	})
+	log.Debug("listed", zap.Int("pages", pages))
+	return err
+}
+
+// brandsList lists every brand, with a financial snapshot per brand for today.
+func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
+	return entityList(ctx, r, log, StreamBrands, "brands",
+		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Brand], error] { return r.client.Brands(ctx) },
+		func(list []extract.Brand) transform.Batch { return transform.Brands(list, r.today) },
+		func(b extract.Brand) (extract.ID, []byte) { return b.ID, b.Raw })
+}
+
+// projectsList lists every project. The list is complete on purpose: only a
+// complete listing shows deletions, and at up to 1000 projects a request it
+// costs what an updated_since listing would. Details are fetched for the
+// projects whose entry (updated_at included) changed.
+func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
+	return entityList(ctx, r, log, StreamProjects, "projects",
+		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Project], error] {
+			return r.client.Projects(ctx, extract.ProjectQuery{})
+		},
+		transform.Projects,
+		func(p extract.Project) (extract.ID, []byte) { return p.ID, p.Raw })
+}
+
+// financeCursor is the cursor of one finance list.
+type financeCursor struct {
+	FullAt              *time.Time `json:"full_at,omitempty"`               // last complete listing
+	UpdatedSinceIgnored bool       `json:"updated_since_ignored,omitempty"` // the server ignores the filter
+}
+
+// financeList describes one finance list for syncFinance.
+type financeList[T any] struct {
+	partition   string // sync_state partition and log name
+	table       string
+	rejects     string // transform stream of its rejects
+	scope       map[string]any
+	incremental bool // the list honours updated_since and its records carry updated_at
+	open        func(ctx context.Context, since time.Time) iter.Seq2[*extract.Page[T], error]
+	rows        func([]T) transform.Batch
+	updatedAt   func(T) *time.Time
+}
+
+// finance syncs the finance lists. Lists with updated_at are fetched with
+// updated_since (the watermark's day minus one), and completely at least
+// every FinanceFullEvery so deletions are seen; a server found ignoring the
+// filter is no longer trusted with it.
+func (r *run) finance(ctx context.Context, log *zap.Logger) error {
+	c := r.client
+	lists := []func() error{
+		func() error {
+			return syncFinance(ctx, r, log, financeList[extract.Budget]{partition: "budgets", table: "budgets", rejects: transform.StreamBudgets, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Budget], error] {
+					return c.Budgets(ctx, extract.FinanceQuery{UpdatedSince: s})
+				},
+				rows: transform.Budgets, updatedAt: func(b extract.Budget) *time.Time { return b.UpdatedAt }})
+		},
+		func() error {
+			return syncFinance(ctx, r, log, financeList[extract.Invoice]{partition: "invoices", table: "invoices", rejects: transform.StreamInvoices, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Invoice], error] {
+					return c.Invoices(ctx, extract.FinanceQuery{UpdatedSince: s})
+				},
+				rows: transform.Invoices, updatedAt: func(b extract.Invoice) *time.Time { return b.UpdatedAt }})
+		},
+		func() error {
+			return syncFinance(ctx, r, log, financeList[extract.Collection]{partition: "collections", table: "collections", rejects: transform.StreamCollections, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Collection], error] {
+					return c.Collections(ctx, extract.FinanceQuery{UpdatedSince: s})
+				},
+				rows: transform.Collections, updatedAt: func(b extract.Collection) *time.Time { return b.UpdatedAt }})
+		},
+		func() error {
+			return syncFinance(ctx, r, log, financeList[extract.Payment]{partition: "payments", table: "payments", rejects: transform.StreamPayments, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Payment], error] {
+					return c.Payments(ctx, extract.FinanceQuery{UpdatedSince: s})
+				},
+				rows: transform.Payments, updatedAt: func(b extract.Payment) *time.Time { return b.UpdatedAt }})
+		},
+	}
+	for _, level := range []string{"project", "brand"} {
+		lists = append(lists, func() error {
+			return syncFinance(ctx, r, log, financeList[extract.Profitability]{partition: "profitability." + level, table: "profitability",
+				rejects: transform.StreamProfitability, scope: map[string]any{"level": level},
+				open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.Profitability], error] {
+					return c.Profitability(ctx, level)
+				},
+				rows: transform.Profitabilities})
+		})
+	}
+	lists = append(lists, func() error {
+		return syncFinance(ctx, r, log, financeList[extract.AgencySummary]{partition: "summary", table: "agency_finance_summary", rejects: transform.StreamAgencySummary,
+			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.AgencySummary], error] {
+				return c.AgencySummary(ctx)
+			},
+			rows: transform.AgencySummaries})
+	})
+	// A failing list does not keep the others from syncing; budget, quota,
+	// credentials and interruption stop them all.
+	var errs []error
+	for _, sync := range lists {
+		if err := sync(); err != nil {
+			if classifyStop(ctx, err) != nil {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func syncFinance[T any](ctx context.Context, r *run, log *zap.Logger, fl financeList[T]) error {
+	log = log.With(zap.String("list", fl.partition))
+	var cur financeCursor
+	var watermark *time.Time
+	st, err := r.e.store.GetState(ctx, StreamFinance, fl.partition)
+	switch {
+	case errors.Is(err, load.ErrNoState):
+	case err != nil:
+		return err
+	default:
+		watermark = st.Watermark
+		if len(st.Cursor) > 0 {
+			if err := json.Unmarshal(st.Cursor, &cur); err != nil {
+				return fmt.Errorf("read finance cursor of %s: %w", fl.partition, err)
+			}
+		}
+	}
+	now := r.e.set.Now()
+	full := !fl.incremental || watermark == nil || cur.UpdatedSinceIgnored || cur.FullAt == nil ||
+		now.Sub(*cur.FullAt) >= r.e.set.FinanceFullEvery
+	var since time.Time
+	if !full {
+		since = utcDate(*watermark).AddDate(0, 0, -1)
+	}
+	ignoredNoticed := false
+	encode := func(final bool) *load.Checkpoint {
+		c := cur
+		if final && full {
+			t := now.UTC()
+			c.FullAt = &t
+		}
+		b, _ := json.Marshal(c)
+		return &load.Checkpoint{Partition: fl.partition, Watermark: watermark, Cursor: b, Succeeded: final}
+	}
+	_, err = runListing(ctx, r, listing[T]{
+		stream: StreamFinance, partition: fl.partition, table: fl.table, scope: fl.scope, complete: full,
+		open: func(ctx context.Context) iter.Seq2[*extract.Page[T], error] { return fl.open(ctx, since) },
+		rows: func(p *extract.Page[T]) transform.Batch {
+			if fl.updatedAt != nil {
+				for _, rec := range p.Records {
+					u := fl.updatedAt(rec)
+					if u == nil {
+						continue
+					}
+					if watermark == nil || u.After(*watermark) {
+						w := *u
+						watermark = &w
+					}
+					if !full && u.Before(since) && !ignoredNoticed {
+						ignoredNoticed = true
+						cur.UpdatedSinceIgnored = true
+						log.Warn("the server ignores updated_since on this list (it returned records updated before the filter); no longer relying on it",
+							zap.Time("updated_since", since), zap.Time("record_updated_at", *u))
+					}
+				}
+			}
+			b := fl.rows(p.Records)
+			b.Rejects = append(b.Rejects, transform.RecordErrors(fl.rejects, p.Rejects)...)
+			return b
+		},
+		state: encode,
+	})
+	return err
+}

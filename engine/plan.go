@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Task is a unit of work the planner allots requests to. Tasks run in
+// priority order; each belongs to one stream.
+type Task string
+
+// The tasks, in their default priority order.
+const (
+	TaskCommsIncrement Task = "communications-increment" // e-mails since the watermark
+	TaskBrands         Task = "brands"                   // the brands list (snapshot, soft deletes)
+	TaskProjects       Task = "projects"                 // the projects list (snapshot, soft deletes)
+	TaskFinance        Task = "finance"                  // budgets, invoices, collections, payments, profitability, summary
+	TaskDetails        Task = "details"                  // brand details and contacts, project details, stalest first
+	TaskCommsBackfill  Task = "communications-backfill"  // history from AGENCY_COMMS_START_DATE
+)
+
+// DefaultPriorities is the default order of the tasks.
+var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill}
+
+// ParsePriorities parses a comma-separated task order, e.g.
+// "communications-increment,brands,projects,finance,details,communications-backfill".
+// Tasks left out keep their default relative order after the named ones.
+func ParsePriorities(s string) ([]Task, error) {
+	if strings.TrimSpace(s) == "" {
+		return DefaultPriorities, nil
+	}
+	var out []Task
+	seen := map[Task]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		t := Task(strings.TrimSpace(part))
+		if !knownTask(t) {
+			return nil, fmt.Errorf("parse priorities: unknown task %q (want %s)", t, joinTasks(DefaultPriorities))
+		}
+		if seen[t] {
+			return nil, fmt.Errorf("parse priorities: task %q twice", t)
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	for _, t := range DefaultPriorities {
+		if !seen[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func knownTask(t Task) bool {
+	for _, k := range DefaultPriorities {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+func joinTasks(ts []Task) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ",")
+}
+
+// Stream returns the stream a task belongs to.
+func (t Task) Stream() string {
+	switch t {
+	case TaskCommsIncrement, TaskCommsBackfill:
+		return StreamCommunications
+	case TaskDetails:
+		return "brands,projects"
+	default:
+		return string(t)
+	}
+}
+
+// Estimate is what a task is expected to cost.
+type Estimate struct {
+	Task     Task
+	Requests int    // expected requests; for an open-ended task, what is known so far
+	Unknown  bool   // the cost is not known yet (a first backfill before its first page)
+	Note     string // how the figure was reached
+}
+
+// PlanItem is one task's share of the day's budget.
+type PlanItem struct {
+	Estimate
+	Allotted int // requests the task may use in this run
+	Deferred int // estimated requests that wait for a later day
+}
+
+// Plan is the allocation of today's remaining quota to the tasks.
+type Plan struct {
+	Day        time.Time // quota day
+	DailyQuota int
+	Reserve    int // requests kept for other users of the key
+	Spent      int // requests already spent today (ledger)
+	Budget     int // requests this run may send: DailyQuota - Reserve - Spent, at least 0
+	Items      []PlanItem
+}
+
+// MakePlan allots the day's remaining budget to the estimates in priority
+// order. Tasks absent from estimates are not planned. An unknown estimate
+// takes everything left.
+func MakePlan(day time.Time, dailyQuota int, reserveShare float64, spent int, priorities []Task, estimates []Estimate) Plan {
+	reserve := int(math.Ceil(float64(dailyQuota) * reserveShare))
+	p := Plan{Day: day, DailyQuota: dailyQuota, Reserve: reserve, Spent: spent}
+	p.Budget = max(dailyQuota-reserve-spent, 0)
+	left := p.Budget
+	for _, t := range priorities {
+		for _, e := range estimates {
+			if e.Task != t {
+				continue
+			}
+			item := PlanItem{Estimate: e}
+			want := e.Requests
+			if e.Unknown {
+				want = max(left, e.Requests)
+			}
+			item.Allotted = min(want, left)
+			if !e.Unknown {
+				item.Deferred = e.Requests - item.Allotted
+			}
+			left -= item.Allotted
+			p.Items = append(p.Items, item)
+		}
+	}
+	return p
+}
+
+// Estimated is the sum of the known estimates.
+func (p Plan) Estimated() int {
+	n := 0
+	for _, it := range p.Items {
+		n += it.Requests
+	}
+	return n
+}
+
+// Allotted is the sum of the allotments.
+func (p Plan) Allotted() int {
+	n := 0
+	for _, it := range p.Items {
+		n += it.Allotted
+	}
+	return n
+}
+
+// Print writes the plan as a table.
+func (p Plan) Print(w io.Writer) {
+	fmt.Fprintf(w, "quota day %s: daily quota %d, reserve %d, spent %d, budget for this run %d\n\n",
+		p.Day.Format(time.DateOnly), p.DailyQuota, p.Reserve, p.Spent, p.Budget)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTREAM\tESTIMATED\tALLOTTED\tWAITS FOR TOMORROW\tBASIS")
+	for _, it := range p.Items {
+		est := fmt.Sprint(it.Requests)
+		waits := fmt.Sprint(it.Deferred)
+		if it.Unknown {
+			est = fmt.Sprintf("≥%d (unknown)", it.Requests)
+			waits = "what the allotment does not cover"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", it.Task, it.Task.Stream(), est, it.Allotted, waits, it.Note)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// listPartitions are the sync_state partitions a list task completes.
+var listPartitions = map[Task]struct {
+	stream     string
+	partitions []string
+}{
+	TaskBrands:   {StreamBrands, []string{"list"}},
+	TaskProjects: {StreamProjects, []string{"list"}},
+	TaskFinance:  {StreamFinance, []string{"budgets", "invoices", "collections", "payments", "profitability.project", "profitability.brand", "summary"}},
+}
+
+// doneByUnfinishedRun lists the list tasks that the previous run completed
+// when that run did not finish (it crashed, failed or ran out of budget) and
+// began on the current quota day: the next run continues where it stopped
+// instead of listing again what it has just listed. Communications and
+// details resume from their own cursors and are never skipped. A full
+// refresh or a manual backfill skips nothing.
+func (e *Engine) doneByUnfinishedRun(ctx context.Context, req Request) (map[Task]bool, error) {
+	done := map[Task]bool{}
+	if req.Backfill != nil || len(req.FullRefresh) > 0 {
+		return done, nil
+	}
+	// The unfinished runs since the last succeeded one (a "running" row while
+	// this process holds the lock is a run that died), oldest first: lists
+	// completed by any of them that began today count, not only by the last
+	// one — which may have skipped them itself because of its predecessor.
+	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT started_at FROM %[1]s WHERE status <> 'skipped'
+AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status = 'succeeded'), '-infinity')
+AND started_at > now() - interval '2 days' ORDER BY started_at`, e.book.t("sync_runs")))
+	if err != nil {
+		return nil, fmt.Errorf("read previous runs: %w", err)
+	}
+	starts, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("read previous runs: %w", err)
+	}
+	var started time.Time
+	for _, s := range starts {
+		if e.ledger.Day(s).Equal(e.ledger.Today()) {
+			started = s
+			break
+		}
+	}
+	if started.IsZero() {
+		return done, nil
+	}
+	for task, lp := range listPartitions {
+		var n int
+		err := e.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s
+WHERE stream = $1 AND partition = ANY($2) AND last_success_at >= $3`, e.book.t("sync_state")),
+			lp.stream, lp.partitions, started).Scan(&n)
+		if err != nil {
+			return nil, fmt.Errorf("read completed lists: %w", err)
+		}
+		done[task] = n == len(lp.partitions)
+	}
+	return done, nil
+}

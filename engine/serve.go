@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+)
+
+// Schedule is a cron expression and the streams it syncs.
+type Schedule struct {
+	Spec    string
+	Streams []string
+}
+
+// ParseSchedules builds the schedules of serve: the default spec for every
+// stream not named in perStream, and one schedule per "stream=spec" entry of
+// perStream (";"-separated, e.g. "communications=0 * * * *").
+func ParseSchedules(defaultSpec, perStream string) ([]Schedule, error) {
+	own := map[string]string{}
+	for entry := range strings.SplitSeq(perStream, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		name, spec, ok := strings.Cut(entry, "=")
+		name, spec = strings.TrimSpace(name), strings.TrimSpace(spec)
+		if !ok || spec == "" {
+			return nil, fmt.Errorf("parse schedules: %q is not stream=cron", entry)
+		}
+		if _, err := ParseStreams(name); err != nil {
+			return nil, err
+		}
+		if _, err := cron.ParseStandard(spec); err != nil {
+			return nil, fmt.Errorf("parse schedules: %s: %q is not a cron expression", name, spec)
+		}
+		own[name] = spec
+	}
+	if _, err := cron.ParseStandard(defaultSpec); err != nil {
+		return nil, fmt.Errorf("parse schedules: %q is not a cron expression", defaultSpec)
+	}
+	var rest []string
+	bySpec := map[string][]string{}
+	for _, s := range AllStreams {
+		if spec, ok := own[s]; ok {
+			bySpec[spec] = append(bySpec[spec], s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	var out []Schedule
+	if len(rest) > 0 {
+		out = append(out, Schedule{Spec: defaultSpec, Streams: rest})
+	}
+	for _, s := range AllStreams {
+		if spec, ok := own[s]; ok && len(bySpec[spec]) > 0 {
+			out = append(out, Schedule{Spec: spec, Streams: bySpec[spec]})
+			delete(bySpec, spec)
+		}
+	}
+	return out, nil
+}
+
+// Runner performs one sync; *Engine implements it.
+type Runner interface {
+	Run(ctx context.Context, req Request) (*Result, error)
+}
+
+// ServeOptions configures serve.
+type ServeOptions struct {
+	Schedules []Schedule
+	Location  *time.Location // zone of the cron expressions (default UTC)
+	HTTPAddr  string         // /healthz, /readyz, /metrics
+	Gatherer  prometheus.Gatherer
+	Ready     func(ctx context.Context) error // database reachable, migrations current
+	Logger    *zap.Logger
+}
+
+// Serve runs syncs on the schedules until ctx ends: a job never overlaps
+// itself (a run still going makes the next tick skip), and a panicking job is
+// recovered and logged. The advisory lock of each run also keeps other
+// processes out. It serves /healthz, /readyz and /metrics meanwhile.
+func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	loc := opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	cl := cronLogger{log}
+	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl),
+		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
+	var wg sync.WaitGroup
+	// One mutex across schedules: two of this process's jobs never overlap.
+	var running sync.Mutex
+	for _, s := range opts.Schedules {
+		streams := s.Streams
+		_, err := c.AddFunc(s.Spec, func() {
+			if !running.TryLock() {
+				log.Info("scheduled sync skipped: another scheduled sync of this process is running", zap.Strings("streams", streams))
+				return
+			}
+			defer running.Unlock()
+			wg.Add(1)
+			defer wg.Done()
+			res, err := r.Run(ctx, Request{Trigger: TriggerServe, Streams: streams})
+			if err != nil {
+				log.Error("scheduled sync failed", zap.Strings("streams", streams), zap.Error(err))
+				return
+			}
+			log.Info("scheduled sync ended", zap.Strings("streams", streams), zap.String("status", string(res.Status)))
+		})
+		if err != nil {
+			return fmt.Errorf("schedule %q: %w", s.Spec, err)
+		}
+		log.Info("sync scheduled", zap.String("cron", s.Spec), zap.Strings("streams", streams))
+	}
+
+	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
+	}
+	log.Info("serving health and metrics", zap.String("addr", ln.Addr().String()))
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+
+	c.Start()
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+	}
+	stopCtx := c.Stop() // no new jobs; wait for the running one (it sees ctx cancelled and commits its page)
+	<-stopCtx.Done()
+	wg.Wait()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	return nil
+}
+
+func healthMux(opts ServeOptions) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain")
+		if opts.Ready != nil {
+			if err := opts.Ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	g := opts.Gatherer
+	if g == nil {
+		g = prometheus.DefaultGatherer
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// cronLogger adapts zap to cron's logger.
+type cronLogger struct{ log *zap.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) {
+	l.log.Debug("cron: "+msg, zap.Any("details", kv))
+}
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, zap.Error(err), zap.Any("details", kv))
+}

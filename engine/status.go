@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// StreamStatus is one stream's health, for `agencysync status`.
+type StreamStatus struct {
+	Stream      string     `json:"stream"`
+	Watermark   *time.Time `json:"watermark,omitempty"`
+	LastSuccess *time.Time `json:"last_success,omitempty"` // the oldest last success of its partitions
+	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // now - LastSuccess
+	Rows        int64      `json:"rows"`                   // rows of its main table, soft-deleted excluded
+	Rejected    int64      `json:"rejected"`               // rejected_records of the stream
+	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
+}
+
+// RunSummary is one row of sync_runs.
+type RunSummary struct {
+	RunID        string         `json:"run_id"`
+	Trigger      string         `json:"trigger"`
+	Status       string         `json:"status"`
+	StartedAt    time.Time      `json:"started_at"`
+	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
+	RequestsUsed int            `json:"requests_used"`
+	Rejected     int            `json:"rejected"`
+	RowsByTable  map[string]int `json:"rows_by_table"`
+	Error        string         `json:"error,omitempty"`
+}
+
+// StatusReport is what `agencysync status` prints.
+type StatusReport struct {
+	Schema     string         `json:"schema"`
+	QuotaDay   string         `json:"quota_day"`
+	QuotaSpent int            `json:"quota_spent"`
+	QuotaLeft  int            `json:"quota_left"` // after the reserve
+	Streams    []StreamStatus `json:"streams"`
+	Runs       []RunSummary   `json:"runs"`
+}
+
+// Status reads the warehouse's sync state: per stream the watermark, last
+// success, lag, rows and rejects; today's quota; the last runs.
+func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error) {
+	day := e.ledger.Today()
+	spent, err := e.ledger.Spent(ctx, day)
+	if err != nil {
+		return nil, err
+	}
+	plan := MakePlan(day, e.set.DailyQuota, e.set.QuotaReserve, spent, nil, nil)
+	rep := &StatusReport{Schema: e.set.Schema, QuotaDay: day.Format(time.DateOnly), QuotaSpent: spent, QuotaLeft: plan.Budget}
+	main := map[string]string{StreamBrands: "brands", StreamProjects: "projects", StreamFinance: "invoices", StreamCommunications: "emails"}
+	now := e.set.Now()
+	for _, s := range AllStreams {
+		ss := StreamStatus{Stream: s}
+		q := fmt.Sprintf(`SELECT max(watermark), min(last_success_at), bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
+FROM %s WHERE stream = $1`, e.book.t("sync_state"))
+		var inProgress *bool
+		if err := e.pool.QueryRow(ctx, q, s).Scan(&ss.Watermark, &ss.LastSuccess, &inProgress); err != nil {
+			return nil, fmt.Errorf("read state of %s: %w", s, err)
+		}
+		ss.InProgress = inProgress != nil && *inProgress
+		if ss.LastSuccess != nil {
+			lag := math.Round(now.Sub(*ss.LastSuccess).Seconds())
+			ss.LagSeconds = &lag
+		}
+		deleted := " WHERE _deleted_at IS NULL"
+		if s == StreamCommunications {
+			deleted = ""
+		}
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+deleted).Scan(&ss.Rows); err != nil {
+			return nil, fmt.Errorf("count rows of %s: %w", s, err)
+		}
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t("rejected_records")+" WHERE stream = $1 OR stream LIKE $1 || '.%'", s).Scan(&ss.Rejected); err != nil {
+			return nil, fmt.Errorf("count rejects of %s: %w", s, err)
+		}
+		rep.Streams = append(rep.Streams, ss)
+	}
+	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, '')
+FROM %s ORDER BY started_at DESC LIMIT $1`, e.book.t("sync_runs")), lastRuns)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	rep.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunSummary, error) {
+		var rs RunSummary
+		var byTable []byte
+		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error)
+		if err == nil {
+			err = json.Unmarshal(byTable, &rs.RowsByTable)
+		}
+		return rs, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return rep, nil
+}
+
+// Print writes the report as tables.
+func (rep *StatusReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "warehouse schema %s — quota day %s: %d requests spent, %d left\n\n", rep.Schema, rep.QuotaDay, rep.QuotaSpent, rep.QuotaLeft)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tWATERMARK\tLAST SUCCESS\tLAG\tROWS\tREJECTED\tRESUMES")
+	for _, s := range rep.Streams {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tREQUESTS\tROWS\tREJECTED\tERROR")
+	for _, r := range rep.Runs {
+		took := "—"
+		if r.FinishedAt != nil {
+			took = r.FinishedAt.Sub(r.StartedAt).Round(time.Second).String()
+		}
+		rows := 0
+		for _, n := range r.RowsByTable {
+			rows += n
+		}
+		msg := r.Error
+		if len(msg) > 80 {
+			msg = msg[:77] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
+	}
+	tw.Flush()
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func fmtLag(s *float64) string {
+	if s == nil {
+		return "—"
+	}
+	return (time.Duration(*s) * time.Second).String()
+}

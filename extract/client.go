@@ -1,0 +1,834 @@
+package extract
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+)
+
+// Endpoint names, as used in errors, RequestInfo and logs.
+const (
+	EndpointBrands         = "brands"
+	EndpointBrand          = "brand"
+	EndpointBrandContacts  = "brand_contacts"
+	EndpointProjects       = "projects"
+	EndpointProject        = "project"
+	EndpointBudgets        = "budgets"
+	EndpointInvoices       = "invoices"
+	EndpointCollections    = "collections"
+	EndpointPayments       = "payments"
+	EndpointProfitability  = "profitability"
+	EndpointAgencySummary  = "agency_summary"
+	EndpointCommunications = "communications"
+)
+
+// Paths are the endpoint paths. BaseURL + path for the main interface (the
+// paths carry the /v1 segment), CommsURL + Communications for the
+// communications endpoint. "{id}" is replaced by the escaped identifier. An
+// empty field takes its default from DefaultPaths.
+type Paths struct {
+	Brands         string // GET list; default /v1/brands
+	Brand          string // GET detail; default /v1/brands/{id}
+	BrandContacts  string // GET list; default /v1/brands/{id}/contacts
+	Projects       string // GET list; default /v1/projects
+	Project        string // GET detail; default /v1/projects/{id}
+	Budgets        string // GET list; default /v1/finance/budgets
+	Invoices       string // GET list; default /v1/finance/invoices
+	Collections    string // GET list; default /v1/finance/collections
+	Payments       string // GET list; default /v1/finance/payments
+	Profitability  string // GET list with ?level=; default /v1/finance/profitability
+	AgencySummary  string // GET list; default /v1/finance/summary
+	Communications string // POST; default /workflow/tools/communications-emails
+}
+
+// DefaultPaths are the canonical paths of the design's API assumptions.
+var DefaultPaths = Paths{
+	Brands:         "/v1/brands",
+	Brand:          "/v1/brands/{id}",
+	BrandContacts:  "/v1/brands/{id}/contacts",
+	Projects:       "/v1/projects",
+	Project:        "/v1/projects/{id}",
+	Budgets:        "/v1/finance/budgets",
+	Invoices:       "/v1/finance/invoices",
+	Collections:    "/v1/finance/collections",
+	Payments:       "/v1/finance/payments",
+	Profitability:  "/v1/finance/profitability",
+	AgencySummary:  "/v1/finance/summary",
+	Communications: "/workflow/tools/communications-emails",
+}
+
+func (p Paths) withDefaults() Paths {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	def(&p.Brands, DefaultPaths.Brands)
+	def(&p.Brand, DefaultPaths.Brand)
+	def(&p.BrandContacts, DefaultPaths.BrandContacts)
+	def(&p.Projects, DefaultPaths.Projects)
+	def(&p.Project, DefaultPaths.Project)
+	def(&p.Budgets, DefaultPaths.Budgets)
+	def(&p.Invoices, DefaultPaths.Invoices)
+	def(&p.Collections, DefaultPaths.Collections)
+	def(&p.Payments, DefaultPaths.Payments)
+	def(&p.Profitability, DefaultPaths.Profitability)
+	def(&p.AgencySummary, DefaultPaths.AgencySummary)
+	def(&p.Communications, DefaultPaths.Communications)
+	return p
+}
+
+// Options configure a Client. Zero values take the documented defaults.
+type Options struct {
+	// BaseURL is {base_url} without /v1, e.g. "https://api.example.com".
+	BaseURL string
+	// APIKey is sent as `Authorization: <key>` (no scheme).
+	APIKey string
+	// CommsURL is {communications_url} without the path.
+	CommsURL string
+	// CommsKey is sent as X-Workflow-Key to the communications endpoint.
+	CommsKey string
+	// WorkflowID is the X-Workflow-Id value; default "agencysync".
+	WorkflowID string
+	// WorkflowIDHeader is the name of the workflow id header; default
+	// "X-Workflow-Id".
+	WorkflowIDHeader string
+	// ExecutionID is sent as X-Workflow-Execution-Id (the sync run's id);
+	// omitted when empty. See WithExecutionID.
+	ExecutionID string
+	// Paths of every endpoint; empty fields take DefaultPaths.
+	Paths Paths
+	// RateLimit is the pace in requests per second (default 10): requests are
+	// evenly spaced, never in bursts (burst 1).
+	RateLimit float64
+	// CommsRateLimit is 0 to share the main limiter with the communications
+	// endpoint (default), or a separate pace for it.
+	CommsRateLimit float64
+	// SpacingMargin is added to the interval between two requests and to the
+	// window of the window guard (default 5ms; negative for none). The
+	// service counts requests per second by arrival time: besides even
+	// spacing, the client lets at most floor(rate) requests start per window
+	// measured from their responses, so that no jitter can land 11 arrivals
+	// in one second (see the package documentation). At 10/s the margin
+	// costs under 5% of the pace, and no quota: a run is bounded by the daily
+	// quota, not by the pace.
+	SpacingMargin time.Duration
+	// PerPage is the page size asked for; default and maximum 1000 (the
+	// rows-per-request quota).
+	PerPage int
+	// Timeout bounds one request, body included; default 30s.
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one request (first try included);
+	// default 6.
+	MaxAttempts int
+	// RetryInitialInterval and RetryMaxInterval shape the exponential backoff
+	// (factor 2, ±50% jitter); defaults 500ms and 30s.
+	RetryInitialInterval time.Duration
+	RetryMaxInterval     time.Duration
+	// MaxRetryWait is the longest Retry-After the client waits for; a longer
+	// one ends the retries at once with the error. Default 2 minutes.
+	MaxRetryWait time.Duration
+	// MaxBodyBytes bounds a response body; default 256 MiB.
+	MaxBodyBytes int64
+	// AllowInsecureHTTP allows plain http:// to hosts that are not loopback.
+	// Without it only https:// is accepted, plus http:// to 127.0.0.0/8, ::1
+	// and localhost (tests, the sandbox).
+	AllowInsecureHTTP bool
+	// Counter, when set, is told of every request before it is sent, retries
+	// included; an error from it stops the request unsent.
+	Counter QuotaCounter
+	// Hook, when set, is called after every request (attempt) with its
+	// outcome. It must be safe for concurrent use and quick.
+	Hook func(RequestInfo)
+	// HTTPClient to send with; default a client with its own transport. The
+	// client is copied: redirects to another host or scheme are refused so
+	// that no key follows them.
+	HTTPClient *http.Client
+	// Logger; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// QuotaCounter counts requests against the daily quota. The load package's
+// ledger implements it and persists the count (api_quota_usage), so a restart
+// does not forget.
+type QuotaCounter interface {
+	CountRequest(ctx context.Context) error
+}
+
+// RequestInfo describes one sent request (one attempt) for metrics and logs.
+// It never carries a key.
+type RequestInfo struct {
+	Endpoint   string        // endpoint name (Endpoint* constants)
+	Method     string        // GET or POST
+	Page       int           // page asked for; 0 for single-object endpoints
+	Attempt    int           // 1 for the first try
+	Resends    int           // times net/http re-sent it on its own after a dead reused connection
+	Status     int           // HTTP status; 0 when no response arrived
+	Duration   time.Duration // until the body was read
+	Bytes      int           // body size
+	ErrorClass string        // "" on success, else e.g. "rate_limited", "server", "network", "timeout", "malformed"
+	Err        error         // the attempt's error, nil on success
+}
+
+// RequestBudget is the number of requests a client may still send. It is safe
+// for concurrent use; several clients may share one. A nil *RequestBudget is
+// unlimited. (It is not called Budget: that name is the finance record.)
+type RequestBudget struct {
+	remaining atomic.Int64
+	spent     atomic.Int64
+}
+
+// NewBudget returns a budget of n requests.
+func NewBudget(n int) *RequestBudget {
+	b := &RequestBudget{}
+	b.remaining.Store(int64(n))
+	return b
+}
+
+// Remaining is the number of requests left (-1 for a nil, unlimited budget).
+func (b *RequestBudget) Remaining() int {
+	if b == nil {
+		return -1
+	}
+	return int(max(b.remaining.Load(), 0))
+}
+
+// Spent is the number of requests sent under the budget.
+func (b *RequestBudget) Spent() int {
+	if b == nil {
+		return 0
+	}
+	return int(b.spent.Load())
+}
+
+func (b *RequestBudget) take() bool {
+	if b == nil {
+		return true
+	}
+	for {
+		r := b.remaining.Load()
+		if r <= 0 {
+			return false
+		}
+		if b.remaining.CompareAndSwap(r, r-1) {
+			b.spent.Add(1)
+			return true
+		}
+	}
+}
+
+// spend records a request that was sent without asking the budget first (a
+// transport-level resend); Remaining never goes below zero.
+func (b *RequestBudget) spend() {
+	if b == nil {
+		return
+	}
+	b.remaining.Add(-1)
+	b.spent.Add(1)
+}
+
+func (b *RequestBudget) refund() {
+	if b == nil {
+		return
+	}
+	b.remaining.Add(1)
+	b.spent.Add(-1)
+}
+
+// Client is a client of the Agency Data Service. It is safe for concurrent
+// use; its copies (WithBudget, WithExecutionID) share its limiter and HTTP
+// client.
+type Client struct {
+	base, comms          string // without trailing slash
+	apiKey, commsKey     string
+	workflowID, wfHeader string
+	executionID          string
+	paths                Paths
+	perPage              int
+	timeout              time.Duration
+	maxAttempts          int
+	retryInitial         time.Duration
+	retryMax             time.Duration
+	maxRetryWait         time.Duration
+	maxBody              int64
+	pacer                *pacer
+	commsPacer           *pacer
+	counter              QuotaCounter
+	hook                 func(RequestInfo)
+	hc                   *http.Client
+	log                  *zap.Logger
+	budget               *RequestBudget
+	redactor             *strings.Replacer
+}
+
+// minRedactLen: keys shorter than this are not secrets worth garbling every
+// message for; real keys are far longer.
+const minRedactLen = 4
+
+// New validates opts and returns a client.
+func New(opts Options) (*Client, error) {
+	c := &Client{
+		apiKey:       opts.APIKey,
+		commsKey:     opts.CommsKey,
+		workflowID:   opts.WorkflowID,
+		wfHeader:     opts.WorkflowIDHeader,
+		executionID:  opts.ExecutionID,
+		paths:        opts.Paths.withDefaults(),
+		perPage:      opts.PerPage,
+		timeout:      opts.Timeout,
+		maxAttempts:  opts.MaxAttempts,
+		retryInitial: opts.RetryInitialInterval,
+		retryMax:     opts.RetryMaxInterval,
+		maxRetryWait: opts.MaxRetryWait,
+		maxBody:      opts.MaxBodyBytes,
+		counter:      opts.Counter,
+		hook:         opts.Hook,
+		log:          opts.Logger,
+	}
+	if opts.BaseURL == "" && opts.CommsURL == "" {
+		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
+	}
+	var err error
+	if opts.BaseURL != "" {
+		if c.base, err = checkURL(opts.BaseURL, opts.AllowInsecureHTTP); err != nil {
+			return nil, fmt.Errorf("create client: base URL: %w", err)
+		}
+	}
+	if opts.CommsURL != "" {
+		if c.comms, err = checkURL(opts.CommsURL, opts.AllowInsecureHTTP); err != nil {
+			return nil, fmt.Errorf("create client: communications URL: %w", err)
+		}
+	}
+	if c.workflowID == "" {
+		c.workflowID = "agencysync"
+	}
+	if c.wfHeader == "" {
+		c.wfHeader = "X-Workflow-Id"
+	}
+	if c.perPage <= 0 || c.perPage > 1000 {
+		c.perPage = 1000
+	}
+	if c.timeout <= 0 {
+		c.timeout = 30 * time.Second
+	}
+	if c.maxAttempts <= 0 {
+		c.maxAttempts = 6
+	}
+	if c.retryInitial <= 0 {
+		c.retryInitial = 500 * time.Millisecond
+	}
+	if c.retryMax <= 0 {
+		c.retryMax = 30 * time.Second
+	}
+	if c.maxRetryWait <= 0 {
+		c.maxRetryWait = 2 * time.Minute
+	}
+	if c.maxBody <= 0 {
+		c.maxBody = 256 << 20
+	}
+	if c.log == nil {
+		c.log = zap.NewNop()
+	}
+	margin := opts.SpacingMargin
+	if margin == 0 {
+		margin = 5 * time.Millisecond
+	} else if margin < 0 {
+		margin = 0
+	}
+	rl := opts.RateLimit
+	if rl <= 0 {
+		rl = 10
+	}
+	c.pacer = newPacer(rl, margin)
+	if opts.CommsRateLimit > 0 {
+		c.commsPacer = newPacer(opts.CommsRateLimit, margin)
+	}
+	var hc http.Client
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 4
+		hc.Transport = tr
+	}
+	hc.CheckRedirect = checkRedirect
+	c.hc = &hc
+	var pairs []string
+	for _, k := range []string{opts.APIKey, opts.CommsKey} {
+		if len(k) >= minRedactLen {
+			pairs = append(pairs, k, "[REDACTED]")
+		}
+	}
+	c.redactor = strings.NewReplacer(pairs...)
+	return c, nil
+}
+
+// checkURL validates an address and returns it without trailing slash.
+func checkURL(raw string, allowInsecure bool) (string, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil {
+		return "", fmt.Errorf("parse %q: %w", raw, err)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%w: %q has no host", ErrNotConfigured, raw)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%w: credentials in the URL are not supported", ErrNotConfigured)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !allowInsecure && !isLoopback(u.Hostname()) {
+			return "", fmt.Errorf("%w: plain http:// to %s would send the key unencrypted; use https:// or set AllowInsecureHTTP", ErrInsecureURL, u.Host)
+		}
+	default:
+		return "", fmt.Errorf("%w: unsupported scheme %q", ErrInsecureURL, u.Scheme)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.String(), nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkRedirect refuses redirects to another host or scheme: custom key
+// headers would follow them.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("stopped after 5 redirects")
+	}
+	prev := via[len(via)-1].URL
+	if req.URL.Host != prev.Host || req.URL.Scheme != prev.Scheme {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// WithBudget returns a copy of c that sends at most b's remaining requests;
+// past them it returns ErrBudgetExhausted without sending.
+func (c *Client) WithBudget(b *RequestBudget) *Client {
+	cp := *c
+	cp.budget = b
+	return &cp
+}
+
+// WithExecutionID returns a copy of c that sends id as X-Workflow-Execution-Id.
+func (c *Client) WithExecutionID(id string) *Client {
+	cp := *c
+	cp.executionID = id
+	return &cp
+}
+
+// WithLogger returns a copy of c that logs to log (for example a logger
+// carrying the run's id); nil logs nothing.
+func (c *Client) WithLogger(log *zap.Logger) *Client {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cp := *c
+	cp.log = log
+	return &cp
+}
+
+// RequestBudget returns the client's request budget (nil when unlimited).
+func (c *Client) RequestBudget() *RequestBudget { return c.budget }
+
+func (c *Client) redact(s string) string { return c.redactor.Replace(s) }
+
+// call is one logical request (retried as a unit).
+type call struct {
+	endpoint string
+	method   string
+	url      string
+	body     []byte
+	comms    bool
+	page     int
+	what     string // for errors, e.g. "fetch brands page 2"
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf: larger buffers are dropped rather than kept in the pool.
+const maxPooledBuf = 16 << 20
+
+// hintBackOff is an exponential backoff that waits at least a server's
+// Retry-After when one was given for the last attempt.
+type hintBackOff struct {
+	backoff.BackOff
+	hint time.Duration
+}
+
+func (h *hintBackOff) NextBackOff() time.Duration {
+	d := h.BackOff.NextBackOff()
+	if d != backoff.Stop && h.hint > d {
+		d = h.hint
+	}
+	h.hint = 0
+	return d
+}
+
+// execute sends cl with pacing, budget, quota counting and bounded retries.
+// onOK gets each 2xx body (valid only during the call) and decides whether it
+// is usable; a retryable error from it (ErrMalformedResponse, ...) retries.
+func (c *Client) execute(ctx context.Context, cl *call, onOK func(body []byte) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", cl.what, err)
+	}
+	exp := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(c.retryInitial),
+		backoff.WithMaxInterval(c.retryMax),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMaxElapsedTime(0),
+	)
+	hint := &hintBackOff{BackOff: exp}
+	bo := backoff.WithContext(backoff.WithMaxRetries(hint, uint64(c.maxAttempts-1)), ctx)
+	attempt := 0
+	op := func() error {
+		attempt++
+		err := c.attempt(ctx, cl, attempt, onOK)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !retryable(err) {
+			return backoff.Permanent(err)
+		}
+		var ae *APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			if ae.RetryAfter > c.maxRetryWait {
+				return backoff.Permanent(err)
+			}
+			hint.hint = ae.RetryAfter
+		}
+		return err
+	}
+	notify := func(err error, wait time.Duration) {
+		c.log.Warn("request failed, retrying",
+			zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page),
+			zap.Int("attempt", attempt), zap.Duration("wait", wait),
+			zap.String("error_class", errorClass(err)), zap.String("error", c.redact(err.Error())))
+	}
+	err := backoff.RetryNotify(op, bo, notify)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", cl.what, ctx.Err())
+	case retryable(err):
+		return fmt.Errorf("%s: giving up after %d attempts: %w", cl.what, attempt, err)
+	default:
+		return fmt.Errorf("%s: %w", cl.what, err)
+	}
+}
+
+// countResends records requests that the HTTP transport sent again on its
+// own: in the budget and, durably, in the quota counter.
+func (c *Client) countResends(ctx context.Context, n int) {
+	for range n {
+		c.budget.spend()
+		if c.counter != nil {
+			if err := c.counter.CountRequest(context.WithoutCancel(ctx)); err != nil {
+				c.log.Warn("count a resent request", zap.String("error", c.redact(err.Error())))
+			}
+		}
+	}
+}
+
+// attempt sends cl once.
+func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([]byte) error) (err error) {
+	if !c.budget.take() {
+		return ErrBudgetExhausted
+	}
+	pc := c.pacer
+	if cl.comms && c.commsPacer != nil {
+		pc = c.commsPacer
+	}
+	done, err := pc.wait(ctx)
+	if err != nil {
+		c.budget.refund()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("wait for rate limiter: %w", err)
+	}
+	defer done() // the response (or failure) is in: the slot's window starts
+	if c.counter != nil {
+		if err := c.counter.CountRequest(ctx); err != nil {
+			c.budget.refund()
+			return fmt.Errorf("count request: %w", err)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(rctx, cl.method, cl.url, body)
+	if err != nil {
+		return fmt.Errorf("build request: %s", c.redact(err.Error()))
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "agencysync-extract")
+	if cl.comms {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Workflow-Key", c.commsKey)
+		req.Header.Set(c.wfHeader, c.workflowID)
+		if c.executionID != "" {
+			req.Header.Set("X-Workflow-Execution-Id", c.executionID)
+		}
+	} else {
+		req.Header.Set("Authorization", c.apiKey)
+	}
+
+	// net/http re-sends an idempotent request by itself when a reused
+	// connection turns out dead; each send is a request the service may
+	// count, so resends are counted too (after the fact: they were not ours
+	// to refuse).
+	var writes atomic.Int32
+	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { writes.Add(1) },
+	}))
+	start := time.Now()
+	info := RequestInfo{Endpoint: cl.endpoint, Method: cl.method, Page: cl.page, Attempt: attempt}
+	defer func() {
+		if extra := int(writes.Load()) - 1; extra > 0 {
+			info.Resends = extra
+			c.countResends(ctx, extra)
+		}
+		info.Duration = time.Since(start)
+		info.Err = err
+		info.ErrorClass = errorClass(err)
+		c.report(&info)
+	}()
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportError(ctx, rctx, cl, "send request", err)
+	}
+	defer resp.Body.Close()
+	info.Status = resp.StatusCode
+
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuf {
+			bufPool.Put(buf)
+		}
+	}()
+	if resp.ContentLength > 0 && resp.ContentLength <= c.maxBody {
+		buf.Grow(int(resp.ContentLength) + 1)
+	}
+	n, rerr := buf.ReadFrom(io.LimitReader(resp.Body, c.maxBody+1))
+	done() // the response is in: the slot's window starts now, not after decoding
+	info.Bytes = int(n)
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if !ok {
+		return c.statusError(cl, resp, buf.Bytes())
+	}
+	switch {
+	case n > c.maxBody:
+		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrResponseTooLarge,
+			Reason: fmt.Sprintf("body exceeds %d bytes", c.maxBody)}
+	case rerr != nil && (ctx.Err() != nil || rctx.Err() != nil):
+		return c.transportError(ctx, rctx, cl, "read body", rerr)
+	case rerr != nil:
+		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrMalformedResponse,
+			Reason: "truncated body: " + c.redact(rerr.Error())}
+	}
+	if err := onOK(buf.Bytes()); err != nil {
+		var re *ResponseError
+		if errors.As(err, &re) {
+			re.Reason = c.redact(re.Reason)
+		}
+		var ae *APIError
+		if errors.As(err, &ae) {
+			c.redactAPIError(ae)
+			ae.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Client) report(info *RequestInfo) {
+	fields := []zap.Field{
+		zap.String("endpoint", info.Endpoint), zap.String("method", info.Method),
+		zap.Int("page", info.Page), zap.Int("attempt", info.Attempt),
+		zap.Int("status", info.Status), zap.Duration("duration", info.Duration),
+		zap.Int("bytes", info.Bytes),
+	}
+	if info.Err != nil {
+		fields = append(fields, zap.String("error_class", info.ErrorClass), zap.String("error", c.redact(info.Err.Error())))
+	}
+	c.log.Debug("request", fields...)
+	if c.hook != nil {
+		c.hook(*info)
+	}
+}
+
+// transportError classifies a failure to get a complete response.
+func (c *Client) transportError(ctx, rctx context.Context, cl *call, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	timeout := rctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		timeout = true
+	}
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err // without the URL
+	}
+	if timeout {
+		cause = nil
+	}
+	msg := op + ": " + c.redact(err.Error())
+	if timeout {
+		msg = fmt.Sprintf("%s: timed out after %s", op, c.timeout)
+	}
+	return &NetworkError{Endpoint: cl.endpoint, Page: cl.page, Timeout: timeout, msg: msg, cause: cause}
+}
+
+func (c *Client) redactAPIError(e *APIError) {
+	e.Message = c.redact(clip(e.Message))
+	for i, d := range e.Details {
+		e.Details[i] = c.redact(clip(d))
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return strings.ToValidUTF8(s[:300], "") + "…"
+	}
+	return s
+}
+
+// statusError builds the *APIError of a non-2xx answer.
+func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
+	now := time.Now()
+	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode}
+	if eb := parseErrorBody(body); eb != nil {
+		e.Message, e.Details = eb.Message, eb.Details
+	}
+	c.redactAPIError(e)
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	switch st := resp.StatusCode; {
+	case st == http.StatusUnauthorized:
+		e.Kind = ErrUnauthorized
+	case st == http.StatusForbidden:
+		e.Kind = ErrForbidden
+	case st == http.StatusNotFound:
+		e.Kind = ErrNotFound
+	case st == http.StatusBadRequest:
+		e.Kind = ErrBadRequest
+	case st == http.StatusTooManyRequests:
+		if classifyMessage(e.Message) == ErrDailyQuota {
+			e.Kind = ErrDailyQuota
+			e.ResetAt = resetTime(resp.Header, e.RetryAfter, now)
+		} else {
+			e.Kind = ErrRateLimited
+		}
+	case st >= 500:
+		e.Kind = ErrServer
+	default:
+		e.Kind = ErrUnexpectedStatus
+	}
+	return e
+}
+
+// parseErrorBody reads {"error": {...}}, {"error": "..."} or {"message":
+// "..."} from an error answer; nil when the body is not such JSON.
+func parseErrorBody(body []byte) *errorBody {
+	data := bytes.TrimPrefix(body, utf8BOM)
+	d := newDecoder(data)
+	s := d.s
+	if s.peek() != '{' {
+		return nil
+	}
+	s.pos++
+	var pg paging
+	var msg string
+	for n := 0; s.objectNext(&n); {
+		switch string(s.key) {
+		case "error":
+			d.errorObject(&pg)
+		case "message":
+			if s.peek() == '"' {
+				msg = bytesToString(s.stringBytes())
+			} else {
+				s.skip()
+			}
+		default:
+			s.skip()
+		}
+	}
+	if s.err != nil {
+		return nil
+	}
+	if pg.errMsg != nil {
+		return pg.errMsg
+	}
+	if msg != "" {
+		return &errorBody{Message: msg}
+	}
+	return nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 || secs > 1e7 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// resetTime is when the daily quota resets, when the server says so: from
+// Retry-After, else X-RateLimit-Reset (epoch seconds, or seconds from now).
+func resetTime(h http.Header, retryAfter time.Duration, now time.Time) time.Time {
+	if retryAfter > 0 {
+		return now.Add(retryAfter).UTC()
+	}
+	if v := strings.TrimSpace(h.Get("X-RateLimit-Reset")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			if n > 1e9 {
+				return time.Unix(n, 0).UTC()
+			}
+			return now.Add(time.Duration(n) * time.Second).UTC()
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,390 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ProjectQuery filters the projects list. Zero fields are not sent.
+type ProjectQuery struct {
+	BrandID      ID        // brand_id
+	UpdatedSince time.Time // updated_since, sent as the UTC calendar date YYYY-MM-DD
+}
+
+// FinanceQuery filters the finance lists. Zero fields are not sent.
+type FinanceQuery struct {
+	UpdatedSince time.Time // updated_since, sent as the UTC calendar date YYYY-MM-DD
+}
+
+// CommsQuery is the request body of the communications endpoint. Zero fields
+// are left out of the body, except with_message, page and per_page.
+type CommsQuery struct {
+	DomainID    int64     // domain_id
+	UserIDs     []int64   // user_id: the platform users whose e-mails are listed
+	BrandURL    string    // -brand_url
+	DateStart   time.Time // date_start, sent as the calendar date of its own location
+	DateEnd     time.Time // date_end, likewise
+	WithMessage string    // with_message; default "0" (no bodies)
+	StartPage   int       // first page to fetch (to resume); default 1
+	PerPage     int       // per_page; default Options.PerPage, at most 1000
+}
+
+// Brands lists the account's brands.
+func (c *Client) Brands(ctx context.Context) iter.Seq2[*Page[Brand], error] {
+	return listPages[Brand](c, ctx, EndpointBrands, c.paths.Brands, nil, nil)
+}
+
+// Brand fetches one brand's detail (brand_info, general_info, metadata).
+func (c *Client) Brand(ctx context.Context, id ID) (*BrandDetail, error) {
+	var out *BrandDetail
+	err := c.detail(ctx, EndpointBrand, c.paths.Brand, id, func(body []byte) error {
+		bd, err := decodeBrandDetail(EndpointBrand, body)
+		out = bd
+		return err
+	})
+	return out, err
+}
+
+// BrandContacts lists a brand's contact persons.
+func (c *Client) BrandContacts(ctx context.Context, brandID ID) iter.Seq2[*Page[Contact], error] {
+	if brandID == "" {
+		return failed[Contact](fmt.Errorf("list %s: empty brand id", EndpointBrandContacts))
+	}
+	return listPages[Contact](c, ctx, EndpointBrandContacts, fillID(c.paths.BrandContacts, brandID), nil, nil)
+}
+
+// Projects lists projects, optionally of one brand and changed since a date.
+func (c *Client) Projects(ctx context.Context, q ProjectQuery) iter.Seq2[*Page[Project], error] {
+	v := url.Values{}
+	if q.BrandID != "" {
+		v.Set("brand_id", string(q.BrandID))
+	}
+	setSince(v, q.UpdatedSince)
+	return listPages[Project](c, ctx, EndpointProjects, c.paths.Projects, v, nil)
+}
+
+// Project fetches one project's detail (team, deliverables, history).
+func (c *Client) Project(ctx context.Context, id ID) (*Project, error) {
+	var out *Project
+	err := c.detail(ctx, EndpointProject, c.paths.Project, id, func(body []byte) error {
+		p, err := decodeProject(EndpointProject, body)
+		out = p
+		return err
+	})
+	return out, err
+}
+
+// Budgets lists budget records.
+func (c *Client) Budgets(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Budget], error] {
+	return listPages[Budget](c, ctx, EndpointBudgets, c.paths.Budgets, sinceValues(q.UpdatedSince), nil)
+}
+
+// Invoices lists invoices.
+func (c *Client) Invoices(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Invoice], error] {
+	return listPages[Invoice](c, ctx, EndpointInvoices, c.paths.Invoices, sinceValues(q.UpdatedSince), nil)
+}
+
+// Collections lists collections.
+func (c *Client) Collections(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Collection], error] {
+	return listPages[Collection](c, ctx, EndpointCollections, c.paths.Collections, sinceValues(q.UpdatedSince), nil)
+}
+
+// Payments lists payments.
+func (c *Client) Payments(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Payment], error] {
+	return listPages[Payment](c, ctx, EndpointPayments, c.paths.Payments, sinceValues(q.UpdatedSince), nil)
+}
+
+// Profitability lists profitability rows of one level: "project" or "brand".
+// A row that does not name its level gets the one asked for.
+func (c *Client) Profitability(ctx context.Context, level string) iter.Seq2[*Page[Profitability], error] {
+	if level == "" {
+		return failed[Profitability](fmt.Errorf("list %s: empty level (want \"project\" or \"brand\")", EndpointProfitability))
+	}
+	v := url.Values{}
+	v.Set("level", level)
+	return listPages[Profitability](c, ctx, EndpointProfitability, c.paths.Profitability, v, func(p *Page[Profitability]) {
+		for i := range p.Records {
+			if p.Records[i].Level == "" {
+				p.Records[i].Level = level
+			}
+		}
+	})
+}
+
+// AgencySummary lists the agency-wide aggregates, one row per month.
+func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page[AgencySummary], error] {
+	return listPages[AgencySummary](c, ctx, EndpointAgencySummary, c.paths.AgencySummary, nil, nil)
+}
+
+// Communications lists the e-mails of q's users page by page, from
+// q.StartPage on.
+func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page[Communication], error] {
+	return func(yield func(*Page[Communication], error) bool) {
+		start := max(q.StartPage, 1)
+		pg := &pager{endpoint: EndpointCommunications, page: start, per: c.commsPerPage(q)}
+		for {
+			p, sig, err := c.commsPage(ctx, q, pg.page, pg.per)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(p, nil) {
+				return
+			}
+			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !more {
+				return
+			}
+		}
+	}
+}
+
+// CommunicationsPage fetches one page of the communications listing (page
+// 1-based), e.g. to resume from a stored cursor.
+func (c *Client) CommunicationsPage(ctx context.Context, q CommsQuery, page int) (*Page[Communication], error) {
+	p, _, err := c.commsPage(ctx, q, max(page, 1), c.commsPerPage(q))
+	return p, err
+}
+
+func (c *Client) commsPerPage(q CommsQuery) int {
+	if q.PerPage > 0 && q.PerPage <= 1000 {
+		return q.PerPage
+	}
+	return c.perPage
+}
+
+// commsBody is the JSON body of the communications request.
+type commsBody struct {
+	DomainID    int64   `json:"domain_id,omitempty"`
+	UserID      []int64 `json:"user_id,omitempty"`
+	BrandURL    string  `json:"-brand_url,omitempty"`
+	DateStart   string  `json:"date_start,omitempty"`
+	DateEnd     string  `json:"date_end,omitempty"`
+	WithMessage string  `json:"with_message"`
+	Page        int     `json:"page"`
+	PerPage     int     `json:"per_page"`
+}
+
+func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*Page[Communication], uint64, error) {
+	what := fmt.Sprintf("fetch %s page %d", EndpointCommunications, page)
+	if c.comms == "" {
+		return nil, 0, fmt.Errorf("%s: %w: CommsURL is not set", what, ErrNotConfigured)
+	}
+	b := commsBody{
+		DomainID: q.DomainID, UserID: q.UserIDs, BrandURL: q.BrandURL,
+		WithMessage: q.WithMessage, Page: page, PerPage: per,
+	}
+	if b.WithMessage == "" {
+		b.WithMessage = "0"
+	}
+	if !q.DateStart.IsZero() {
+		b.DateStart = q.DateStart.Format(time.DateOnly)
+	}
+	if !q.DateEnd.IsZero() {
+		b.DateEnd = q.DateEnd.Format(time.DateOnly)
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: encode body: %w", what, err)
+	}
+	cl := &call{
+		endpoint: EndpointCommunications, method: http.MethodPost,
+		url: c.comms + c.paths.Communications, body: body, comms: true, page: page, what: what,
+	}
+	var out *Page[Communication]
+	var sig uint64
+	err = c.execute(ctx, cl, func(body []byte) error {
+		p, err := decodePage[Communication](EndpointCommunications, page, body, per)
+		if err != nil {
+			return err
+		}
+		finishPage(p, per)
+		out, sig = p, maphash.Bytes(hashSeed, body)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, sig, nil
+}
+
+// finishPage fills PerPage when the server did not answer it.
+func finishPage[T any](p *Page[T], per int) {
+	if p.PerPage == 0 {
+		p.PerPage = per
+		if p.Paged && p.LastPage == 0 && p.Total > 0 {
+			p.LastPage = (p.Total + per - 1) / per
+		}
+	}
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// pager decides which page follows.
+type pager struct {
+	endpoint string
+	page     int // page to fetch next
+	per      int // per_page to ask next
+	prevSig  uint64
+	seen     bool
+	capped   bool
+}
+
+// advance moves past the page just fetched (asked as pg.page with pg.per):
+// more is false when the listing is complete. number, perAnswered, last,
+// paged describe the answer; rows counts its rows; sig identifies its body.
+func (pg *pager) advance(c *Client, number, perAnswered, last, rows int, paged bool, sig uint64) (more bool, err error) {
+	asked := pg.page
+	if number != asked {
+		return false, fmt.Errorf("fetch %s page %d: %w", pg.endpoint, asked,
+			&ResponseError{Endpoint: pg.endpoint, Page: asked, Kind: ErrUnexpectedShape,
+				Reason: fmt.Sprintf("asked for page %d, the server answered current_page %d", asked, number)})
+	}
+	if rows == 0 {
+		return false, nil
+	}
+	eff := pg.per
+	if perAnswered > 0 && perAnswered < eff {
+		eff = perAnswered
+		if !pg.capped {
+			pg.capped = true
+			c.log.Info("server caps per_page; following it",
+				zap.String("endpoint", pg.endpoint), zap.Int("asked", pg.per), zap.Int("answered", perAnswered))
+		}
+	}
+	if paged {
+		if number >= last {
+			return false, nil
+		}
+	} else {
+		if rows < eff {
+			return false, nil
+		}
+		if pg.seen && sig == pg.prevSig {
+			return false, fmt.Errorf("fetch %s page %d: %w", pg.endpoint, asked,
+				&ResponseError{Endpoint: pg.endpoint, Page: asked, Kind: ErrUnexpectedShape,
+					Reason: fmt.Sprintf("page %d repeats page %d: the server seems to ignore the page parameter", asked, asked-1)})
+		}
+	}
+	pg.prevSig, pg.seen = sig, true
+	pg.page++
+	pg.per = eff
+	return true, nil
+}
+
+// listPages iterates the pages of a list of the main interface.
+func listPages[T any, P Record[T]](c *Client, ctx context.Context, ep, path string, q url.Values, fix func(*Page[T])) iter.Seq2[*Page[T], error] {
+	return func(yield func(*Page[T], error) bool) {
+		if c.base == "" {
+			yield(nil, fmt.Errorf("list %s: %w: BaseURL is not set", ep, ErrNotConfigured))
+			return
+		}
+		pg := &pager{endpoint: ep, page: 1, per: c.perPage}
+		for {
+			p, sig, err := fetchList[T, P](c, ctx, ep, path, q, pg.page, pg.per)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if fix != nil {
+				fix(p)
+			}
+			if !yield(p, nil) {
+				return
+			}
+			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !more {
+				return
+			}
+		}
+	}
+}
+
+func fetchList[T any, P Record[T]](c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page[T], uint64, error) {
+	v := url.Values{}
+	for k, vs := range q {
+		v[k] = vs
+	}
+	v.Set("page", strconv.Itoa(page))
+	v.Set("per_page", strconv.Itoa(per))
+	cl := &call{
+		endpoint: ep, method: http.MethodGet, url: c.base + path + "?" + v.Encode(),
+		page: page, what: fmt.Sprintf("fetch %s page %d", ep, page),
+	}
+	var out *Page[T]
+	var sig uint64
+	err := c.execute(ctx, cl, func(body []byte) error {
+		p, err := decodePage[T, P](ep, page, body, per)
+		if err != nil {
+			return err
+		}
+		finishPage(p, per)
+		out, sig = p, maphash.Bytes(hashSeed, body)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, sig, nil
+}
+
+// detail fetches a single-object endpoint.
+func (c *Client) detail(ctx context.Context, ep, path string, id ID, onOK func([]byte) error) error {
+	what := fmt.Sprintf("fetch %s %s", ep, id)
+	switch {
+	case id == "":
+		return fmt.Errorf("fetch %s: empty id", ep)
+	case c.base == "":
+		return fmt.Errorf("%s: %w: BaseURL is not set", what, ErrNotConfigured)
+	}
+	cl := &call{endpoint: ep, method: http.MethodGet, url: c.base + fillID(path, id), what: what}
+	err := c.execute(ctx, cl, func(body []byte) error {
+		err := onOK(body)
+		var re *RecordError
+		if errors.As(err, &re) {
+			re.Key = string(id) // not retried: the same bytes would come back
+		}
+		return err
+	})
+	return err
+}
+
+func fillID(path string, id ID) string {
+	return strings.ReplaceAll(path, "{id}", url.PathEscape(string(id)))
+}
+
+func setSince(v url.Values, t time.Time) {
+	if !t.IsZero() {
+		v.Set("updated_since", t.UTC().Format(time.DateOnly))
+	}
+}
+
+func sinceValues(t time.Time) url.Values {
+	v := url.Values{}
+	setSince(v, t)
+	return v
+}
+
+// failed is an iterator that yields one error.
+func failed[T any](err error) iter.Seq2[*Page[T], error] {
+	return func(yield func(*Page[T], error) bool) { yield(nil, err) }
+}

@@ -1,0 +1,211 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/transform"
+	"github.com/agencysync/agencysync/warehouse"
+	"github.com/agencysync/agencysync/warehouse/warehousetest"
+)
+
+func TestMain(m *testing.M) { warehousetest.Main(m) }
+
+func ptr[T any](v T) *T { return &v }
+
+// warehousetestSchema returns a fresh, migrated schema on a pool whose
+// sessions have no statement timeout of their own.
+func warehousetestSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	_, schema := warehousetest.Schema(t)
+	pool, err := warehouse.Connect(context.Background(), warehousetest.DSN(t), warehouse.PoolOptions{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, schema
+}
+
+// newStore returns a Store on a fresh, migrated schema.
+func newStore(t testing.TB) (*Store, *pgxpool.Pool, string) {
+	t.Helper()
+	pool, schema := warehousetest.Schema(t)
+	s, err := New(pool, Config{Schema: schema, StatementTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool, schema
+}
+
+func commit(t testing.TB, s *Store, p Page) Counts {
+	t.Helper()
+	c, err := s.CommitPage(context.Background(), p)
+	if err != nil {
+		t.Fatalf("commit page: %v", err)
+	}
+	return c
+}
+
+// rowVersion is what a row's stored version shows: a rewritten row gets a
+// new xmin, a row locked by a later transaction (ON CONFLICT DO UPDATE takes
+// the lock even when its WHERE refuses the update) gets an xmax.
+type rowVersion struct {
+	xmin, xmax uint32
+	syncedAt   time.Time
+}
+
+// versions maps each row of table, by its key rendered as text, to its version.
+func versions(t testing.TB, pool *pgxpool.Pool, schema, table string) map[string]rowVersion {
+	t.Helper()
+	sp := specByName(t, table)
+	key := "concat_ws('|'"
+	for _, c := range sp.key {
+		key += ", " + pgx.Identifier{c.name}.Sanitize() + "::text"
+	}
+	key += ")"
+	rows, err := pool.Query(context.Background(), fmt.Sprintf("SELECT %s, xmin::text::bigint, xmax::text::bigint, _synced_at FROM %s",
+		key, pgx.Identifier{schema, table}.Sanitize()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]rowVersion{}
+	for rows.Next() {
+		var k string
+		var xmin, xmax int64
+		var v rowVersion
+		if err := rows.Scan(&k, &xmin, &xmax, &v.syncedAt); err != nil {
+			t.Fatal(err)
+		}
+		v.xmin, v.xmax = uint32(xmin), uint32(xmax)
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func specByName(t testing.TB, name string) *spec {
+	for _, s := range specs {
+		if s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("no spec %s", name)
+	return nil
+}
+
+func queryInt(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func queryText(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) string {
+	t.Helper()
+	var s *string
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if s == nil {
+		return "<NULL>"
+	}
+	return *s
+}
+
+func qualified(schema, table string) string { return pgx.Identifier{schema, table}.Sanitize() }
+
+// Fixtures shaped like the spec's records.
+
+func participant(email string, id *int64, first string, last *string, phone *string) extract.Participant {
+	full := first + " "
+	if last != nil {
+		full = first + " " + *last
+	}
+	return extract.Participant{PlatformUserID: id, FirstName: first, LastName: last, FullName: full,
+		Email: email, Phone: phone, Avatar: "https://platform.example/img/blank.png", Status: "Activ"}
+}
+
+var (
+	ana = func(id *int64) extract.Participant {
+		return participant("ana.popescu@agentie.ro", id, "Ana-Maria", ptr("Popescu"), ptr("0722 123 456"))
+	}
+	stefan = func(id *int64) extract.Participant {
+		return participant("Stefan.Ionescu@agentie.ro", id, "Ștefan", ptr("Ionescu"), ptr(""))
+	}
+	ioana = func() extract.Participant { return participant("ioana@client-brand.ro", nil, "Ioana", nil, nil) }
+	mihai = func() extract.Participant { return participant("", ptr(int64(88)), "Mihai", ptr("Stan"), nil) }
+)
+
+func communication(id int64, subject string, from []extract.Participant, to, cc, bcc []extract.Participant) extract.Communication {
+	at := time.Date(2024, 11, 4, 8, 0, 0, 0, time.UTC).Add(time.Duration(id)*time.Minute + 123456*time.Microsecond)
+	raw, _ := json.Marshal(map[string]any{"email": map[string]any{"subject": subject, "email_at": at.Format(time.RFC3339Nano)},
+		"users": map[string]any{"from": len(from), "to": len(to)}})
+	return extract.Communication{
+		RecordID: id,
+		Email: extract.EmailFields{TypeID: ptr(int64(1)), TypeName: ptr("Email"), BrandID: "42", Subject: &subject,
+			HasAttachments: id%2 == 0, Size: ptr(1000 + id), MailboxID: "m" + strconv.FormatInt(id, 10), MailboxThread: "t1", EmailAt: at},
+		Users: extract.Participants{From: from, To: to, CC: cc, BCC: bcc},
+		Raw:   raw,
+	}
+}
+
+func day(y int, m time.Month, d int) *time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return &t
+}
+
+// fullBatch holds rows of every table of the model.
+func fullBatch() transform.Batch {
+	var b transform.Batch
+	raw := func(id string) json.RawMessage { return json.RawMessage(`{"id":"` + id + `"}`) }
+	snapshot := time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC)
+	b.Append(transform.BrandDetails([]extract.BrandDetail{{
+		Brand: extract.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Status: "active", DateCreated: day(2021, 3, 15),
+			AccountManager: "Mădălina Georgescu", ProjectsCount: ptr(int64(2)),
+			FinancialSummary: &extract.FinancialSummary{TotalBudget: "125000.50", Invoiced: "80000", Collected: "79999.99", Currency: "RON"},
+			Raw:              raw("42")},
+		GeneralInfo: json.RawMessage(`{"website":"https://dulcetraditie.ro"}`), Metadata: json.RawMessage(`{"tags":["retail"]}`),
+	}}, snapshot))
+	b.Append(transform.Brands([]extract.Brand{{ID: "43", Name: "Vinăria Dealul Mare", Raw: raw("43")}}, snapshot))
+	b.Append(transform.Contacts("42", []extract.Contact{
+		{ID: "c1", FirstName: "Ilinca", LastName: ptr("Vasilescu"), FullName: "Ilinca Vasilescu", Email: ptr("ilinca@dulce.ro"), Phone: ptr(""), IsPrimary: true, Raw: raw("c1")},
+		{ID: "c2", FirstName: "Radu", FullName: "Radu ", Raw: raw("c2")},
+	}))
+	b.Append(transform.ProjectDetails([]extract.Project{{
+		ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress", StartDate: day(2024, 10, 1), Deadline: day(2024, 12, 20),
+		Budget: &extract.Money{Amount: "30000.00", Currency: "RON"},
+		Team:   []extract.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}, {UserID: "17", FullName: "Ștefan Ionescu", Role: "Creative"}},
+		Deliverables: []extract.Deliverable{{ID: "d1", Name: "Concept", DueDate: day(2024, 10, 15), Status: "delivered", DeliveredAt: ptr(time.Date(2024, 10, 14, 16, 0, 0, 0, time.UTC))},
+			{ID: "d2", Name: "Spot TV", DueDate: day(2024, 12, 1), Status: "open"}},
+		History: []extract.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"},
+			{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", From: ptr("planned"), To: ptr("in_progress"), ByUserID: "12"}},
+		Raw: raw("7"),
+	}}))
+	b.Append(transform.Budgets([]extract.Budget{{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day(2024, 10, 1), PeriodEnd: day(2024, 12, 31), Raw: raw("b1")}}))
+	b.Append(transform.Invoices([]extract.Invoice{{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "issued", Raw: raw("i1")}}))
+	b.Append(transform.Collections([]extract.Collection{{ID: "k1", InvoiceID: "i1", CollectedOn: day(2024, 11, 20), Amount: "0.10", Currency: "RON", Raw: raw("k1")}}))
+	b.Append(transform.Payments([]extract.Payment{{ID: "p1", ProjectID: "7", Payee: "Studio Foto SRL", PaidOn: day(2024, 11, 21), Amount: "2500", Currency: "EUR", Raw: raw("p1")}}))
+	b.Append(transform.Profitabilities([]extract.Profitability{
+		{Level: "project", EntityID: "7", Period: "2024-11", Revenue: "30000", Cost: "21000.5", Margin: "8999.5", Currency: "RON", Raw: raw("7")},
+		{Level: "brand", EntityID: "42", Period: "2024-11", Revenue: "90000", Cost: "60000", Margin: "30000", Currency: "RON", Raw: raw("42")},
+	}))
+	b.Append(transform.AgencySummaries([]extract.AgencySummary{{Period: "2024-11", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw("s")}}))
+	b.Append(transform.Communications([]extract.Communication{
+		communication(2701, "Ofertă campanie Crăciun", []extract.Participant{ana(nil)}, []extract.Participant{stefan(ptr(int64(17)))}, nil, nil),
+		communication(2702, "Re: Ofertă", []extract.Participant{ioana()}, []extract.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
+			[]extract.Participant{mihai()}, []extract.Participant{stefan(ptr(int64(17)))}),
+	}))
+	return b
+}

@@ -1,0 +1,79 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agencysync/agencysync/extract"
+)
+
+var _ extract.QuotaCounter = (*Ledger)(nil)
+
+// Ledger is the durable count of requests per quota day (api_quota_usage).
+// CountRequest commits at once, outside any page transaction, so a request
+// that was sent is never forgotten, even if the process dies before its page
+// commits; a new Ledger (a restarted process) reads the same counts.
+type Ledger struct {
+	pool     *pgxpool.Pool
+	loc      *time.Location
+	now      func() time.Time
+	countSQL string
+	spentSQL string
+}
+
+// NewLedger returns the ledger of schema. Quota days are calendar days in loc
+// (nil: UTC), whose midnight resets the daily quota; now is the clock (nil:
+// time.Now).
+func NewLedger(pool *pgxpool.Pool, schema string, loc *time.Location, now func() time.Time) (*Ledger, error) {
+	if pool == nil || schema == "" {
+		return nil, errors.New("create ledger: nil pool or empty schema")
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	if now == nil {
+		now = time.Now
+	}
+	table := pgx.Identifier{schema, "api_quota_usage"}.Sanitize()
+	return &Ledger{
+		pool: pool, loc: loc, now: now,
+		countSQL: fmt.Sprintf(`INSERT INTO %s AS q (day, requests) VALUES ($1, 1)
+ON CONFLICT (day) DO UPDATE SET requests = q.requests + 1, _synced_at = now()`, table),
+		spentSQL: fmt.Sprintf("SELECT coalesce((SELECT requests FROM %s WHERE day = $1), 0)", table),
+	}, nil
+}
+
+// Day returns the quota day of instant t: its calendar day in the ledger's
+// zone, as a UTC midnight.
+func (l *Ledger) Day(t time.Time) time.Time {
+	y, m, d := t.In(l.loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// Today returns the current quota day.
+func (l *Ledger) Today() time.Time { return l.Day(l.now()) }
+
+// CountRequest counts one request on the current quota day, durably, before
+// the request is sent (it implements extract's request counter).
+func (l *Ledger) CountRequest(ctx context.Context) error {
+	if _, err := l.pool.Exec(ctx, l.countSQL, l.Today()); err != nil {
+		return fmt.Errorf("count request: %w", err)
+	}
+	return nil
+}
+
+// Spent returns the requests counted on quota day day (its year, month and
+// day as given).
+func (l *Ledger) Spent(ctx context.Context, day time.Time) (int, error) {
+	y, m, d := day.Date()
+	var n int
+	if err := l.pool.QueryRow(ctx, l.spentSQL, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read requests spent: %w", err)
+	}
+	return n, nil
+}

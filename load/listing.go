@@ -1,0 +1,155 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/transform"
+)
+
+// ErrIncompleteListing means a listing saw a rejected record without a key,
+// so it cannot tell which stored rows are really gone: MarkDeleted refuses.
+var ErrIncompleteListing = errors.New("listing saw a rejected record without key")
+
+// Listing collects the keys seen by one complete listing of a soft-deletable
+// table (brands, projects, brand_contacts of one brand, the finance lists),
+// across its pages. Rejected records with a key count as seen: a record the
+// warehouse could not load is not a deleted one.
+type Listing struct {
+	spec    *spec
+	scope   []scopeValue
+	seen    map[rowKey]struct{}
+	unkeyed int
+}
+
+type scopeValue struct {
+	col   column
+	value any
+}
+
+// NewListing starts a listing of table. scope restricts it to the rows whose
+// columns equal the given values, e.g. {"brand_id": "42"} for one brand's
+// contacts or {"level": "project"} for project-level profitability; nil
+// means the whole table.
+func (s *Store) NewListing(table string, scope map[string]any) (*Listing, error) {
+	t, ok := s.byName[table]
+	if !ok || !t.softDelete {
+		return nil, fmt.Errorf("start listing: %q is not a table with soft deletes", table)
+	}
+	l := &Listing{spec: t.spec, seen: make(map[rowKey]struct{})}
+	for _, name := range slices.Sorted(maps.Keys(scope)) {
+		i := slices.IndexFunc(t.columns(), func(c column) bool { return c.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("start listing of %s: no column %q", table, name)
+		}
+		l.scope = append(l.scope, scopeValue{col: t.columns()[i], value: scope[name]})
+	}
+	return l, nil
+}
+
+// String names the listing, e.g. "brand_contacts[brand_id=42]".
+func (l *Listing) String() string {
+	if len(l.scope) == 0 {
+		return l.spec.name
+	}
+	parts := make([]string, len(l.scope))
+	for i, sc := range l.scope {
+		parts[i] = fmt.Sprintf("%s=%v", sc.col.name, sc.value)
+	}
+	return l.spec.name + "[" + strings.Join(parts, ",") + "]"
+}
+
+// Seen returns the number of distinct keys seen so far.
+func (l *Listing) Seen() int { return len(l.seen) }
+
+// See records the keys of b's rows of the listing's table, and of b's rejects
+// of the table's stream. CommitPage calls it for a page's Listing once the
+// page has committed.
+func (l *Listing) See(b *transform.Batch) {
+	if rows, err := l.spec.rows(b); err == nil {
+		for _, r := range rows {
+			var k rowKey
+			copy(k[:], r[:len(l.spec.key)])
+			l.seen[k] = struct{}{}
+		}
+	}
+	for _, r := range b.Rejects {
+		if r.Stream != l.spec.stream {
+			continue
+		}
+		vals, ok := l.spec.rejectKey(r.Key)
+		if !ok {
+			l.unkeyed++
+			continue
+		}
+		var k rowKey
+		copy(k[:], vals)
+		l.seen[k] = struct{}{}
+	}
+}
+
+// with returns a copy of l that has also seen b.
+func (l *Listing) with(b *transform.Batch) *Listing {
+	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), unkeyed: l.unkeyed}
+	c.See(b)
+	return c
+}
+
+// MarkDeleted ends a complete listing: rows of its table (within its scope)
+// that it did not see get _deleted_at (and _synced_at) set to the
+// transaction's time; rows already marked keep their time. Rows are never
+// removed, and the merge clears _deleted_at of a row that comes back. It
+// returns the number of rows marked, or ErrIncompleteListing.
+func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, error) {
+	if l.unkeyed > 0 {
+		return 0, fmt.Errorf("mark deleted in %s: %w", l, ErrIncompleteListing)
+	}
+	t := s.byName[l.spec.name]
+	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	var conds, arrays, names, match []string
+	var args []any
+	keys := slices.Collect(maps.Keys(l.seen))
+	vals := make([]any, len(keys))
+	for i, c := range t.key {
+		for j, k := range keys {
+			vals[j] = k[i]
+		}
+		arr, err := typedArray(c.typ, vals)
+		if err != nil {
+			return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
+		}
+		args = append(args, arr)
+		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", len(args), c.typ))
+		names = append(names, q(c.name))
+		match = append(match, fmt.Sprintf("t.%s = k.%s", q(c.name), q(c.name)))
+	}
+	for _, sc := range l.scope {
+		args = append(args, sc.value)
+		conds = append(conds, fmt.Sprintf("t.%s = $%d::%s", q(sc.col.name), len(args), sc.col.typ))
+	}
+	sql := fmt.Sprintf(`UPDATE %s AS t SET _deleted_at = now(), _synced_at = now()
+WHERE t._deleted_at IS NULL%s
+	AND NOT EXISTS (SELECT 1 FROM unnest(%s) AS k(%s) WHERE %s)`,
+		t.target.Sanitize(), prefixAll(" AND ", conds), strings.Join(arrays, ", "), strings.Join(names, ", "),
+		strings.Join(match, " AND "))
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func prefixAll(prefix string, parts []string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(prefix)
+		b.WriteString(p)
+	}
+	return b.String()
+}

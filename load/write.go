@@ -1,0 +1,375 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/transform"
+)
+
+// table is a spec bound to one warehouse schema, with its SQL built once.
+type table struct {
+	*spec
+	target   pgx.Identifier // schema.table
+	stage    pgx.Identifier // pg_temp.<staging table>
+	colNames []string
+
+	createStage  string // creates the staging table (once per connection)
+	keyProbe     probe  // is any key of the batch stored?
+	parentProbe  probe  // child tables: has any parent of the batch stored children?
+	mergeSQL     string // staging → target, unchanged rows filtered out; returns (inserted, updated)
+	deleteAbsent string // child tables: delete the parents' children missing from staging
+	deleteAll    string // child tables: delete every child of the parents
+}
+
+func bindTable(schema string, s *spec) *table {
+	t := &table{spec: s, target: pgx.Identifier{schema, s.name}, colNames: s.columnNames()}
+	tgt := t.target.Sanitize()
+
+	// The staging table's name depends on the schema and the column list, so
+	// a connection never reuses one built for another schema or binary.
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(schema + "\x00" + strings.Join(t.colNames, ",")))
+	stageName := "agencysync_stage_" + s.name + "_" + strconv.FormatUint(h.Sum64(), 36)
+	t.stage = pgx.Identifier{"pg_temp", stageName}
+	var defs []string
+	for _, c := range s.columns() {
+		defs = append(defs, pgx.Identifier{c.name}.Sanitize()+" "+c.typ)
+	}
+	t.createStage = fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS",
+		pgx.Identifier{stageName}.Sanitize(), strings.Join(defs, ", "))
+
+	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	on := func(a, b string, cols []column) string {
+		var parts []string
+		for _, c := range cols {
+			parts = append(parts, a+"."+q(c.name)+" = "+b+"."+q(c.name))
+		}
+		return strings.Join(parts, " AND ")
+	}
+
+	t.keyProbe = newProbe(tgt, s.key)
+	if s.parent != "" {
+		t.parentProbe = newProbe(tgt, s.key[:1])
+	}
+	// Children are found by = ANY over the parents: the planner sees how
+	// many there are and keeps to the index however large the table grows.
+	if s.parent != "" {
+		ofParents := fmt.Sprintf("t.%s = ANY($1::%s[])", q(s.parent), s.key[0].typ)
+		t.deleteAll = fmt.Sprintf("DELETE FROM %s AS t WHERE %s", tgt, ofParents)
+		t.deleteAbsent = fmt.Sprintf("DELETE FROM %s AS t WHERE %s AND NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)",
+			tgt, ofParents, t.stage.Sanitize(), on("s", "t", s.key))
+	}
+
+	// The merge. Rows whose stored version equals the staged one are removed
+	// by the anti-join before INSERT sees them, so an unchanged re-sync locks
+	// and writes nothing. Sticky columns keep the stored value where the batch
+	// has NULL. The ON CONFLICT branch repeats the comparison for a row that
+	// appeared after the join (another writer). The stored row is looked up
+	// per staged row in a LATERAL subquery that OFFSET 0 keeps from being
+	// flattened: the staging table has no statistics, and a hash join would
+	// read the whole target for every page.
+	var insCols, selCols, oldVals, newVals, sets, exVals, tVals []string
+	for _, c := range s.key {
+		insCols = append(insCols, q(c.name))
+		selCols = append(selCols, "s."+q(c.name))
+	}
+	for _, c := range s.cols {
+		insCols = append(insCols, q(c.name))
+		sel, ex := "s."+q(c.name), "EXCLUDED."+q(c.name)
+		if c.sticky {
+			sel = fmt.Sprintf("coalesce(s.%s, o.%s)", q(c.name), q(c.name))
+			ex = fmt.Sprintf("coalesce(EXCLUDED.%s, t.%s)", q(c.name), q(c.name))
+		}
+		if c.fallback != "" {
+			sel = fmt.Sprintf("coalesce(s.%s, o.%s, s.%s)", q(c.name), q(c.name), q(c.fallback))
+		}
+		selCols = append(selCols, sel)
+		oldVals = append(oldVals, "o."+q(c.name))
+		newVals = append(newVals, sel)
+		sets = append(sets, q(c.name)+" = "+ex)
+		exVals = append(exVals, ex)
+		tVals = append(tVals, "t."+q(c.name))
+	}
+	if s.softDelete {
+		oldVals = append(oldVals, "o._deleted_at")
+		newVals = append(newVals, "NULL::timestamptz")
+		sets = append(sets, "_deleted_at = NULL")
+		exVals = append(exVals, "NULL::timestamptz")
+		tVals = append(tVals, "t._deleted_at")
+	}
+	where := fmt.Sprintf("o.%s IS NULL", q(s.key[0].name))
+	conflict := "DO NOTHING"
+	if len(oldVals) > 0 {
+		where += fmt.Sprintf(" OR (%s) IS DISTINCT FROM (%s)", strings.Join(oldVals, ", "), strings.Join(newVals, ", "))
+		conflict = fmt.Sprintf("DO UPDATE SET %s, _synced_at = EXCLUDED._synced_at WHERE (%s) IS DISTINCT FROM (%s)",
+			strings.Join(sets, ", "), strings.Join(tVals, ", "), strings.Join(exVals, ", "))
+	}
+	keyNames := make([]string, len(s.key))
+	for i, c := range s.key {
+		keyNames[i] = q(c.name)
+	}
+	t.mergeSQL = fmt.Sprintf(`WITH w AS (
+	INSERT INTO %s AS t (%s)
+	SELECT %s FROM %s AS s LEFT JOIN LATERAL (SELECT * FROM %s AS o WHERE %s OFFSET 0) AS o ON true
+	WHERE %s
+	ON CONFLICT (%s) %s
+	RETURNING (t.xmax = 0) AS inserted
+) SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM w`,
+		tgt, strings.Join(insCols, ", "),
+		strings.Join(selCols, ", "), t.stage.Sanitize(), tgt, on("o", "s", s.key),
+		where,
+		strings.Join(keyNames, ", "), conflict)
+	return t
+}
+
+// write stores the table's rows of batch b in tx and returns what changed.
+//
+// Fast path (unless fast is false): when none of the rows is stored yet
+// (and, for a child table whose parents the batch names, none of those
+// parents has children stored), the rows are copied straight into the table;
+// tables whose rows recur across pages (users) skip the probe. Otherwise the
+// rows are copied into the connection's staging table and merged: new rows
+// inserted, changed rows updated, unchanged rows not touched. For a child
+// table, stored children of the named parents that the batch no longer holds
+// are deleted.
+func (t *table) write(ctx context.Context, tx pgx.Tx, b *transform.Batch, stages *stageSet, fast bool) (TableCounts, error) {
+	var c TableCounts
+	rows, err := t.rows(b)
+	if err != nil {
+		return c, fmt.Errorf("encode %s: %w", t.name, err)
+	}
+	rows = t.dedupe(rows)
+	var parents any  // typed array of the parents whose children b replaces
+	orphans := false // rows of parents b does not name
+	if t.parent != "" {
+		if ps := t.parents(b); len(ps) > 0 {
+			if parents, err = typedArray(t.key[0].typ, ps); err != nil {
+				return c, fmt.Errorf("encode %s parents: %w", t.name, err)
+			}
+			named := make(map[any]struct{}, len(ps))
+			for _, p := range ps {
+				named[p] = struct{}{}
+			}
+			for _, r := range rows {
+				if _, ok := named[r[0]]; !ok {
+					orphans = true
+					break
+				}
+			}
+		}
+	}
+	if len(rows) == 0 && parents == nil {
+		return c, nil
+	}
+
+	// The fast path needs to know that nothing it copies is stored, and, for
+	// a child table whose batch names the parents, that none of them has
+	// children stored (those would have to be replaced).
+	exists := t.recurring || !fast
+	if !exists && parents != nil {
+		exists, err = t.parentProbe.any(ctx, tx, parents)
+	}
+	if !exists && err == nil && len(rows) > 0 && (parents == nil || orphans) {
+		var keys []any
+		if keys, err = t.keyArrays(rows); err == nil {
+			exists, err = t.keyProbe.any(ctx, tx, keys...)
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("write %s: %w", t.name, err)
+	}
+	if !exists {
+		if len(rows) == 0 {
+			return c, nil
+		}
+		t.fillFallbacks(rows)
+		n, err := tx.CopyFrom(ctx, t.target, t.colNames, pgx.CopyFromRows(rows))
+		if err != nil {
+			return c, fmt.Errorf("copy into %s: %w", t.name, err)
+		}
+		c.Inserted = n
+		return c, nil
+	}
+
+	if len(rows) == 0 { // the parents lost all their children
+		tag, err := tx.Exec(ctx, t.deleteAll, parents)
+		if err != nil {
+			return c, fmt.Errorf("delete %s: %w", t.name, err)
+		}
+		c.Deleted = tag.RowsAffected()
+		return c, nil
+	}
+	if err := stages.ensure(ctx, tx, t); err != nil {
+		return c, err
+	}
+	if _, err := tx.CopyFrom(ctx, t.stage, t.colNames, pgx.CopyFromRows(rows)); err != nil {
+		return c, fmt.Errorf("copy into staging of %s: %w", t.name, err)
+	}
+	if err := tx.QueryRow(ctx, t.mergeSQL).Scan(&c.Inserted, &c.Updated); err != nil {
+		return c, fmt.Errorf("merge %s: %w", t.name, err)
+	}
+	if parents != nil {
+		tag, err := tx.Exec(ctx, t.deleteAbsent, parents)
+		if err != nil {
+			return c, fmt.Errorf("delete replaced %s: %w", t.name, err)
+		}
+		c.Deleted = tag.RowsAffected()
+	}
+	return c, nil
+}
+
+// probe finds out whether any of a batch's values of some columns is stored,
+// to choose the fast path. It looks the values up through an unnest join,
+// which plans cheaply however many there are; a single integer column is
+// first probed over the values' range, where one index descent answers
+// "none" for pages of new ascending ids.
+type probe struct {
+	exists    string
+	rangeOnly string // single bigint column: any row BETWEEN $1 AND $2?
+}
+
+func newProbe(tgt string, cols []column) probe {
+	var arrays, names, on []string
+	for i, c := range cols {
+		n := pgx.Identifier{c.name}.Sanitize()
+		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", i+1, c.typ))
+		names = append(names, n)
+		on = append(on, "t."+n+" = k."+n)
+	}
+	p := probe{exists: fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM unnest(%s) AS k(%s) JOIN %s AS t ON %s)",
+		strings.Join(arrays, ", "), strings.Join(names, ", "), tgt, strings.Join(on, " AND "))}
+	if len(cols) == 1 && cols[0].typ == "bigint" {
+		p.rangeOnly = fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM %s WHERE %s BETWEEN $1 AND $2)", tgt, names[0])
+	}
+	return p
+}
+
+// any reports whether a row with the given column values (one typed array
+// per column) is stored.
+func (p probe) any(ctx context.Context, tx pgx.Tx, arrays ...any) (bool, error) {
+	if ids, ok := arrays[0].([]int64); ok && p.rangeOnly != "" {
+		var inRange bool
+		if err := tx.QueryRow(ctx, p.rangeOnly, slices.Min(ids), slices.Max(ids)).Scan(&inRange); err != nil {
+			return false, fmt.Errorf("probe key range: %w", err)
+		}
+		if !inRange {
+			return false, nil
+		}
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, p.exists, arrays...).Scan(&exists); err != nil {
+		return false, fmt.Errorf("probe keys: %w", err)
+	}
+	return exists, nil
+}
+
+// stageSet tracks the staging tables of one connection. They are temporary
+// ON COMMIT DELETE ROWS tables, created when a table first needs one (most
+// pages of a backfill need none) and kept for the connection's life: empty
+// at every transaction's start and never WAL-logged. A table created by a
+// transaction that rolls back is gone again, so it counts as known only
+// once its transaction has committed.
+type stageSet struct {
+	known map[string]any // the connection's pgconn CustomData
+	fresh []string       // created by the current transaction
+}
+
+func (st *stageSet) ensure(ctx context.Context, tx pgx.Tx, t *table) error {
+	key := "agencysync/load:" + t.stage.Sanitize()
+	if st.known[key] != nil || slices.Contains(st.fresh, key) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, t.createStage); err != nil {
+		return fmt.Errorf("create staging table of %s: %w", t.name, err)
+	}
+	st.fresh = append(st.fresh, key)
+	return nil
+}
+
+// committed records the tables created by the transaction that committed.
+func (st *stageSet) committed() {
+	for _, key := range st.fresh {
+		st.known[key] = true
+	}
+	st.fresh = nil
+}
+
+// rolledBack forgets the tables created by the transaction that rolled back.
+func (st *stageSet) rolledBack() { st.fresh = nil }
+
+// fillFallbacks fills NULLs of fallback columns from their fallback column,
+// as the merge does for rows that are not stored: for rows copied straight in.
+func (t *table) fillFallbacks(rows [][]any) {
+	for i, c := range t.cols {
+		if c.fallback == "" {
+			continue
+		}
+		at := len(t.key) + i
+		from := len(t.key) + slices.IndexFunc(t.cols, func(o column) bool { return o.name == c.fallback })
+		for _, r := range rows {
+			if r[at] == nil {
+				r[at] = r[from]
+			}
+		}
+	}
+}
+
+// rowKey is a row's key values (at most four columns) as a map key.
+type rowKey [4]any
+
+func (t *table) keyOf(row []any) rowKey {
+	var k rowKey
+	copy(k[:], row[:len(t.key)])
+	return k
+}
+
+// dedupe collapses rows with the same key, keeping the last one; a sticky
+// column that is NULL in the later row keeps the earlier row's value.
+func (t *table) dedupe(rows [][]any) [][]any {
+	if len(rows) < 2 {
+		return rows
+	}
+	index := make(map[rowKey]int, len(rows))
+	out := rows[:0]
+	for _, r := range rows {
+		k := t.keyOf(r)
+		i, ok := index[k]
+		if !ok {
+			index[k] = len(out)
+			out = append(out, r)
+			continue
+		}
+		prev := out[i]
+		for j, c := range t.cols {
+			if c.sticky && r[len(t.key)+j] == nil {
+				r[len(t.key)+j] = prev[len(t.key)+j]
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// keyArrays returns one typed array per key column of rows.
+func (t *table) keyArrays(rows [][]any) ([]any, error) {
+	out := make([]any, len(t.key))
+	vals := make([]any, len(rows))
+	for i, c := range t.key {
+		for j, r := range rows {
+			vals[j] = r[i]
+		}
+		arr, err := typedArray(c.typ, vals)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s keys: %w", t.name, err)
+		}
+		out[i] = arr
+	}
+	return out, nil
+}

@@ -1,0 +1,54 @@
+// Package logging builds the zap logger agencysync injects everywhere: JSON when
+// the output is not a terminal, a readable console format when it is.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+)
+
+// New returns a logger writing to w at level ("debug", "info", "warn",
+// "error") in format ("json", "console" or "auto": console when w is a
+// terminal, JSON otherwise).
+func New(w io.Writer, level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("parse log level: %w", err)
+	}
+	if format == "auto" {
+		format = "json"
+		if IsTerminal(w) {
+			format = "console"
+		}
+	}
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		ec.TimeKey = "ts"
+		enc = zapcore.NewJSONEncoder(ec)
+	case "console":
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		if IsTerminal(w) {
+			ec.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, fmt.Errorf("parse log format: %q is not json, console or auto", format)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,156 @@
+package reliability
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// newQuotaDay starts the next quota day on both clocks. The sandbox's quota
+// follows its own clock, moved by the admin API; the worker's ledger
+// (api_quota_usage) counts per real calendar day (AGENCY_QUOTA_TZ), and the
+// real clock cannot be moved. So the worker's midnight is simulated: the
+// counts of the real today move to the day before, as if they had been
+// spent yesterday, and the worker sees a fresh day.
+func (r *rig) newQuotaDay(advance time.Duration) {
+	r.t.Helper()
+	before := r.sb.stats().QuotaDay
+	r.sb.advance(advance)
+	if after := r.sb.stats().QuotaDay; after == before {
+		r.t.Fatalf("advancing the sandbox clock by %s did not cross its midnight (quota day %s)", advance, after)
+	}
+	ctx := context.Background()
+	q := pgx.Identifier{r.schema, "api_quota_usage"}.Sanitize()
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "DELETE FROM "+q+" RETURNING day, requests")
+		if err != nil {
+			return err
+		}
+		type usage struct {
+			Day      time.Time
+			Requests int
+		}
+		days, err := pgx.CollectRows(rows, pgx.RowToStructByPos[usage])
+		if err != nil {
+			return err
+		}
+		for _, d := range days {
+			if _, err := tx.Exec(ctx, "INSERT INTO "+q+" (day, requests) VALUES ($1, $2)", d.Day.AddDate(0, 0, -1), d.Requests); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.t.Fatalf("shift the quota ledger a day back: %v", err)
+	}
+}
+
+// TestS03Quota: a sandbox quota smaller than the backfill needs. The worker
+// spends its own budget and stops before the service refuses anything (exit
+// 75); after midnight the next run completes. Variant: the key's quota was
+// partly spent elsewhere: the service's 429 comes, the stop is clean, and
+// nothing is lost.
+func TestS03Quota(t *testing.T) {
+	sc := newScenario(t, 3, "Quota: the budget stops the run before the service does; next day completes")
+	t.Parallel()
+	sz := currentSizes()
+	const quota = 40
+	quotaEnv := map[string]string{"AGENCY_DAILY_QUOTA": "40", "AGENCY_QUOTA_RESERVE": "0%"}
+	sandboxOpts := func(emails int) sandboxOptions {
+		o := defaultSandbox()
+		o.NoLimits, o.Rate, o.DailyQuota = false, 1000, quota
+		o.Emails, o.Brands, o.ProjectsPerBrand = emails, 4, 3
+		// Ten minutes before the sandbox's midnight, so that the next quota
+		// day is twenty minutes away (and not in the future of the real clock).
+		o.Start = time.Now().UTC().Truncate(24 * time.Hour).Add(-10 * time.Minute)
+		return o
+	}
+
+	t.Run("own budget", func(t *testing.T) {
+		t.Parallel()
+		sc := sc.in(t)
+		r := newRig(t, sc, sandboxOpts(sz.quotaEmails))
+		tr := r.sb.truth()
+		ids, bad := tr.emailIDs()
+		minimum, _ := tr.minimumRequests()
+		if minimum <= quota || minimum > 2*quota-10 {
+			t.Fatalf("the sync needs %d requests: not between one and two days of %d", minimum, quota)
+		}
+
+		res := r.run(quotaEnv)
+		st := r.sb.stats()
+		if res.code != 75 || res.status() != "partial" {
+			t.Fatalf("first day: %s, want exit 75 and a partial run\n%s", res, tail([]byte(res.stderr), 20))
+		}
+		if res.num("requests_used") != quota || st.Requests != quota {
+			t.Errorf("first day: the run used %d requests, the sandbox saw %d; the budget is %d", res.num("requests_used"), st.Requests, quota)
+		}
+		if st.QuotaExceeded != 0 || st.ByStatus["429"] != 0 {
+			t.Errorf("the sandbox refused %d requests for the daily quota (%d 429s)", st.QuotaExceeded, st.ByStatus["429"])
+		}
+		pages := checkWholePages(t, r.pool, r.schema, ids, bad)
+		sc.fig("own budget: day 1 exit %d after %d of %d needed requests (%d pages), %d quota 429s", res.code, st.Requests, minimum, pages, st.QuotaExceeded)
+
+		// Same day again: nothing left, nothing sent.
+		again := r.run(quotaEnv)
+		if again.code != 75 || r.sb.stats().Requests != st.Requests {
+			t.Errorf("same-day rerun: %s; the sandbox saw %d more requests", again, r.sb.stats().Requests-st.Requests)
+		}
+
+		r.newQuotaDay(20 * time.Minute)
+		res = r.run(quotaEnv)
+		mustSucceed(t, "the run after midnight", res)
+		st2 := r.sb.stats()
+		if st2.QuotaExceeded != 0 {
+			t.Errorf("the sandbox refused %d requests for the daily quota", st2.QuotaExceeded)
+		}
+		sc.fig("own budget: day 2 exit %d with %d requests; %d quota 429s in all", res.code, res.num("requests_used"), st2.QuotaExceeded)
+		checks, rows := compareWithTruth(t, r.pool, r.schema, r.sb.truth())
+		sc.fig("own budget: %s", summarize(checks, rows))
+	})
+
+	t.Run("spent elsewhere", func(t *testing.T) {
+		t.Parallel()
+		sc := sc.in(t)
+		r := newRig(t, sc, sandboxOpts(sz.quotaEmails/3))
+		tr := r.sb.truth()
+		ids, bad := tr.emailIDs()
+		const elsewhere = 15
+		r.sb.admin("POST", "quota", map[string]any{"spend": elsewhere}, nil)
+
+		res := r.run(quotaEnv)
+		st := r.sb.stats()
+		if res.code != 75 || res.status() != "partial" {
+			t.Fatalf("first day: %s, want exit 75 and a partial run\n%s", res, tail([]byte(res.stderr), 20))
+		}
+		if st.QuotaExceeded < 1 || st.QuotaExceeded > 2 {
+			t.Errorf("the sandbox refused %d requests for the daily quota; want the one that stopped the run (and at most the one prefetched)", st.QuotaExceeded)
+		}
+		if !strings.Contains(res.stderr, "daily quota") {
+			t.Errorf("the run does not say that the daily quota stopped it:\n%s", tail([]byte(res.stderr), 10))
+		}
+		pages := checkWholePages(t, r.pool, r.schema, ids, bad)
+		sc.fig("spent elsewhere (%d of %d): day 1 exit %d after %d accepted requests, %d quota 429s, %d whole pages kept",
+			elsewhere, quota, res.code, st.Requests-st.QuotaExceeded, st.QuotaExceeded, pages)
+
+		days := 1
+		for res.status() != "succeeded" {
+			if days > 5 {
+				t.Fatalf("not complete after %d days: %s", days, res)
+			}
+			r.newQuotaDay(24 * time.Hour)
+			days++
+			res = r.run(quotaEnv)
+			if res.code != 0 && res.code != 75 {
+				t.Fatalf("day %d: %s\n%s", days, res, tail([]byte(res.stderr), 20))
+			}
+		}
+		sc.fig("spent elsewhere: complete on day %d", days)
+		checks, rows := compareWithTruth(t, r.pool, r.schema, r.sb.truth())
+		sc.fig("spent elsewhere: %s", summarize(checks, rows))
+	})
+}

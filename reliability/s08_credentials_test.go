@@ -1,0 +1,91 @@
+package reliability
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestS08Credentials: a revoked key exits 3 after one request, saying the
+// credentials were rejected; another agency's key gets 403 on every stream
+// of the main interface, each reported.
+func TestS08Credentials(t *testing.T) {
+	sc := newScenario(t, 8, "Credentials: revoked key exits 3 after one request; foreign key 403 per stream")
+	t.Parallel()
+
+	t.Run("revoked", func(t *testing.T) {
+		t.Parallel()
+		sc := sc.in(t)
+		o := defaultSandbox()
+		o.Brands, o.ProjectsPerBrand = 4, 3
+		r := newRig(t, sc, o)
+		res := r.run(map[string]string{"AGENCY_API_KEY": revokedKey, "AGENCY_COMMS_KEY": revokedKey})
+		st := r.sb.stats()
+		if res.code != 3 {
+			t.Errorf("revoked key: %s, want exit 3\n%s", res, tail([]byte(res.stderr), 10))
+		}
+		if st.Requests != 1 || st.ByStatus["401"] != 1 {
+			t.Errorf("revoked key: the sandbox saw %d requests (%v), want the one 401", st.Requests, st.ByStatus)
+		}
+		msg := grepLines(res.stderr, `"level":"error"`)
+		if !strings.Contains(msg, "401") || !strings.Contains(strings.ToLower(msg), "invalid authentication") {
+			t.Errorf("revoked key: the error does not say the key was rejected (401 Invalid authentication):\n%s", res.stderr)
+		}
+		var status, errText string
+		if err := r.pool.QueryRow(context.Background(), "SELECT status, coalesce(error, '') FROM "+pgx.Identifier{r.schema, "sync_runs"}.Sanitize()).Scan(&status, &errText); err != nil {
+			t.Fatal(err)
+		}
+		if status != "failed" || !strings.Contains(errText, "401") {
+			t.Errorf("revoked key: sync_runs records %s: %q", status, errText)
+		}
+		if !strings.Contains(errText, "My Account") {
+			t.Errorf("revoked key: the message does not say where the token is renewed: %q", errText)
+		}
+		sc.fig("revoked key: exit %d after %d request (%d × 401); the message quotes 401 \"Invalid authentication\" and points to My Account",
+			res.code, st.Requests, st.ByStatus["401"])
+	})
+
+	t.Run("foreign", func(t *testing.T) {
+		t.Parallel()
+		sc := sc.in(t)
+		o := defaultSandbox()
+		o.Brands, o.ProjectsPerBrand = 4, 3
+		r := newRig(t, sc, o)
+		res := r.run(map[string]string{"AGENCY_API_KEY": foreignKey})
+		st := r.sb.stats()
+		if res.code != 1 || res.status() != "failed" {
+			t.Errorf("foreign key: %s, want exit 1 and a failed run", res)
+		}
+		var errText string
+		if err := r.pool.QueryRow(context.Background(), "SELECT coalesce(error, '') FROM "+pgx.Identifier{r.schema, "sync_runs"}.Sanitize()).Scan(&errText); err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range []string{"brands", "projects", "finance"} {
+			part := ""
+			for _, p := range strings.Split(errText, "; ") {
+				if strings.HasPrefix(p, task+":") {
+					part = p
+				}
+			}
+			if !strings.Contains(part, "403") {
+				t.Errorf("foreign key: the run's error has no 403 for %s: %q", task, errText)
+			}
+		}
+		if st.ByStatus["403"] == 0 || st.ByStatus["401"] != 0 {
+			t.Errorf("foreign key: statuses %v", st.ByStatus)
+		}
+		// The communications endpoint has its own key: its stream still syncs.
+		good, _ := r.sb.truth().counts("communications")
+		var emails int
+		if err := r.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{r.schema, "emails"}.Sanitize()).Scan(&emails); err != nil {
+			t.Fatal(err)
+		}
+		if emails != good {
+			t.Errorf("foreign key: %d e-mails synced with the valid communications key, the truth has %d", emails, good)
+		}
+		sc.fig("foreign key: exit %d, %d × 403 (brands, projects and finance each reported), communications synced (%d e-mails)", res.code, st.ByStatus["403"], emails)
+		t.Logf("foreign key: %s", errText)
+	})
+}

@@ -1,0 +1,717 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNotFound reports an admin call on a record that does not exist.
+var ErrNotFound = errors.New("record not found")
+
+// ErrInvalid reports an admin call with invalid arguments.
+var ErrInvalid = errors.New("invalid argument")
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+}
+
+// Amount is a money amount in cents. In JSON it is a number or a string with
+// at most two decimals (12, 12.5, "1250.50"); it is never parsed as a float.
+type Amount int64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	s := string(bytes.TrimSpace(b))
+	if len(s) > 1 && s[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("parse amount: %w", err)
+		}
+	}
+	c, err := parseCents(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*a = Amount(c)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a Amount) MarshalJSON() ([]byte, error) { return appendCents(nil, int64(a)), nil }
+
+func parseCents(s string) (int64, error) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" || len(frac) > 2 || hasDot && frac == "" || strings.Trim(whole+frac, "0123456789") != "" {
+		return 0, invalid("amount %q must be a decimal with at most two decimals", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > 1<<50 {
+		return 0, invalid("amount %q is out of range", s)
+	}
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	c := w*100 + f
+	if neg {
+		c = -c
+	}
+	return c, nil
+}
+
+// Advance moves the sandbox clock forward by d and returns the new time.
+func (s *Server) Advance(d time.Duration) (time.Time, error) {
+	if d < 0 {
+		return s.Now(), invalid("advance must not be negative")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock.Add(int64(d))
+	return s.Now(), nil
+}
+
+// SetClock sets the sandbox clock. Setting it back is allowed (e-mails
+// appended later still get ids and timestamps after the existing ones).
+func (s *Server) SetClock(t time.Time) error {
+	if t.IsZero() {
+		return invalid("the clock must not be zero")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock.Store(t.UnixNano())
+	return nil
+}
+
+// SetFaults replaces the fault rates.
+func (s *Server) SetFaults(f Faults) error {
+	if err := f.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	s.fc.faults = f
+	return nil
+}
+
+// Faults returns the fault rates in effect.
+func (s *Server) Faults() Faults { return s.faultConfig().faults }
+
+// SetLatency sets the latency and jitter added to every response.
+func (s *Server) SetLatency(latency, jitter time.Duration) error {
+	return s.ApplyFaultSettings(FaultSettings{Latency: durPtr(latency), Jitter: durPtr(jitter)})
+}
+
+// SetBadRecordRate sets the share of deliberately malformed records.
+func (s *Server) SetBadRecordRate(rate float64) error {
+	return s.ApplyFaultSettings(FaultSettings{BadRecordRate: &rate})
+}
+
+func durPtr(d time.Duration) *string { v := d.String(); return &v }
+
+// FaultSettings returns the run-time fault configuration.
+func (s *Server) FaultSettings() FaultSettings { return s.faultConfig().settings() }
+
+// ApplyFaultSettings changes the keys that fs sets and keeps the others;
+// nothing changes when a value is invalid.
+func (s *Server) ApplyFaultSettings(fs FaultSettings) error {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	c := s.fc
+	for _, f := range []struct {
+		src *float64
+		dst *float64
+	}{
+		{fs.Err500, &c.faults.Err500}, {fs.HTML502, &c.faults.HTML502}, {fs.Err503, &c.faults.Err503},
+		{fs.Truncate, &c.faults.Truncate}, {fs.Slow, &c.faults.Slow}, {fs.Drop, &c.faults.Drop},
+		{fs.Spurious429, &c.faults.Spurious429}, {fs.BadRecordRate, &c.badRate},
+	} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	for _, f := range []struct {
+		name string
+		src  *string
+		dst  *time.Duration
+	}{{"latency", fs.Latency, &c.latency}, {"jitter", fs.Jitter, &c.jitter}, {"slow_delay", fs.SlowDelay, &c.slowDelay}} {
+		if f.src == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*f.src)
+		if err != nil || d < 0 {
+			return invalid("%s must be a non-negative duration such as 250ms, got %q", f.name, *f.src)
+		}
+		*f.dst = d
+	}
+	if err := c.faults.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if c.badRate < 0 || c.badRate > 1 || c.badRate != c.badRate {
+		return invalid("bad_record_rate must be within 0..1")
+	}
+	s.fc = c
+	return nil
+}
+
+// AppendEmails adds n new e-mails at the sandbox clock's now, with ids above
+// every existing one, and returns the first and last new record ids.
+func (s *Server) AppendEmails(n int) (first, last int64, err error) {
+	if n < 1 {
+		return 0, 0, invalid("append must be at least 1")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mail
+	start := len(m.ts)
+	if err := m.appendEmails(n, s.Now()); err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
+}
+
+// EmailEdit is a late edit of an existing e-mail; email_at is unchanged.
+// Nil fields are unchanged; recipient lists hold platform user ids and
+// replace the platform users of that list (an empty list empties it).
+type EmailEdit struct {
+	Subject *string  `json:"subject,omitempty"`
+	To      *[]int64 `json:"to,omitempty"`
+	CC      *[]int64 `json:"cc,omitempty"`
+	BCC     *[]int64 `json:"bcc,omitempty"`
+}
+
+// EditEmail applies ed to the e-mail with record id.
+func (s *Server) EditEmail(id int64, ed EmailEdit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mail
+	i, ok := m.emailIndex(id)
+	if !ok {
+		return fmt.Errorf("find email %d: %w", id, ErrNotFound)
+	}
+	cur := m.edits[i]
+	next := &emailEdit{}
+	if cur != nil {
+		*next = *cur
+	}
+	if ed.Subject != nil {
+		v := *ed.Subject
+		next.subject = &v
+	}
+	for _, l := range []struct {
+		name string
+		src  *[]int64
+		dst  *[]int64
+		set  *bool
+	}{{"to", ed.To, &next.to, &next.setTo}, {"cc", ed.CC, &next.cc, &next.setCC}, {"bcc", ed.BCC, &next.bcc, &next.setBCC}} {
+		if l.src == nil {
+			continue
+		}
+		list := slices.Clone(*l.src)
+		for _, u := range list {
+			if u < 1 || u > int64(m.users) {
+				return invalid("%s: %d is not a platform user id", l.name, u)
+			}
+		}
+		slices.Sort(list)
+		if len(slices.Compact(slices.Clone(list))) != len(list) {
+			return invalid("%s lists a user twice", l.name)
+		}
+		*l.dst, *l.set = list, true
+	}
+	var c emailCore
+	m.derive(i, &c, false)
+	c.applyEdit(next)
+	if c.fromUser == 0 && len(c.to)+len(c.cc)+len(c.bcc) == 0 {
+		return invalid("the e-mail must keep at least one platform user")
+	}
+	m.edits[i] = next
+	m.invalidate()
+	return nil
+}
+
+// BrandEdit changes a brand; nil fields are unchanged.
+type BrandEdit struct {
+	Name             *string               `json:"name,omitempty"`
+	Status           *string               `json:"status,omitempty"`
+	FinancialSummary *FinancialSummaryEdit `json:"financial_summary,omitempty"`
+}
+
+// FinancialSummaryEdit overrides a brand's financial_summary amounts, which
+// are otherwise the sums of its finance records. Reset drops earlier
+// overrides first.
+type FinancialSummaryEdit struct {
+	Reset       bool    `json:"reset,omitempty"`
+	TotalBudget *Amount `json:"total_budget,omitempty"`
+	Invoiced    *Amount `json:"invoiced,omitempty"`
+	Collected   *Amount `json:"collected,omitempty"`
+}
+
+func (s *Server) brandAt(id int64) (*brand, error) {
+	k, ok := s.data.brandByID[id]
+	if !ok {
+		return nil, fmt.Errorf("find brand %d: %w", id, ErrNotFound)
+	}
+	return s.data.brands[k], nil
+}
+
+func (s *Server) projectAt(id int64) (*project, error) {
+	k, ok := s.data.projectByID[id]
+	if !ok {
+		return nil, fmt.Errorf("find project %d: %w", id, ErrNotFound)
+	}
+	return s.data.projects[k], nil
+}
+
+// EditBrand applies ed to brand id and bumps its metadata.updated_at.
+func (s *Server) EditBrand(id int64, ed BrandEdit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.brandAt(id)
+	if err != nil {
+		return err
+	}
+	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
+		return invalid("name and status must not be empty")
+	}
+	if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
+		return invalid("nothing to change")
+	}
+	if ed.Name != nil {
+		b.name = *ed.Name
+	}
+	if ed.Status != nil {
+		b.status = *ed.Status
+	}
+	if fs := ed.FinancialSummary; fs != nil {
+		if fs.Reset {
+			b.fsOverride = [3]*int64{}
+		}
+		for k, v := range []*Amount{fs.TotalBudget, fs.Invoiced, fs.Collected} {
+			if v != nil {
+				c := int64(*v)
+				b.fsOverride[k] = &c
+			}
+		}
+	}
+	b.updatedAt = s.Now()
+	return nil
+}
+
+// DeleteBrand removes brand id from the brands list; its detail and contacts
+// answer 404. Its projects and finance records stay.
+func (s *Server) DeleteBrand(id int64) error { return s.setBrandDeleted(id, true) }
+
+// RestoreBrand undoes DeleteBrand.
+func (s *Server) RestoreBrand(id int64) error { return s.setBrandDeleted(id, false) }
+
+func (s *Server) setBrandDeleted(id int64, deleted bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.brandAt(id)
+	if err != nil {
+		return err
+	}
+	b.deleted = deleted
+	return nil
+}
+
+// DeleteProject removes project id from the projects list (and its brand's
+// projects_count); its detail answers 404. Its finance records stay.
+func (s *Server) DeleteProject(id int64) error { return s.setProjectDeleted(id, true) }
+
+// RestoreProject undoes DeleteProject.
+func (s *Server) RestoreProject(id int64) error { return s.setProjectDeleted(id, false) }
+
+func (s *Server) setProjectDeleted(id int64, deleted bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.projectAt(id)
+	if err != nil {
+		return err
+	}
+	p.deleted = deleted
+	s.data.recompute()
+	return nil
+}
+
+// ProjectEdit changes a project; nil fields are unchanged. Every change adds
+// a history entry and sets updated_at to the clock's now; Touch only bumps
+// updated_at.
+type ProjectEdit struct {
+	Name     *string `json:"name,omitempty"`
+	Status   *string `json:"status,omitempty"`
+	Deadline *string `json:"deadline,omitempty"` // YYYY-MM-DD
+	Touch    bool    `json:"touch,omitempty"`
+}
+
+// EditProject applies ed to project id.
+func (s *Server) EditProject(id int64, ed ProjectEdit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.projectAt(id)
+	if err != nil {
+		return err
+	}
+	if ed.Name == nil && ed.Status == nil && ed.Deadline == nil && !ed.Touch {
+		return invalid("nothing to change")
+	}
+	var deadline time.Time
+	if ed.Deadline != nil {
+		if deadline, err = time.Parse(layoutDate, *ed.Deadline); err != nil {
+			return invalid("deadline must be a date YYYY-MM-DD")
+		}
+	}
+	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
+		return invalid("name and status must not be empty")
+	}
+	now := s.Now()
+	by := p.team[0].userID
+	change := func(field, from, to string) {
+		p.history = append(p.history, historyEntry{at: now, field: field, from: from, to: to, by: by})
+	}
+	if ed.Name != nil && *ed.Name != p.name {
+		change("name", p.name, *ed.Name)
+		p.name = *ed.Name
+	}
+	if ed.Status != nil && *ed.Status != p.status {
+		change("status", p.status, *ed.Status)
+		p.status = *ed.Status
+		switch p.status {
+		case projectDone, projectCancelled:
+			p.closedAt = now
+		default:
+			p.closedAt = time.Time{}
+		}
+	}
+	if ed.Deadline != nil && !deadline.Equal(p.deadline) {
+		change("deadline", p.deadline.Format(layoutDate), deadline.Format(layoutDate))
+		p.deadline = deadline
+	}
+	p.updatedAt = now
+	return nil
+}
+
+// Finance kinds accepted by EditFinance.
+const (
+	FinanceBudgets     = "budgets"
+	FinanceInvoices    = "invoices"
+	FinanceCollections = "collections"
+	FinancePayments    = "payments"
+)
+
+// FinanceEdit changes a finance record; nil fields are unchanged. Collections
+// have no status. updated_at becomes the clock's now and every aggregate
+// (brand financial summary, profitability, agency summary) follows.
+type FinanceEdit struct {
+	Amount *Amount `json:"amount,omitempty"`
+	Status *string `json:"status,omitempty"`
+}
+
+// EditFinance applies ed to the finance record id of kind (budgets,
+// invoices, collections or payments).
+func (s *Server) EditFinance(kind string, id int64, ed FinanceEdit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ed.Amount == nil && ed.Status == nil {
+		return invalid("nothing to change")
+	}
+	if ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
+		return invalid("status must not be empty")
+	}
+	d := s.data
+	now := s.Now()
+	notFound := fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
+	var amount *int64
+	var status *string
+	var updated *time.Time
+	switch kind {
+	case FinanceBudgets:
+		k, ok := d.budgetByID[id]
+		if !ok {
+			return notFound
+		}
+		if ed.Status != nil {
+			return invalid("budgets have no status")
+		}
+		amount, updated = &d.budgets[k].amount, &d.budgets[k].updatedAt
+	case FinanceInvoices:
+		k, ok := d.invoiceByID[id]
+		if !ok {
+			return notFound
+		}
+		amount, status, updated = &d.invoices[k].amount, &d.invoices[k].status, &d.invoices[k].updatedAt
+	case FinanceCollections:
+		k, ok := d.collectionByID[id]
+		if !ok {
+			return notFound
+		}
+		if ed.Status != nil {
+			return invalid("collections have no status")
+		}
+		amount, updated = &d.collections[k].amount, &d.collections[k].updatedAt
+	case FinancePayments:
+		k, ok := d.paymentByID[id]
+		if !ok {
+			return notFound
+		}
+		amount, status, updated = &d.payments[k].amount, &d.payments[k].status, &d.payments[k].updatedAt
+	default:
+		return invalid("finance kind must be budgets, invoices, collections or payments, got %q", kind)
+	}
+	if ed.Amount != nil {
+		*amount = int64(*ed.Amount)
+	}
+	if ed.Status != nil {
+		*status = *ed.Status
+	}
+	*updated = now
+	d.recompute()
+	return nil
+}
+
+// SpendQuota counts n requests made elsewhere today with the main
+// interface's key (the shared scope, or "api" when scopes are separate).
+func (s *Server) SpendQuota(n int) error { return s.spend(s.apiLim, n) }
+
+// SpendCommsQuota counts n requests made elsewhere today on the
+// communications endpoint's scope (the shared one unless separate).
+func (s *Server) SpendCommsQuota(n int) error { return s.spend(s.commsLim, n) }
+
+func (s *Server) spend(l *limiter, n int) error {
+	if n < 0 {
+		return invalid("spend must not be negative")
+	}
+	l.spend(s.quotaDay(), int64(n))
+	return nil
+}
+
+// ResetStats zeroes the request counters (not the quota).
+func (s *Server) ResetStats() { s.stats.reset() }
+
+// serveAdmin serves /_sandbox/: see README.md for the paths.
+func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	if s.opts.AdminToken == "" {
+		writeError(w, http.StatusNotFound, body404)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Admin-Token")), []byte(s.opts.AdminToken)) != 1 {
+		writeError(w, http.StatusUnauthorized, body401)
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/_sandbox"), "/"), "/")
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	route := strings.Join(parts, "/")
+	idAt := func(k int) (int64, bool) {
+		if k >= len(parts) {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(parts[k], 10, 64)
+		return v, err == nil
+	}
+	var e enc
+	var err error
+	switch {
+	case route == "stats" && get:
+		err = writeJSONValue(&e, s.Stats())
+	case route == "stats/reset" && post:
+		s.ResetStats()
+		err = writeJSONValue(&e, s.Stats())
+	case route == "faults" && get:
+		err = writeJSONValue(&e, s.FaultSettings())
+	case route == "faults" && post:
+		var fs FaultSettings
+		if err = decodeAdmin(r, &fs); err == nil {
+			if err = s.ApplyFaultSettings(fs); err == nil {
+				err = writeJSONValue(&e, s.FaultSettings())
+			}
+		}
+	case route == "clock" && (get || post):
+		if post {
+			var req struct {
+				Advance string `json:"advance"`
+				Set     string `json:"set"`
+			}
+			if err = decodeAdmin(r, &req); err == nil {
+				err = s.adminClock(req.Advance, req.Set)
+			}
+		}
+		if err == nil {
+			err = writeJSONValue(&e, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
+		}
+	case route == "emails" && post:
+		var req struct {
+			Append int `json:"append"`
+		}
+		if err = decodeAdmin(r, &req); err == nil {
+			var first, last int64
+			if first, last, err = s.AppendEmails(req.Append); err == nil {
+				err = writeJSONValue(&e, map[string]int64{"appended": int64(req.Append), "first_id": first, "last_id": last, "emails": int64(s.Stats().Emails)})
+			}
+		}
+	case len(parts) == 2 && parts[0] == "emails" && post:
+		id, ok := idAt(1)
+		var ed EmailEdit
+		if !ok {
+			err = fmt.Errorf("find email %s: %w", parts[1], ErrNotFound)
+		} else if err = decodeAdmin(r, &ed); err == nil {
+			if err = s.EditEmail(id, ed); err == nil {
+				s.mu.RLock()
+				s.writeTruthRecord(&e, streamCommunications, id)
+				s.mu.RUnlock()
+			}
+		}
+	case len(parts) >= 2 && (parts[0] == "brands" || parts[0] == "projects") && post:
+		err = s.adminEntity(&e, r, parts, idAt)
+	case len(parts) == 3 && parts[0] == "finance" && post:
+		id, ok := idAt(2)
+		var ed FinanceEdit
+		if !ok {
+			err = fmt.Errorf("find %s %s: %w", parts[1], parts[2], ErrNotFound)
+		} else if err = decodeAdmin(r, &ed); err == nil {
+			if err = s.EditFinance(parts[1], id, ed); err == nil {
+				s.mu.RLock()
+				s.writeTruthRecord(&e, parts[1], id)
+				s.mu.RUnlock()
+			}
+		}
+	case route == "quota" && post:
+		var req struct {
+			Spend int    `json:"spend"`
+			Scope string `json:"scope"`
+		}
+		if err = decodeAdmin(r, &req); err == nil {
+			l := s.apiLim
+			switch req.Scope {
+			case "", "api":
+			case "comms":
+				l = s.commsLim
+			default:
+				err = invalid(`scope must be "api" or "comms"`)
+			}
+			if err == nil {
+				if err = s.spend(l, req.Spend); err == nil {
+					d := s.quotaDay()
+					err = writeJSONValue(&e, map[string]any{"scope": l.name, "day": d, "used": l.usage(d), "limit": s.opts.DailyQuota})
+				}
+			}
+		}
+	case route == "truth" && get:
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		if err := s.Truth(w); err != nil {
+			s.log.Debug("truth not fully written")
+		}
+		return
+	default:
+		writeError(w, http.StatusNotFound, body404)
+		return
+	}
+	switch {
+	case err == nil:
+		writeBody(w, http.StatusOK, ctJSON, e.b)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, body404)
+	default:
+		var b enc
+		errorBody(&b, body400Prefix, err.Error())
+		writeBody(w, http.StatusBadRequest, ctJSON, b.b)
+	}
+}
+
+func (s *Server) adminClock(advance, set string) error {
+	switch {
+	case advance != "" && set != "":
+		return invalid("give advance or set, not both")
+	case advance != "":
+		d, err := time.ParseDuration(advance)
+		if err != nil {
+			return invalid("advance must be a duration such as 25h")
+		}
+		_, err = s.Advance(d)
+		return err
+	case set != "":
+		t, err := time.Parse(time.RFC3339Nano, set)
+		if err != nil {
+			return invalid("set must be an RFC 3339 time")
+		}
+		return s.SetClock(t)
+	}
+	return invalid("give advance or set")
+}
+
+func (s *Server) adminEntity(e *enc, r *http.Request, parts []string, idAt func(int) (int64, bool)) error {
+	id, ok := idAt(1)
+	isBrand := parts[0] == "brands"
+	if !ok {
+		return fmt.Errorf("find %s %s: %w", parts[0], parts[1], ErrNotFound)
+	}
+	var err error
+	switch {
+	case len(parts) == 3 && (parts[2] == "delete" || parts[2] == "restore"):
+		del := parts[2] == "delete"
+		switch {
+		case isBrand && del:
+			err = s.DeleteBrand(id)
+		case isBrand:
+			err = s.RestoreBrand(id)
+		case del:
+			err = s.DeleteProject(id)
+		default:
+			err = s.RestoreProject(id)
+		}
+		if err == nil {
+			err = writeJSONValue(e, map[string]any{"id": strconv.FormatInt(id, 10), "deleted": del})
+		}
+		return err
+	case len(parts) == 2 && isBrand:
+		var ed BrandEdit
+		if err = decodeAdmin(r, &ed); err == nil {
+			if err = s.EditBrand(id, ed); err == nil {
+				s.mu.RLock()
+				s.writeTruthRecord(e, streamBrandDetails, id)
+				s.mu.RUnlock()
+			}
+		}
+		return err
+	case len(parts) == 2:
+		var ed ProjectEdit
+		if err = decodeAdmin(r, &ed); err == nil {
+			if err = s.EditProject(id, ed); err == nil {
+				s.mu.RLock()
+				s.writeTruthRecord(e, streamProjects, id)
+				s.mu.RUnlock()
+			}
+		}
+		return err
+	}
+	return fmt.Errorf("route admin path %s: %w", strings.Join(parts, "/"), ErrNotFound)
+}
+
+// decodeAdmin decodes an admin request body strictly (unknown keys are errors).
+func decodeAdmin(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("request body: %v", err)
+	}
+	return nil
+}
+
+func writeJSONValue(e *enc, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode admin answer: %w", err)
+	}
+	e.b = append(e.b, b...)
+	return nil
+}

@@ -1,0 +1,865 @@
+package sandbox
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const day = 24 * time.Hour
+
+// Brand, project and finance records are few (tens of thousands at most), so
+// they are generated once at New and kept; admin edits change them in place.
+
+type contact struct {
+	id        int64
+	first     string
+	last      string
+	lastNull  bool
+	full      string
+	email     string
+	emailNull bool
+	phone     string
+	phoneNull bool
+	position  string
+	primary   bool
+}
+
+type brand struct {
+	idx            int
+	id             int64
+	name           string
+	slug           string
+	status         string
+	dateCreated    time.Time
+	accountManager int64 // platform user id
+	currency       string
+	team           []int64 // platform user ids working for the brand
+	contacts       []contact
+	projects       []int // indexes into dataset.projects
+	outsiders      []int // indexes into the outsider pool
+
+	legalName, fiscalCode, regNumber, address, city, county, website, industry string
+	createdBy                                                                  int64
+	createdAt, updatedAt                                                       time.Time
+	tags                                                                       []string
+	source                                                                     string
+
+	deleted bool
+	// fsOverride replaces computed financial_summary amounts (admin edit).
+	fsOverride [3]*int64 // total_budget, invoiced, collected
+
+	// aggregates, recomputed after every change
+	projectsCount                  int
+	totalBudget, invoiced, collect int64
+}
+
+type teamMember struct {
+	userID int64
+	role   string
+}
+
+type deliverable struct {
+	id          int64
+	name        string
+	due         time.Time
+	status      string
+	deliveredAt time.Time // zero = null
+}
+
+type historyEntry struct {
+	at       time.Time
+	field    string
+	from, to string
+	fromNull bool
+	toNull   bool
+	by       int64
+}
+
+type project struct {
+	idx          int
+	id           int64
+	brand        int // index
+	name         string
+	status       string
+	start        time.Time
+	deadline     time.Time
+	closedAt     time.Time // zero = null
+	updatedAt    time.Time
+	team         []teamMember
+	deliverables []deliverable
+	history      []historyEntry
+	deleted      bool
+	budgets      []int
+	invoices     []int
+	payments     []int
+	budgetTotal  int64 // aggregate
+	seq          int   // position within its brand, for generation order
+}
+
+type budget struct {
+	id          int64
+	project     int
+	amount      int64
+	periodStart time.Time
+	periodEnd   time.Time
+	updatedAt   time.Time
+}
+
+type invoice struct {
+	id          int64
+	number      string
+	project     int
+	issue, due  time.Time
+	amount      int64
+	status      string
+	updatedAt   time.Time
+	collections []int
+}
+
+type collection struct {
+	id        int64
+	invoice   int
+	on        time.Time
+	amount    int64
+	updatedAt time.Time
+}
+
+type payment struct {
+	id        int64
+	project   int
+	payee     string
+	paidOn    time.Time
+	amount    int64
+	status    string
+	updatedAt time.Time
+}
+
+// Status values.
+const (
+	invoiceCancelled = "anulată"
+	paymentDone      = "efectuată"
+	projectDone      = "finalizat"
+	projectCancelled = "anulat"
+	projectRunning   = "în desfășurare"
+	projectOnHold    = "în așteptare"
+	projectPlanned   = "planificat"
+)
+
+// profitRow is one profitability row (level project or brand).
+type profitRow struct {
+	level    string
+	entityID int64
+	period   int // months since year 0
+	revenue  int64
+	cost     int64
+	currency string
+}
+
+func (p profitRow) key() string {
+	return p.level + ":" + strconv.FormatInt(p.entityID, 10) + ":" + periodString(p.period)
+}
+
+// summaryMonth holds the agency-wide RON sums of one month.
+type summaryMonth struct {
+	totalBudget, invoiced, collected, paid int64
+}
+
+type dataset struct {
+	people    []person // platform users, index = id
+	histStart time.Time
+	start     time.Time
+
+	brands      []*brand
+	projects    []*project
+	budgets     []*budget
+	invoices    []*invoice
+	collections []*collection
+	payments    []*payment
+
+	brandByID      map[int64]int
+	projectByID    map[int64]int
+	budgetByID     map[int64]int
+	invoiceByID    map[int64]int
+	collectionByID map[int64]int
+	paymentByID    map[int64]int
+
+	// brandCum is the cumulative e-mail weight of brands (for picking a brand).
+	brandCum []float64
+
+	profit      []profitRow // project rows then brand rows, by entity id then period
+	summary     map[int]*summaryMonth
+	firstPeriod int
+}
+
+func monthIndex(t time.Time) int { return t.Year()*12 + int(t.Month()) - 1 }
+
+func periodString(p int) string {
+	y, m := p/12, p%12+1
+	b := strconv.AppendInt(nil, int64(y), 10)
+	b = append(b, '-', byte('0'+m/10), byte('0'+m%10))
+	return string(b)
+}
+
+func dayOf(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// at returns the day plus a working-hours time of day.
+func at(r *rng, d time.Time) time.Time {
+	return dayOf(d).Add(time.Duration(r.between(8*3600, 18*3600)) * time.Second)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func randDay(r *rng, lo, hi time.Time) time.Time {
+	lo, hi = dayOf(lo), dayOf(hi)
+	if !hi.After(lo) {
+		return lo
+	}
+	n := int(hi.Sub(lo) / day)
+	return lo.AddDate(0, 0, r.between(0, n))
+}
+
+// currency scale: generated amounts are drawn in RON and scaled.
+func currencyScale(cur string) float64 {
+	switch cur {
+	case "EUR":
+		return 0.2
+	case "USD":
+		return 0.22
+	}
+	return 1
+}
+
+// ronRate is the fixed conversion rate to RON in units of 1/10000.
+func ronRate(cur string) int64 {
+	switch cur {
+	case "EUR":
+		return 49750
+	case "USD":
+		return 45600
+	}
+	return 10000
+}
+
+// toRON converts cents to RON cents at the fixed rate, rounding half up.
+func toRON(cents int64, cur string) int64 {
+	v := cents * ronRate(cur)
+	if v >= 0 {
+		return (v + 5000) / 10000
+	}
+	return -((-v + 5000) / 10000)
+}
+
+// splitCents divides total into n positive parts with random weights; the
+// parts add up to total exactly.
+func splitCents(r *rng, total int64, n int) []int64 {
+	if n < 1 {
+		n = 1
+	}
+	w := make([]float64, n)
+	var sum float64
+	for i := range w {
+		w[i] = 0.5 + r.float()
+		sum += w[i]
+	}
+	parts := make([]int64, n)
+	var used int64
+	for i := 0; i < n-1; i++ {
+		parts[i] = int64(float64(total) * w[i] / sum)
+		used += parts[i]
+	}
+	parts[n-1] = total - used
+	return parts
+}
+
+func genDataset(o *Options, users []person) *dataset {
+	seed := o.Seed
+	now := o.Start.UTC()
+	d := &dataset{
+		people:         users,
+		histStart:      dayOf(now.AddDate(0, 0, -o.HistoryDays)),
+		start:          now,
+		brandByID:      map[int64]int{},
+		projectByID:    map[int64]int{},
+		budgetByID:     map[int64]int{},
+		invoiceByID:    map[int64]int{},
+		collectionByID: map[int64]int{},
+		paymentByID:    map[int64]int{},
+	}
+	ids := newRNG(seed, tagIDs, 0)
+	perm := newRNG(seed, tagBrand, 1<<40)
+	order := make([]int, len(brandNames))
+	for i := range order {
+		order[i] = i
+	}
+	for i := len(order) - 1; i > 0; i-- {
+		j := perm.intn(i + 1)
+		order[i], order[j] = order[j], order[i]
+	}
+
+	// Brands are numbered 1..Brands and projects 1..P (in order of their
+	// start dates), so tests can name them; other records get gapped ids in
+	// their own ranges.
+	var nextContact int64 = 7000
+	for k := 0; k < o.Brands; k++ {
+		r := newRNG(seed, tagBrand, uint64(k))
+		bid := int64(k + 1)
+		name := brandNames[order[k%len(order)]]
+		if k >= len(order) {
+			name += " " + strconv.Itoa(k/len(order)+1)
+		}
+		b := &brand{idx: k, id: bid, name: name, status: "Activ"}
+		b.slug = asciiFold(strings.NewReplacer("&", "si", `"`, "").Replace(name))
+		if r.chance(0.05) {
+			b.status = "Inactiv"
+		}
+		switch x := r.float(); {
+		case x < 0.55:
+			b.currency = "RON"
+		case x < 0.9:
+			b.currency = "EUR"
+		default:
+			b.currency = "USD"
+		}
+		b.dateCreated = now.AddDate(0, 0, -r.between(30, o.HistoryDays+1500))
+		b.dateCreated = dayOf(b.dateCreated)
+		b.accountManager = int64(r.between(1, o.Users))
+		nTeam := min(o.Users, r.between(4, 8))
+		for len(b.team) < nTeam {
+			u := int64(r.between(1, o.Users))
+			if !slices.Contains(b.team, u) {
+				b.team = append(b.team, u)
+			}
+		}
+		c := pick(&r, cities)
+		b.city, b.county = c.city, c.county
+		b.legalName = strings.ReplaceAll(name, `"`, "") + pick(&r, []string{" SRL", " SRL", " SA", " SRL-D"})
+		b.fiscalCode = "RO" + strconv.Itoa(r.between(10000000, 49999999))
+		b.regNumber = "J" + strconv.Itoa(r.between(1, 52)) + "/" + strconv.Itoa(r.between(100, 9999)) + "/" + strconv.Itoa(b.dateCreated.Year()-r.between(0, 12))
+		b.address = pick(&r, streets) + " nr. " + strconv.Itoa(r.between(1, 180))
+		b.website = "https://www." + b.slug + ".ro"
+		b.industry = pick(&r, industries)
+		b.createdBy = int64(r.between(1, o.Users))
+		b.createdAt = at(&r, b.dateCreated)
+		b.updatedAt = minTime(b.createdAt.AddDate(0, 0, r.between(0, 400)), now.Add(-time.Hour))
+		b.updatedAt = maxTime(b.updatedAt, b.createdAt)
+		for range r.between(1, 3) {
+			t := pick(&r, brandTags)
+			if !slices.Contains(b.tags, t) {
+				b.tags = append(b.tags, t)
+			}
+		}
+		b.source = pick(&r, []string{"platformă", "platformă", "import"})
+		for ci := range r.between(1, 4) {
+			nextContact += int64(ids.between(1, 5))
+			var first string
+			if r.chance(0.5) {
+				first = pick(&r, firstNamesFemale)
+			} else {
+				first = pick(&r, firstNamesMale)
+			}
+			last := pick(&r, lastNames)
+			ct := contact{id: nextContact, first: first, last: last, full: first + " " + last,
+				position: pick(&r, contactPositions), primary: ci == 0}
+			ct.email = strings.ReplaceAll(asciiFold(first), "-", "") + "." + strings.ReplaceAll(asciiFold(last), "-", "") + "@" + b.slug + ".ro"
+			if r.chance(0.1) {
+				ct.lastNull, ct.last, ct.full = true, "", first
+			}
+			if r.chance(0.05) {
+				ct.emailNull = true
+			}
+			switch x := r.float(); {
+			case x < 0.7:
+				ct.phone = romanianPhone(&r)
+			case x < 0.85:
+				ct.phone = ""
+			default:
+				ct.phoneNull = true
+			}
+			b.contacts = append(b.contacts, ct)
+		}
+		d.brandByID[b.id] = k
+		d.brands = append(d.brands, b)
+	}
+
+	// Brand weights for e-mails: a few brands are much busier than others.
+	wr := newRNG(seed, tagBrandWeight, 0)
+	d.brandCum = make([]float64, len(d.brands))
+	var cum float64
+	for i := range d.brands {
+		cum += 0.2 + wr.float()*wr.float()*3
+		d.brandCum[i] = cum
+	}
+
+	// Projects: generated per brand, numbered in order of their start date.
+	for _, b := range d.brands {
+		for j := 0; j < o.ProjectsPerBrand; j++ {
+			r := newRNG(seed, tagProject, uint64(b.idx)<<16|uint64(j))
+			lo := maxTime(d.histStart, b.dateCreated)
+			hi := now.AddDate(0, 0, -10)
+			if !hi.After(lo) {
+				lo = hi.AddDate(0, 0, -60)
+			}
+			p := &project{brand: b.idx, seq: j, start: randDay(&r, lo, hi)}
+			d.projects = append(d.projects, p)
+		}
+	}
+	slices.SortStableFunc(d.projects, func(a, b *project) int {
+		if c := a.start.Compare(b.start); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.brand, b.brand); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	var nextDeliverable int64 = 90000
+	for i, p := range d.projects {
+		pid := int64(i + 1)
+		p.idx, p.id = i, pid
+		d.projectByID[pid] = i
+		b := d.brands[p.brand]
+		b.projects = append(b.projects, i)
+		r := newRNG(seed, tagProject, uint64(p.brand)<<16|uint64(p.seq)|1<<40)
+		d.fillProject(&r, p, b, now, &nextDeliverable)
+	}
+
+	d.genFinance(seed, now, &ids)
+	d.recompute()
+	return d
+}
+
+func (d *dataset) fillProject(r *rng, p *project, b *brand, now time.Time, nextDeliverable *int64) {
+	p.name = pick(r, projectKinds) + " " + strconv.Itoa(p.start.Year())
+	deadline0 := p.start.AddDate(0, 0, r.between(20, 240))
+	deadline := deadline0
+	moved := r.chance(0.3)
+	if moved {
+		deadline = deadline0.AddDate(0, 0, r.between(7, 45))
+	}
+	p.deadline = deadline
+	nTeam := min(len(b.team), r.between(2, 5))
+	perm := r.intn(len(b.team))
+	for t := 0; t < nTeam; t++ {
+		role := teamRoles[0]
+		if t > 0 {
+			role = teamRoles[1+r.intn(len(teamRoles)-1)]
+		}
+		p.team = append(p.team, teamMember{userID: b.team[(perm+t)%len(b.team)], role: role})
+	}
+	pm := p.team[0].userID
+	by := func() int64 { return p.team[r.intn(len(p.team))].userID }
+
+	switch {
+	case deadline.Before(now.AddDate(0, 0, -14)):
+		switch x := r.float(); {
+		case x < 0.85:
+			p.status = projectDone
+			p.closedAt = at(r, deadline.AddDate(0, 0, r.between(-5, 13)))
+		case x < 0.95:
+			p.status = projectCancelled
+			span := int(deadline.Sub(p.start) / day)
+			p.closedAt = at(r, p.start.AddDate(0, 0, span*r.between(30, 90)/100))
+		default:
+			p.status = projectRunning
+		}
+	case r.chance(0.8):
+		p.status = projectRunning
+	default:
+		p.status = projectOnHold
+	}
+	if !p.closedAt.IsZero() && p.closedAt.After(now) {
+		p.closedAt = now.Add(-time.Hour)
+	}
+	created := at(r, p.start)
+	p.history = append(p.history,
+		historyEntry{at: created, field: "status", fromNull: true, to: projectPlanned, by: pm},
+		historyEntry{at: created.Add(time.Duration(r.between(20, 30)) * time.Hour), field: "status", from: projectPlanned, to: projectRunning, by: pm},
+	)
+	if moved {
+		mid := at(r, randDay(r, p.start.AddDate(0, 0, 2), minTime(deadline0, now.AddDate(0, 0, -1))))
+		p.history = append(p.history, historyEntry{at: mid, field: "deadline",
+			from: deadline0.Format(layoutDate), to: deadline.Format(layoutDate), by: by()})
+	}
+	switch p.status {
+	case projectOnHold:
+		t := at(r, randDay(r, p.start.AddDate(0, 0, 3), now.AddDate(0, 0, -1)))
+		p.history = append(p.history, historyEntry{at: t, field: "status", from: projectRunning, to: projectOnHold, by: by()})
+	case projectDone, projectCancelled:
+		p.history = append(p.history, historyEntry{at: p.closedAt, field: "status", from: projectRunning, to: p.status, by: pm})
+	}
+	for h := range p.history {
+		if !p.history[h].at.Before(now) {
+			p.history[h].at = now.Add(-time.Duration(len(p.history)-h) * time.Minute)
+		}
+	}
+	slices.SortStableFunc(p.history, func(a, b historyEntry) int { return a.at.Compare(b.at) })
+	p.updatedAt = p.history[len(p.history)-1].at
+
+	for range r.between(1, 6) {
+		dl := deliverable{name: pick(r, deliverableNames), due: randDay(r, p.start.AddDate(0, 0, 5), deadline)}
+		switch {
+		case dl.due.Before(now) && (p.status == projectDone || r.chance(0.85)):
+			dl.status = "livrat"
+			dl.deliveredAt = at(r, dl.due.AddDate(0, 0, r.between(-3, 5)))
+			if dl.deliveredAt.After(now) {
+				dl.deliveredAt = now.Add(-2 * time.Hour)
+			}
+		case p.status == projectCancelled:
+			dl.status = "anulat"
+		case dl.due.Before(now):
+			dl.status = "întârziat"
+		default:
+			dl.status = "în lucru"
+		}
+		p.deliverables = append(p.deliverables, dl)
+	}
+	slices.SortStableFunc(p.deliverables, func(a, b deliverable) int { return a.due.Compare(b.due) })
+	for k := range p.deliverables {
+		*nextDeliverable += int64(r.between(1, 3))
+		p.deliverables[k].id = *nextDeliverable
+	}
+}
+
+func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
+	type pendingInvoice struct {
+		inv  *invoice
+		cols []*collection
+	}
+	var budgets []*budget
+	var invoices []pendingInvoice
+	var payments []*payment
+	for _, p := range d.projects {
+		r := newRNG(seed, tagFinance, uint64(p.id))
+		b := d.brands[p.brand]
+		scale := currencyScale(b.currency)
+		// budgets: one to three phases covering the project
+		nb := r.between(1, 3)
+		span := p.deadline.Sub(p.start)
+		var budgetTotal int64
+		for i := range nb {
+			units := float64(r.between(2000, 60000)) * scale
+			cents := int64(units/50+0.5) * 50 * 100
+			if cents < 5000 {
+				cents = 5000
+			}
+			ps := dayOf(p.start.Add(span * time.Duration(i) / time.Duration(nb)))
+			pe := dayOf(p.start.Add(span * time.Duration(i+1) / time.Duration(nb)))
+			if i < nb-1 {
+				pe = pe.AddDate(0, 0, -1)
+			}
+			upd := at(&r, ps.AddDate(0, 0, -r.between(1, 10)))
+			upd = minTime(maxTime(upd, at(&r, p.start)), now.Add(-time.Hour))
+			budgets = append(budgets, &budget{project: p.idx, amount: cents, periodStart: ps, periodEnd: pe, updatedAt: upd})
+			budgetTotal += cents
+		}
+		// invoices: the share of the budget the project's progress allows
+		progress := 1.0
+		end := p.deadline
+		if !p.closedAt.IsZero() {
+			end = dayOf(p.closedAt)
+		}
+		if p.status == projectCancelled {
+			progress = float64(end.Sub(p.start)) / float64(span)
+		} else if p.status != projectDone && end.After(now) {
+			progress = float64(now.Sub(p.start)) / float64(span)
+		}
+		progress = max(0, min(1, progress))
+		toInvoice := int64(float64(budgetTotal) * progress * (0.85 + 0.15*r.float()))
+		invFrom := p.start.AddDate(0, 0, 7)
+		invTo := minTime(now.AddDate(0, 0, -1), end.AddDate(0, 0, 15))
+		var invoiced int64
+		if toInvoice >= 100 && invTo.After(invFrom) {
+			n := max(1, min(6, int(invTo.Sub(invFrom)/(30*day))+r.between(0, 1)))
+			parts := splitCents(&r, toInvoice, n)
+			for i, amount := range parts {
+				issue := dayOf(invFrom.Add(invTo.Sub(invFrom)*time.Duration(i+1)/time.Duration(n+1)).AddDate(0, 0, r.between(-3, 3)))
+				issue = minTime(maxTime(issue, invFrom), invTo)
+				inv := &invoice{project: p.idx, issue: issue, due: issue.AddDate(0, 0, pick(&r, []int{15, 30, 30, 45})), amount: amount}
+				pi := pendingInvoice{inv: inv}
+				last := at(&r, issue)
+				if r.chance(0.03) {
+					inv.status = invoiceCancelled
+					last = at(&r, issue.AddDate(0, 0, r.between(1, 10)))
+				} else {
+					invoiced += amount
+					var frac float64
+					switch x := r.float(); {
+					case now.After(inv.due.AddDate(0, 0, 30)):
+						switch {
+						case x < 0.92:
+							frac = 1
+						case x < 0.97:
+							frac = 0.5 + 0.4*r.float()
+						}
+					case now.After(issue.AddDate(0, 0, 10)):
+						switch {
+						case x < 0.5:
+							frac = 1
+						case x < 0.65:
+							frac = 0.3 + 0.5*r.float()
+						}
+					}
+					collected := int64(float64(amount) * frac)
+					if frac == 1 {
+						collected = amount
+					}
+					if collected > 0 {
+						ninst := 1
+						if frac == 1 && r.chance(0.2) {
+							ninst = 2
+						}
+						for _, part := range splitCents(&r, collected, ninst) {
+							on := randDay(&r, issue.AddDate(0, 0, 3), minTime(now.AddDate(0, 0, -1), inv.due.AddDate(0, 0, 40)))
+							c := &collection{on: on, amount: part}
+							c.updatedAt = minTime(at(&r, on), now.Add(-time.Minute))
+							pi.cols = append(pi.cols, c)
+							last = maxTime(last, c.updatedAt)
+						}
+					}
+					switch {
+					case collected == amount:
+						inv.status = "încasată"
+					case collected > 0:
+						inv.status = "parțial încasată"
+					case now.After(inv.due):
+						inv.status = "restantă"
+					default:
+						inv.status = "emisă"
+					}
+				}
+				inv.updatedAt = minTime(last.Add(time.Duration(r.between(1, 180))*time.Minute), now.Add(-time.Minute))
+				invoices = append(invoices, pi)
+			}
+		}
+		// payments: costs of the project
+		if invoiced > 0 {
+			cost := int64(float64(invoiced) * (0.4 + 0.45*r.float()))
+			n := r.between(1, 5)
+			for _, amount := range splitCents(&r, cost, n) {
+				pm := &payment{project: p.idx, payee: pick(&r, payees), amount: amount, status: paymentDone}
+				pm.paidOn = randDay(&r, p.start.AddDate(0, 0, 3), minTime(now.AddDate(0, 0, -1), end.AddDate(0, 0, 30)))
+				switch x := r.float(); {
+				case x < 0.05:
+					pm.status = invoiceCancelled
+				case x < 0.10:
+					pm.status = "programată"
+					pm.paidOn = dayOf(now.AddDate(0, 0, r.between(1, 30)))
+				}
+				pm.updatedAt = minTime(at(&r, pm.paidOn), now.Add(-time.Minute))
+				payments = append(payments, pm)
+			}
+		}
+	}
+
+	// Identifiers follow the order of the records' dates, as a real ledger's would.
+	slices.SortStableFunc(budgets, func(a, b *budget) int { return a.periodStart.Compare(b.periodStart) })
+	next := int64(1000)
+	for i, bg := range budgets {
+		next += int64(ids.between(1, 4))
+		bg.id = next
+		d.budgetByID[next] = i
+		p := d.projects[bg.project]
+		p.budgets = append(p.budgets, i)
+	}
+	d.budgets = budgets
+
+	slices.SortStableFunc(invoices, func(a, b pendingInvoice) int { return a.inv.issue.Compare(b.inv.issue) })
+	next = 20000
+	yearSeq := map[int]int{}
+	var cols []*collection
+	for i, pi := range invoices {
+		next += int64(ids.between(1, 4))
+		inv := pi.inv
+		inv.id = next
+		y := inv.issue.Year()
+		yearSeq[y]++
+		inv.number = "AG-" + strconv.Itoa(y) + "-" + leftPad(strconv.Itoa(yearSeq[y]), 5)
+		d.invoiceByID[next] = i
+		d.invoices = append(d.invoices, inv)
+		p := d.projects[inv.project]
+		p.invoices = append(p.invoices, i)
+		for _, c := range pi.cols {
+			c.invoice = i
+			cols = append(cols, c)
+		}
+	}
+	slices.SortStableFunc(cols, func(a, b *collection) int { return a.on.Compare(b.on) })
+	next = 40000
+	for i, c := range cols {
+		next += int64(ids.between(1, 4))
+		c.id = next
+		d.collectionByID[next] = i
+		inv := d.invoices[c.invoice]
+		inv.collections = append(inv.collections, i)
+	}
+	d.collections = cols
+
+	slices.SortStableFunc(payments, func(a, b *payment) int { return a.paidOn.Compare(b.paidOn) })
+	next = 60000
+	for i, pm := range payments {
+		next += int64(ids.between(1, 4))
+		pm.id = next
+		d.paymentByID[next] = i
+		p := d.projects[pm.project]
+		p.payments = append(p.payments, i)
+	}
+	d.payments = payments
+}
+
+func leftPad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return strings.Repeat("0", n-len(s)) + s
+}
+
+// recompute derives every aggregate from the records: brand projects_count
+// and financial_summary, project budget totals, profitability and the agency
+// summary. It runs at New and after every admin change.
+func (d *dataset) recompute() {
+	for _, b := range d.brands {
+		b.projectsCount, b.totalBudget, b.invoiced, b.collect = 0, 0, 0, 0
+	}
+	type pk struct {
+		entity int
+		period int
+	}
+	projRev := map[pk]int64{}
+	projCost := map[pk]int64{}
+	d.summary = map[int]*summaryMonth{}
+	month := func(t time.Time) *summaryMonth {
+		m := monthIndex(t)
+		s := d.summary[m]
+		if s == nil {
+			s = &summaryMonth{}
+			d.summary[m] = s
+		}
+		return s
+	}
+	for _, p := range d.projects {
+		p.budgetTotal = 0
+		if !p.deleted {
+			d.brands[p.brand].projectsCount++
+		}
+	}
+	for _, bg := range d.budgets {
+		p := d.projects[bg.project]
+		b := d.brands[p.brand]
+		p.budgetTotal += bg.amount
+		b.totalBudget += bg.amount
+		month(bg.periodStart).totalBudget += toRON(bg.amount, b.currency)
+	}
+	for _, inv := range d.invoices {
+		if inv.status == invoiceCancelled {
+			continue
+		}
+		p := d.projects[inv.project]
+		b := d.brands[p.brand]
+		b.invoiced += inv.amount
+		projRev[pk{inv.project, monthIndex(inv.issue)}] += inv.amount
+		month(inv.issue).invoiced += toRON(inv.amount, b.currency)
+	}
+	for _, c := range d.collections {
+		inv := d.invoices[c.invoice]
+		b := d.brands[d.projects[inv.project].brand]
+		b.collect += c.amount
+		month(c.on).collected += toRON(c.amount, b.currency)
+	}
+	for _, pm := range d.payments {
+		if pm.status != paymentDone {
+			continue
+		}
+		b := d.brands[d.projects[pm.project].brand]
+		projCost[pk{pm.project, monthIndex(pm.paidOn)}] += pm.amount
+		month(pm.paidOn).paid += toRON(pm.amount, b.currency)
+	}
+	// profitability rows
+	keys := map[pk]bool{}
+	for k := range projRev {
+		keys[k] = true
+	}
+	for k := range projCost {
+		keys[k] = true
+	}
+	brandRows := map[pk]*profitRow{}
+	d.profit = d.profit[:0]
+	for k := range keys {
+		p := d.projects[k.entity]
+		b := d.brands[p.brand]
+		row := profitRow{level: "project", entityID: p.id, period: k.period, revenue: projRev[k], cost: projCost[k], currency: b.currency}
+		d.profit = append(d.profit, row)
+		bk := pk{p.brand, k.period}
+		br := brandRows[bk]
+		if br == nil {
+			br = &profitRow{level: "brand", entityID: b.id, period: k.period, currency: b.currency}
+			brandRows[bk] = br
+		}
+		br.revenue += row.revenue
+		br.cost += row.cost
+	}
+	for _, br := range brandRows {
+		d.profit = append(d.profit, *br)
+	}
+	slices.SortFunc(d.profit, func(a, b profitRow) int {
+		if a.level != b.level {
+			if a.level == "project" {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(a.entityID, b.entityID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.period, b.period)
+	})
+	d.firstPeriod = monthIndex(d.histStart)
+	for m := range d.summary {
+		d.firstPeriod = min(d.firstPeriod, m)
+	}
+}
+
+// financialSummary returns the brand's summary amounts with admin overrides.
+func (b *brand) financialSummary() (total, invoiced, collected int64) {
+	total, invoiced, collected = b.totalBudget, b.invoiced, b.collect
+	if v := b.fsOverride[0]; v != nil {
+		total = *v
+	}
+	if v := b.fsOverride[1]; v != nil {
+		invoiced = *v
+	}
+	if v := b.fsOverride[2]; v != nil {
+		collected = *v
+	}
+	return total, invoiced, collected
+}
+
+// summaryPeriods returns the months from the first with data to lastMonth.
+func (d *dataset) summaryPeriods(lastMonth int) []int {
+	var out []int
+	last := lastMonth
+	for m := range d.summary {
+		last = max(last, m)
+	}
+	for m := d.firstPeriod; m <= last; m++ {
+		out = append(out, m)
+	}
+	return out
+}

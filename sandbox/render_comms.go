@@ -1,0 +1,251 @@
+package sandbox
+
+import (
+	"strconv"
+	"time"
+)
+
+// commsStyle selects the communications variants in effect.
+type commsStyle struct {
+	numericIDs         bool
+	recipientsArray    bool
+	fromObject         bool
+	emptyAsObject      bool
+	emptyRowsArray     bool
+	hasAttachments     bool
+	outsiderRecipients bool
+}
+
+func (v variantSet) comms() commsStyle {
+	return commsStyle{
+		numericIDs:         v.numericIDs,
+		recipientsArray:    v.recipientsArray,
+		fromObject:         v.fromObject,
+		emptyAsObject:      v.emptyAsObject,
+		emptyRowsArray:     v.emptyRowsArray,
+		hasAttachments:     v.hasAttachments,
+		outsiderRecipients: v.outsiderRecipients,
+	}
+}
+
+var typeNames = [...]string{"", "Primit", "Trimis", "Intern"}
+
+// isBadEmail reports whether e-mail i is one of the deliberately malformed
+// records at the given rate.
+func (m *mailStore) isBadEmail(i uint32, rate float64) bool {
+	return rate > 0 && unitHash(m.seed, tagBad, uint64(i)) < rate
+}
+
+// writeEmail writes the {"email":{...},"users":{...}} object of e-mail i.
+// scratch is reused for the subject and message text. The constant parts
+// are appended as literals: this is the sandbox's hot path.
+func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool, st commsStyle, bad bool, scratch []byte) []byte {
+	m.derive(i, c, st.outsiderRecipients)
+	ed := m.edits[i]
+	c.applyEdit(ed)
+	d := m.data
+	badKind := -1
+	if bad {
+		badKind = c.badKind
+	}
+	e.sep()
+	b := e.b
+	if c.typeID == 0 {
+		b = append(b, `{"email":{"type_id":null,"type_name":null,"brand_id":`...)
+	} else {
+		b = append(b, `{"email":{"type_id":`...)
+		b = strconv.AppendInt(b, int64(c.typeID), 10)
+		b = append(b, `,"type_name":"`...)
+		b = append(b, typeNames[c.typeID]...)
+		b = append(b, `","brand_id":`...)
+	}
+	switch {
+	case badKind == 3:
+		id := int64(3)
+		if c.brand >= 0 {
+			id = d.brands[c.brand].id
+		}
+		b = append(b, `{"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '}')
+	case c.brand >= 0:
+		b = appendID(b, d.brands[c.brand].id, st.numericIDs)
+	default:
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"project_id":`...)
+	if c.project >= 0 {
+		b = appendID(b, d.projects[c.project].id, st.numericIDs)
+	} else {
+		b = append(b, "null"...)
+	}
+	if badKind != 2 {
+		b = append(b, `,"subject":`...)
+		if ed != nil && ed.subject != nil {
+			b = appendJSONString(b, *ed.subject)
+		} else {
+			scratch = m.subject(scratch[:0], i, c)
+			b = appendJSONBytes(b, scratch)
+		}
+	}
+	b = append(b, `,"message":`...)
+	if withMessage {
+		scratch = m.message(scratch[:0], i, c)
+		b = appendJSONBytes(b, scratch)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"has_attachments":`...)
+	switch {
+	case c.attach && st.hasAttachments && c.hasAttachB:
+		b = append(b, "true"...)
+	case c.attach:
+		b = append(b, '1')
+	case st.hasAttachments && c.hasAttachB:
+		b = append(b, '0')
+	default:
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"size":`...)
+	if badKind == 0 {
+		b = append(b, '"')
+		b = strconv.AppendInt(b, c.size/1024, 10)
+		b = append(b, `kb"`...)
+	} else {
+		b = strconv.AppendInt(b, c.size, 10)
+	}
+	b = append(b, `,"mailbox_id":"`...)
+	b = appendHex16(b, m.mailboxID(i))
+	b = append(b, `","mailbox_thread":"`...)
+	b = appendHex16(b, m.mailboxID(c.root))
+	b = append(b, `","email_at":"`...)
+	if badKind == 1 {
+		b = append(b, "yesterday"...)
+	} else {
+		b = appendMicros(b, m.ts[i])
+	}
+	b = append(b, `"},"users":{"from":`...)
+	var sender *person
+	if c.fromUser > 0 {
+		sender = &m.people[c.fromUser]
+	} else {
+		sender = &m.outsiders[c.fromOut]
+	}
+	if st.fromObject {
+		b = append(b, '{')
+		b = m.appendPersonKey(b, sender)
+		b = append(b, sender.json...)
+		b = append(b, '}')
+	} else {
+		b = append(b, '[')
+		b = append(b, sender.json...)
+		b = append(b, ']')
+	}
+	b = append(b, `,"to":`...)
+	b = m.appendRecipients(b, c.to, c.outTo, st)
+	b = append(b, `,"cc":`...)
+	b = m.appendRecipients(b, c.cc, c.outCC, st)
+	b = append(b, `,"bcc":`...)
+	b = m.appendRecipients(b, c.bcc, nil, st)
+	b = append(b, "}}"...)
+	e.b = b
+	return scratch
+}
+
+// appendID appends an identifier as a JSON string, or a number when numeric.
+func appendID(b []byte, id int64, numeric bool) []byte {
+	if numeric {
+		return strconv.AppendInt(b, id, 10)
+	}
+	b = append(b, '"')
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '"')
+}
+
+// appendMicros appends a Unix time in microseconds as
+// 2006-01-02T15:04:05.000000Z (UTC), without going through time.Format.
+func appendMicros(b []byte, us int64) []byte {
+	if us < 0 {
+		return time.UnixMicro(us).UTC().AppendFormat(b, layoutMicros)
+	}
+	secs, frac := us/1_000_000, us%1_000_000
+	days, rem := secs/86400, secs%86400
+	// civil-from-days (H. Hinnant), valid for the proleptic Gregorian calendar
+	z := days + 719468
+	era := z / 146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	dd := doy - (153*mp+2)/5 + 1
+	mm := mp + 3
+	if mm > 12 {
+		mm -= 12
+	}
+	if mm <= 2 {
+		y++
+	}
+	if y > 9999 {
+		return time.UnixMicro(us).UTC().AppendFormat(b, layoutMicros)
+	}
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mm/10), byte('0'+mm%10), '-', byte('0'+dd/10), byte('0'+dd%10), 'T')
+	h, mi, s := rem/3600, rem/60%60, rem%60
+	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.')
+	for div := int64(100000); div > 0; div /= 10 {
+		b = append(b, byte('0'+frac/div%10))
+	}
+	return append(b, 'Z')
+}
+
+// appendPersonKey appends the object key of a person: the platform user
+// id, or the lower-cased e-mail address of an outsider.
+func (m *mailStore) appendPersonKey(b []byte, p *person) []byte {
+	if p.id > 0 {
+		b = append(b, '"')
+		b = strconv.AppendInt(b, p.id, 10)
+		return append(b, '"', ':')
+	}
+	b = appendJSONString(b, p.emailKey())
+	return append(b, ':')
+}
+
+func (m *mailStore) appendRecipients(b []byte, users []int64, outs []int, st commsStyle) []byte {
+	if len(users)+len(outs) == 0 {
+		if st.emptyAsObject {
+			return append(b, "{}"...)
+		}
+		return append(b, "[]"...)
+	}
+	open, close := byte('{'), byte('}')
+	if st.recipientsArray {
+		open, close = '[', ']'
+	}
+	b = append(b, open)
+	n := 0
+	for _, u := range users {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		p := &m.people[u]
+		if !st.recipientsArray {
+			b = m.appendPersonKey(b, p)
+		}
+		b = append(b, p.json...)
+	}
+	for _, o := range outs {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		p := &m.outsiders[o]
+		if !st.recipientsArray {
+			b = m.appendPersonKey(b, p)
+		}
+		b = append(b, p.json...)
+	}
+	return append(b, close)
+}

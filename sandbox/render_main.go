@@ -1,0 +1,561 @@
+package sandbox
+
+import (
+	"strconv"
+	"time"
+)
+
+// mainStyle selects the main-interface variants in effect.
+type mainStyle struct {
+	listShape     string
+	unwrapped     bool
+	wrapped       bool
+	numericIDs    bool
+	stringMoney   bool
+	emptyAsObject bool
+	emptyRows     bool // empty keyed rows as []
+}
+
+func (v variantSet) main() mainStyle {
+	return mainStyle{
+		listShape:     v.listShape,
+		unwrapped:     v.unwrapped,
+		wrapped:       v.wrapped,
+		numericIDs:    v.numericIDs,
+		stringMoney:   v.stringMoney,
+		emptyAsObject: v.emptyAsObject,
+		emptyRows:     v.emptyRowsArray,
+	}
+}
+
+// emptyArr writes an empty collection where an array is expected.
+func (st mainStyle) emptyArr(e *enc) {
+	if st.emptyAsObject {
+		e.raw("{}")
+	} else {
+		e.raw("[]")
+	}
+}
+
+// Finance record kinds, also used as tags for the bad-record choice.
+const (
+	kindBudget uint64 = iota + 1
+	kindInvoice
+	kindCollection
+	kindPayment
+)
+
+// isBadFinance reports whether finance record id of kind is deliberately
+// malformed at rate, and how (0..3).
+func isBadFinance(seed int64, kind uint64, id int64, rate float64) (bool, int) {
+	if rate <= 0 {
+		return false, 0
+	}
+	r := newRNG(seed, tagBad, kind<<48|uint64(id))
+	if r.float() >= rate {
+		return false, 0
+	}
+	return true, r.intn(4)
+}
+
+// badAmount is an amount as a person would type it: decimal comma, thousands
+// dot and the currency, valid JSON but not a number.
+func badAmount(cents int64, cur string) string {
+	whole := strconv.FormatInt(cents/100, 10)
+	var b []byte
+	for i, ch := range []byte(whole) {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b = append(b, '.')
+		}
+		b = append(b, ch)
+	}
+	f := cents % 100
+	return string(b) + "," + string([]byte{byte('0' + f/10), byte('0' + f%10)}) + " " + cur
+}
+
+func (d *dataset) userName(id int64) string {
+	if id >= 1 && int(id) < len(d.people) {
+		return d.people[id].full
+	}
+	return ""
+}
+
+func (d *dataset) writeBrandInfo(e *enc, b *brand, st mainStyle) {
+	e.open()
+	e.key("id")
+	e.id(b.id, st.numericIDs)
+	e.key("name")
+	e.str(b.name)
+	e.key("status")
+	e.str(b.status)
+	e.key("date_created")
+	e.date(b.dateCreated)
+	e.key("account_manager")
+	e.str(d.userName(b.accountManager))
+	e.key("projects_count")
+	e.int(int64(b.projectsCount))
+	e.key("financial_summary")
+	total, invoiced, collected := b.financialSummary()
+	e.open()
+	e.key("total_budget")
+	e.money(total, st.stringMoney)
+	e.key("invoiced")
+	e.money(invoiced, st.stringMoney)
+	e.key("collected")
+	e.money(collected, st.stringMoney)
+	e.key("currency")
+	e.str(b.currency)
+	e.close()
+	e.close()
+}
+
+// writeBrandElement writes a brands-list element.
+func (d *dataset) writeBrandElement(e *enc, b *brand, st mainStyle) {
+	if st.unwrapped {
+		d.writeBrandInfo(e, b, st)
+		return
+	}
+	e.open()
+	e.key("brand_info")
+	d.writeBrandInfo(e, b, st)
+	e.close()
+}
+
+func (d *dataset) writeBrandDetail(e *enc, b *brand, st mainStyle) {
+	e.open()
+	e.key("brand_info")
+	d.writeBrandInfo(e, b, st)
+	e.key("general_info")
+	e.open()
+	e.key("legal_name")
+	e.str(b.legalName)
+	e.key("fiscal_code")
+	e.str(b.fiscalCode)
+	e.key("registration_number")
+	e.str(b.regNumber)
+	e.key("address")
+	e.str(b.address)
+	e.key("city")
+	e.str(b.city)
+	e.key("county")
+	e.str(b.county)
+	e.key("country")
+	e.str("România")
+	e.key("website")
+	e.str(b.website)
+	e.key("industry")
+	e.str(b.industry)
+	e.close()
+	e.key("metadata")
+	e.open()
+	e.key("created_by")
+	e.id(b.createdBy, st.numericIDs)
+	e.key("created_at")
+	e.ts(b.createdAt)
+	e.key("updated_at")
+	e.ts(b.updatedAt)
+	e.key("tags")
+	if len(b.tags) == 0 {
+		st.emptyArr(e)
+	} else {
+		e.openArr()
+		for _, t := range b.tags {
+			e.str(t)
+		}
+		e.closeArr()
+	}
+	e.key("source")
+	e.str(b.source)
+	e.close()
+	e.close()
+}
+
+func writeContact(e *enc, c *contact, st mainStyle) {
+	e.open()
+	e.key("id")
+	e.id(c.id, st.numericIDs)
+	e.key("first_name")
+	e.str(c.first)
+	e.key("last_name")
+	e.strOrNull(c.last, c.lastNull)
+	e.key("full_name")
+	e.str(c.full)
+	e.key("email")
+	e.strOrNull(c.email, c.emailNull)
+	e.key("phone")
+	e.strOrNull(c.phone, c.phoneNull)
+	e.key("position")
+	e.str(c.position)
+	e.key("is_primary")
+	e.bool(c.primary)
+	e.close()
+}
+
+func (d *dataset) writeProject(e *enc, p *project, detail bool, st mainStyle) {
+	b := d.brands[p.brand]
+	e.open()
+	e.key("id")
+	e.id(p.id, st.numericIDs)
+	e.key("brand_id")
+	e.id(b.id, st.numericIDs)
+	e.key("name")
+	e.str(p.name)
+	e.key("status")
+	e.str(p.status)
+	e.key("start_date")
+	e.date(p.start)
+	e.key("deadline")
+	e.date(p.deadline)
+	e.key("closed_at")
+	e.tsOrNull(p.closedAt)
+	e.key("updated_at")
+	e.ts(p.updatedAt)
+	e.key("budget")
+	e.open()
+	e.key("amount")
+	e.money(p.budgetTotal, st.stringMoney)
+	e.key("currency")
+	e.str(b.currency)
+	e.close()
+	if detail {
+		e.key("team")
+		if len(p.team) == 0 {
+			st.emptyArr(e)
+		} else {
+			e.openArr()
+			for _, t := range p.team {
+				e.open()
+				e.key("user_id")
+				e.id(t.userID, st.numericIDs)
+				e.key("full_name")
+				e.str(d.userName(t.userID))
+				e.key("role")
+				e.str(t.role)
+				e.close()
+			}
+			e.closeArr()
+		}
+		e.key("deliverables")
+		if len(p.deliverables) == 0 {
+			st.emptyArr(e)
+		} else {
+			e.openArr()
+			for _, dl := range p.deliverables {
+				e.open()
+				e.key("id")
+				e.id(dl.id, st.numericIDs)
+				e.key("name")
+				e.str(dl.name)
+				e.key("due_date")
+				e.date(dl.due)
+				e.key("status")
+				e.str(dl.status)
+				e.key("delivered_at")
+				e.tsOrNull(dl.deliveredAt)
+				e.close()
+			}
+			e.closeArr()
+		}
+		e.key("history")
+		if len(p.history) == 0 {
+			st.emptyArr(e)
+		} else {
+			e.openArr()
+			for _, h := range p.history {
+				e.open()
+				e.key("at")
+				e.ts(h.at)
+				e.key("field")
+				e.str(h.field)
+				e.key("from")
+				e.strOrNull(h.from, h.fromNull)
+				e.key("to")
+				e.strOrNull(h.to, h.toNull)
+				e.key("by_user_id")
+				e.id(h.by, st.numericIDs)
+				e.close()
+			}
+			e.closeArr()
+		}
+	}
+	e.close()
+}
+
+// writeRef writes a reference to another record; malformed as {"id":N}.
+func writeRef(e *enc, id int64, st mainStyle, malformed bool) {
+	if malformed {
+		e.open()
+		e.key("id")
+		e.int(id)
+		e.close()
+		return
+	}
+	e.id(id, st.numericIDs)
+}
+
+// writeAmount writes an amount; malformed as typed text.
+func writeAmount(e *enc, key string, cents int64, cur string, st mainStyle, badKind int) {
+	switch badKind {
+	case 3: // missing
+		return
+	case 0:
+		e.key(key)
+		e.str(badAmount(cents, cur))
+	default:
+		e.key(key)
+		e.money(cents, st.stringMoney)
+	}
+}
+
+// writeDay writes a date; malformed as DD/MM/YYYY.
+func writeDay(e *enc, key string, t time.Time, malformed bool) {
+	e.key(key)
+	if malformed {
+		e.str(t.Format("02/01/2006"))
+		return
+	}
+	e.date(t)
+}
+
+func (d *dataset) writeBudget(e *enc, bg *budget, st mainStyle, badKind int) {
+	p := d.projects[bg.project]
+	b := d.brands[p.brand]
+	e.open()
+	e.key("id")
+	e.id(bg.id, st.numericIDs)
+	e.key("project_id")
+	writeRef(e, p.id, st, badKind == 1)
+	e.key("brand_id")
+	e.id(b.id, st.numericIDs)
+	writeAmount(e, "amount", bg.amount, b.currency, st, badKind)
+	e.key("currency")
+	e.str(b.currency)
+	writeDay(e, "period_start", bg.periodStart, badKind == 2)
+	e.key("period_end")
+	e.date(bg.periodEnd)
+	e.key("updated_at")
+	e.ts(bg.updatedAt)
+	e.close()
+}
+
+func (d *dataset) writeInvoice(e *enc, inv *invoice, st mainStyle, badKind int) {
+	p := d.projects[inv.project]
+	b := d.brands[p.brand]
+	e.open()
+	e.key("id")
+	e.id(inv.id, st.numericIDs)
+	e.key("number")
+	e.str(inv.number)
+	e.key("project_id")
+	writeRef(e, p.id, st, badKind == 1)
+	e.key("brand_id")
+	e.id(b.id, st.numericIDs)
+	writeDay(e, "issue_date", inv.issue, badKind == 2)
+	e.key("due_date")
+	e.date(inv.due)
+	writeAmount(e, "amount", inv.amount, b.currency, st, badKind)
+	e.key("currency")
+	e.str(b.currency)
+	e.key("status")
+	e.str(inv.status)
+	e.key("updated_at")
+	e.ts(inv.updatedAt)
+	e.close()
+}
+
+func (d *dataset) writeCollection(e *enc, c *collection, st mainStyle, badKind int) {
+	inv := d.invoices[c.invoice]
+	b := d.brands[d.projects[inv.project].brand]
+	e.open()
+	e.key("id")
+	e.id(c.id, st.numericIDs)
+	e.key("invoice_id")
+	writeRef(e, inv.id, st, badKind == 1)
+	writeDay(e, "collected_on", c.on, badKind == 2)
+	writeAmount(e, "amount", c.amount, b.currency, st, badKind)
+	e.key("currency")
+	e.str(b.currency)
+	e.key("updated_at")
+	e.ts(c.updatedAt)
+	e.close()
+}
+
+func (d *dataset) writePayment(e *enc, pm *payment, st mainStyle, badKind int) {
+	p := d.projects[pm.project]
+	b := d.brands[p.brand]
+	e.open()
+	e.key("id")
+	e.id(pm.id, st.numericIDs)
+	e.key("project_id")
+	writeRef(e, p.id, st, badKind == 1)
+	e.key("brand_id")
+	e.id(b.id, st.numericIDs)
+	e.key("payee")
+	e.str(pm.payee)
+	writeDay(e, "paid_on", pm.paidOn, badKind == 2)
+	writeAmount(e, "amount", pm.amount, b.currency, st, badKind)
+	e.key("currency")
+	e.str(b.currency)
+	e.key("status")
+	e.str(pm.status)
+	e.key("updated_at")
+	e.ts(pm.updatedAt)
+	e.close()
+}
+
+func writeProfit(e *enc, r *profitRow, st mainStyle) {
+	e.open()
+	e.key("level")
+	e.str(r.level)
+	e.key("entity_id")
+	e.id(r.entityID, st.numericIDs)
+	e.key("period")
+	e.str(periodString(r.period))
+	e.key("revenue")
+	e.money(r.revenue, st.stringMoney)
+	e.key("cost")
+	e.money(r.cost, st.stringMoney)
+	e.key("margin")
+	e.money(r.revenue-r.cost, st.stringMoney)
+	e.key("currency")
+	e.str(r.currency)
+	e.close()
+}
+
+// summaryCurrency is the currency of the agency-wide aggregates.
+const summaryCurrency = "RON"
+
+func writeSummary(e *enc, period int, s *summaryMonth, st mainStyle) {
+	var z summaryMonth
+	if s == nil {
+		s = &z
+	}
+	e.open()
+	e.key("period")
+	e.str(periodString(period))
+	e.key("total_budget")
+	e.money(s.totalBudget, st.stringMoney)
+	e.key("invoiced")
+	e.money(s.invoiced, st.stringMoney)
+	e.key("collected")
+	e.money(s.collected, st.stringMoney)
+	e.key("paid")
+	e.money(s.paid, st.stringMoney)
+	e.key("profit")
+	e.money(s.invoiced-s.paid, st.stringMoney)
+	e.key("currency")
+	e.str(summaryCurrency)
+	e.close()
+}
+
+// page describes one page of a list.
+type page struct {
+	total, perPage, current int
+}
+
+func (p page) lastPage() int {
+	if p.perPage <= 0 {
+		return 0
+	}
+	return (p.total + p.perPage - 1) / p.perPage
+}
+
+// bounds returns the slice [from, to) of the list that the page holds.
+func (p page) bounds() (from, to int) {
+	if p.perPage <= 0 || p.current < 1 || p.current-1 > p.total/p.perPage {
+		return p.total, p.total
+	}
+	from = (p.current - 1) * p.perPage
+	return from, min(p.total, from+p.perPage)
+}
+
+func writePaging(e *enc, p page) {
+	e.key("total")
+	e.int(int64(p.total))
+	e.key("per_page")
+	e.int(int64(p.perPage))
+	e.key("current_page")
+	e.int(int64(p.current))
+	e.key("last_page")
+	e.int(int64(p.lastPage()))
+}
+
+// writeList writes one page of a main-interface list in the configured shape.
+// keyOf gives an element's key (for the keyed rows shape); item writes the
+// element itself; wrap, when not empty, wraps each element in {wrap: ...}.
+func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) string, item func(e *enc, k int)) {
+	from, to := p.bounds()
+	elements := func(keyed bool) {
+		if to == from {
+			switch {
+			case keyed && st.emptyRows:
+				e.raw("[]")
+			case keyed:
+				e.raw("{}")
+			default:
+				st.emptyArr(e)
+			}
+			return
+		}
+		if keyed {
+			e.open()
+		} else {
+			e.openArr()
+		}
+		for k := from; k < to; k++ {
+			if keyed {
+				e.keyStr(keyOf(k))
+			}
+			if wrap != "" {
+				e.open()
+				e.key(wrap)
+				item(e, k)
+				e.close()
+			} else {
+				item(e, k)
+			}
+		}
+		if keyed {
+			e.close()
+		} else {
+			e.closeArr()
+		}
+	}
+	switch st.listShape {
+	case VariantBareArray:
+		elements(false)
+	case VariantMetaPaging, VariantPaginationPaging:
+		e.open()
+		e.key("data")
+		elements(false)
+		if st.listShape == VariantMetaPaging {
+			e.key("meta")
+		} else {
+			e.key("pagination")
+		}
+		e.open()
+		writePaging(e, p)
+		e.close()
+		e.close()
+	case VariantNoPaging:
+		e.open()
+		e.key("data")
+		elements(false)
+		e.close()
+	case VariantRowsShape, VariantRowsArray:
+		e.open()
+		e.key("data")
+		e.open()
+		e.key("rows")
+		elements(st.listShape == VariantRowsShape)
+		writePaging(e, p)
+		e.close()
+		e.close()
+	default:
+		e.open()
+		e.key("data")
+		elements(false)
+		writePaging(e, p)
+		e.close()
+	}
+}
