@@ -614,6 +614,8 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		if extra := int(writes.Load()) - 1; extra > 0 {
 			info.Resends = extra
 			c.countResends(ctx, extra)
+			c.log.Warn("request re-sent by the HTTP transport after a dead connection",
+				zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page), zap.Int("resends", extra))
 		}
 		info.Duration = time.Since(start)
 		info.Err = err

@@ -394,6 +394,18 @@ func runWorker(t *testing.T, timeout time.Duration, env map[string]string, args 
 
 func (r *runResult) status() string { s, _ := r.summary["status"].(string); return s }
 
+// logLines returns the JSON log lines of stderr whose message is msg.
+func (r *runResult) logLines(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(r.stderr, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func (r *runResult) num(field string) int {
 	f, _ := r.summary[field].(float64)
 	return int(f)

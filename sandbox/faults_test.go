@@ -94,23 +94,28 @@ func TestFaultSlow(t *testing.T) {
 	if el := time.Since(start); el < 300*time.Millisecond {
 		t.Fatalf("slow answer after %v", el)
 	}
-	// A client that gives up frees the handler at once.
+	// A client that gives up frees the handler at once, and is recorded as
+	// aborted: a GET, and a POST whose body the server must take in first
+	// (net/http watches the connection only after the body's end).
 	if err := s.ApplyFaultSettings(FaultSettings{SlowDelay: durPtr(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	impatient := &http.Client{Timeout: 200 * time.Millisecond}
-	req, _ := http.NewRequest(http.MethodGet, s.APIURL()+"/v1/brands", nil)
-	req.Header.Set("Authorization", s.opts.APIKey)
-	if resp, err := impatient.Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatal("answer despite a one-minute delay")
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Stats().Aborted != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("handler still waiting: %+v", s.Stats())
+	for i, req := range []*http.Request{
+		mustRequest(t, http.MethodGet, s.APIURL()+"/v1/brands", "", map[string]string{"Authorization": s.opts.APIKey}),
+		mustRequest(t, http.MethodPost, s.CommsURL()+CommsPath, `{"user_id":[1]}`, map[string]string{"X-Workflow-Key": s.opts.CommsKey}),
+	} {
+		if resp, err := impatient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: answer despite a one-minute delay", req.Method)
 		}
-		time.Sleep(20 * time.Millisecond)
+		deadline := time.Now().Add(5 * time.Second)
+		for s.Stats().Aborted != int64(i+1) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: handler still waiting: %+v", req.Method, s.Stats())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

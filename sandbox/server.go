@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -327,6 +329,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 	abort := func() {
 		o.aborted = true
 		s.stats.record(o)
+	}
+	// Take in the request body before any delay: net/http watches the
+	// connection only once the body has been read to its end, so a client
+	// that gives up during a slow answer cancels ctx (and is recorded as
+	// aborted) at once, for a POST as for a GET, as a real server notices.
+	if r.Body != nil && r.Body != http.NoBody {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, maxCommsBody+1))
+		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	fr := newRNG(s.opts.Seed, tagRequest, s.seq.Add(1))
 	fc := s.faultConfig()
