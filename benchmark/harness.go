@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/childproc"
 	"github.com/agencysync/agencysync/sandbox"
 	"github.com/agencysync/agencysync/warehouse"
 )
@@ -55,7 +56,7 @@ type Sizes struct {
 	// Agency shapes the agencies of the first syncs and of the steady state
 	// (brands, projects a brand, users; zero values keep the sandbox's
 	// defaults: 40 brands, 15 projects each, 300 users).
-	Agency SandboxOptions
+	Agency childproc.SandboxOptions
 	// BackfillSmall and BackfillLarge are the e-mails of the two first
 	// syncs (request efficiency is reported for the large one, memory for
 	// both).
@@ -67,7 +68,7 @@ type Sizes struct {
 	SteadyEmails, SteadyAppend int
 	// Pace is the agency of the pace scenario (its sandbox adds 10/s and
 	// 50 ms latency).
-	Pace SandboxOptions
+	Pace childproc.SandboxOptions
 	// DecodeBenchtime and LoadBenchEmails size the micro-benchmarks.
 	DecodeBenchtime string
 	LoadBenchEmails int
@@ -76,27 +77,27 @@ type Sizes struct {
 // FullSizes are the sizes of make bench (issue 8's).
 var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000_000, PipelineEmails: 100_000,
 	SteadyAppend:    5000,
-	Pace:            SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},
+	Pace:            childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},
 	DecodeBenchtime: "1s", LoadBenchEmails: 20_000}
 
 // QuickSizes are the sizes of make bench-quick: the same table, smaller
 // (a quarter of the steady-state agency, a tenth of the e-mails).
-var QuickSizes = Sizes{Name: "quick", Agency: SandboxOptions{Brands: 10, ProjectsPerBrand: 15},
+var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 15},
 	BackfillSmall: 10_000, BackfillLarge: 100_000, PipelineEmails: 20_000,
 	SteadyEmails: 5000, SteadyAppend: 1250,
-	Pace:            SandboxOptions{Brands: 2, ProjectsPerBrand: 6, Emails: 10_000},
+	Pace:            childproc.SandboxOptions{Brands: 2, ProjectsPerBrand: 6, Emails: 10_000},
 	DecodeBenchtime: "30x", LoadBenchEmails: 3000}
 
 // agency returns the options of an agency of the mode with emails e-mails
 // (0: the sandbox's default), limits off.
-func (s Sizes) agency(emails int) SandboxOptions {
+func (s Sizes) agency(emails int) childproc.SandboxOptions {
 	o := s.Agency
 	o.Emails, o.NoLimits = emails, true
 	return o
 }
 
 // describe says what an agency holds, e.g. "40 brands × 15 projects, 20 000 e-mails".
-func (o SandboxOptions) describe() string {
+func describe(o childproc.SandboxOptions) string {
 	d := sandbox.DefaultOptions()
 	b, p, e := d.Brands, d.ProjectsPerBrand, d.Emails
 	if o.Brands > 0 {
@@ -125,14 +126,14 @@ type harness struct {
 	pgRoot     int // the private cluster's postmaster, for its CPU time (0: none)
 }
 
-// runWorker runs agencysync (see RunWorker) with the configured log level
-// and keeps its log in LogDir when set, named after label.
-func (h *harness) runWorker(ctx context.Context, label string, env map[string]string, args ...string) (*WorkerResult, error) {
+// runWorker runs agencysync (see childproc.RunWorker) with the configured
+// log level and keeps its log in LogDir when set, named after label.
+func (h *harness) runWorker(ctx context.Context, label string, env map[string]string, args ...string) (*childproc.Result, error) {
 	if h.cfg.WorkerLogLevel != "" && env["LOG_LEVEL"] != "debug" { // a scenario that reads the debug log keeps it
 		env = maps.Clone(env)
 		env["LOG_LEVEL"] = h.cfg.WorkerLogLevel
 	}
-	res, err := RunWorker(ctx, h.agencysync, workerTimeout, env, args...)
+	res, err := childproc.RunWorker(ctx, h.agencysync, workerTimeout, env, args...)
 	h.processes++
 	if h.cfg.LogDir != "" && res != nil {
 		name := filepath.Join(h.cfg.LogDir, fmt.Sprintf("%03d-%s.log", h.processes, label))

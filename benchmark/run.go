@@ -246,7 +246,7 @@ there); `+"`AGENCY_COMMS_START_DATE`"+` is the day before the sandbox's history,
 Reproduce with `+"`make bench`"+` (writes this file; 7 to 13 minutes on these 2 cores, busy or not) or `+"`make bench-quick`"+` (the
 same table with smaller sizes in about two minutes; printed, this file is left alone). `+"`DATABASE_URL`"+` selects the
 server; unset, a private cluster is started and thrown away.
-`, z.agency(z.BackfillLarge).describe(), z.Pace.describe(), Int(int64(z.PipelineEmails)), steady.describe(),
+`, describe(z.agency(z.BackfillLarge)), describe(z.Pace), Int(int64(z.PipelineEmails)), describe(steady),
 		Int(int64(z.SteadyAppend)), Int(int64(z.BackfillSmall)), Int(int64(z.BackfillLarge)),
 		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs)
 	return b.String()

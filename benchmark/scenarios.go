@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agencysync/agencysync/childproc"
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/transform"
 )
@@ -43,12 +44,12 @@ type backfillSet struct {
 // agency (limits off), alternately, and reports request efficiency (large)
 // and peak RSS (both, pair by pair).
 func (h *harness) backfills(ctx context.Context) []Row {
-	f1 := fmt.Sprintf("Request efficiency: first sync of %s, requests ÷ minimum", h.sizes.agency(h.sizes.BackfillLarge).describe())
+	f1 := fmt.Sprintf("Request efficiency: first sync of %s, requests ÷ minimum", describe(h.sizes.agency(h.sizes.BackfillLarge)))
 	f6 := fmt.Sprintf("Memory: worker peak RSS, first sync of %s vs %s e-mails", Int(int64(h.sizes.BackfillSmall)), Int(int64(h.sizes.BackfillLarge)))
 	sets := []*backfillSet{{emails: h.sizes.BackfillSmall}, {emails: h.sizes.BackfillLarge}}
 	sandboxes := make([]*Sandbox, len(sets))
 	for i, set := range sets {
-		sb, err := StartSandbox(ctx, h.sandboxBin, h.sizes.agency(set.emails))
+		sb, err := startSandbox(ctx, h.sandboxBin, h.sizes.agency(set.emails))
 		if err != nil {
 			return []Row{fail("1", f1, err), fail("6", f6, err)}
 		}
@@ -165,7 +166,7 @@ func (h *harness) pace(ctx context.Context) []Row {
 	figure := "Pace: wall time ÷ (requests ÷ 10/s), sandbox at 10/s with 50 ms latency"
 	o := h.sizes.Pace
 	o.Rate, o.Latency = 10, 50*time.Millisecond
-	sb, err := StartSandbox(ctx, h.sandboxBin, o)
+	sb, err := startSandbox(ctx, h.sandboxBin, o)
 	if err != nil {
 		return []Row{fail("2", figure, err)}
 	}
@@ -193,7 +194,7 @@ func (h *harness) pace(ctx context.Context) []Row {
 		Target:  "≤ 1.05, 0 × 429",
 		Verdict: Check(med, med <= 1.05 && limited == 0),
 		Detail: fmt.Sprintf("first sync of %s: %s requests; process wall time ÷ ideal per run %s; the sync's own time (summary took) ÷ ideal %s; 429s counted by the sandbox (rate_limited and by_status) over all runs: %d; mean interval between request starts (worker's debug log) before a list or detail request %s ms, before a communications page %s ms (a page's request itself: median %s ms)",
-			o.describe(), List(requests, func(x float64) string { return Int(int64(x)) }),
+			describe(o), List(requests, func(x float64) string { return Int(int64(x)) }),
 			List(ratios, func(x float64) string { return Float(x, 3) }), List(tookRatios, func(x float64) string { return Float(x, 3) }), limited,
 			List(other, func(x float64) string { return Float(x, 1) }), List(comms, func(x float64) string { return Float(x, 1) }),
 			List(commsDur, func(x float64) string { return Float(x, 1) }))}}
@@ -240,7 +241,7 @@ func (h *harness) paceOnce(ctx context.Context, sb *Sandbox) (paceRun, error) {
 // e-mails, recipients and users into unlogged, index-free tables.
 func (h *harness) pipeline(ctx context.Context) []Row {
 	figure := fmt.Sprintf("Pipeline: e-mails/s of agencysync run (communications, %s e-mails) ÷ raw COPY", Int(int64(h.sizes.PipelineEmails)))
-	sb, err := StartSandbox(ctx, h.sandboxBin, SandboxOptions{Emails: h.sizes.PipelineEmails, NoLimits: true})
+	sb, err := startSandbox(ctx, h.sandboxBin, childproc.SandboxOptions{Emails: h.sizes.PipelineEmails, NoLimits: true})
 	if err != nil {
 		return []Row{fail("3", figure, err)}
 	}
@@ -293,7 +294,7 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 	defer h.dropSchema(schema)
 	env := sb.WorkerEnv(h.dsn, schema)
 	env["AGENCY_RATE_LIMIT"] = "1000"
-	sbBefore, pgBefore := treeCPU(sb.cmd.Process.Pid), h.pgCPU()
+	sbBefore, pgBefore := treeCPU(sb.Pid()), h.pgCPU()
 	res, err := h.runWorker(ctx, "pipeline", env, "run", "--streams", "communications")
 	if err != nil {
 		return r, err
@@ -302,7 +303,7 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 		return r, err
 	}
 	h.workerGone(ctx) // its backends' CPU time is in the postmaster's once they ended
-	sbAfter, pgAfter := treeCPU(sb.cmd.Process.Pid), h.pgCPU()
+	sbAfter, pgAfter := treeCPU(sb.Pid()), h.pgCPU()
 	st, err := sb.Stats(ctx)
 	if err != nil {
 		return r, err
@@ -344,7 +345,7 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 // no-op re-run and a full refresh of every stream.
 func (h *harness) steady(ctx context.Context) []Row {
 	f4 := fmt.Sprintf("Steady state: nightly run after a day of changes (%s), share of the %s-request daily quota",
-		h.sizes.agency(h.sizes.SteadyEmails).describe(), Int(dailyQuota))
+		describe(h.sizes.agency(h.sizes.SteadyEmails)), Int(dailyQuota))
 	f4b := "Steady state: nightly run ÷ full refresh of every stream, requests"
 	f5 := "No-op re-run: rows written, WAL bytes, requests"
 	var nightly, nightlyUsed, full, share, noopRows, noopWAL, noopReq []float64
@@ -395,7 +396,7 @@ type steadyRun struct {
 
 func (h *harness) steadyOnce(ctx context.Context) (steadyRun, error) {
 	var r steadyRun
-	sb, err := StartSandbox(ctx, h.sandboxBin, h.sizes.agency(h.sizes.SteadyEmails))
+	sb, err := startSandbox(ctx, h.sandboxBin, h.sizes.agency(h.sizes.SteadyEmails))
 	if err != nil {
 		return r, err
 	}
@@ -405,7 +406,7 @@ func (h *harness) steadyOnce(ctx context.Context) (steadyRun, error) {
 	env := sb.WorkerEnv(h.dsn, schema)
 	env["AGENCY_RATE_LIMIT"] = "1000"
 	var last map[string]int64 // the latest run's requests by endpoint
-	run := func(what string, args ...string) (*WorkerResult, int64, error) {
+	run := func(what string, args ...string) (*childproc.Result, int64, error) {
 		if err := sb.ResetStats(ctx); err != nil {
 			return nil, 0, err
 		}
@@ -469,7 +470,7 @@ func (h *harness) steadyOnce(ctx context.Context) (steadyRun, error) {
 // amount of 1% of the finance records (every 50th project, every 100th
 // budget, invoice, collection and payment), and says what it did.
 func (h *harness) dayOfChanges(ctx context.Context, sb *Sandbox, head *TruthHead) (string, error) {
-	if err := sb.Advance(ctx, 24*time.Hour); err != nil {
+	if _, err := sb.Advance(ctx, 24*time.Hour); err != nil {
 		return "", err
 	}
 	if err := sb.AppendEmails(ctx, h.sizes.SteadyAppend); err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 )
 
@@ -35,29 +34,11 @@ type TruthHead struct {
 	Finance   []FinanceRecord
 }
 
-// truth opens the truth stream.
-func (s *Sandbox) truth(ctx context.Context) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.apiURL+"/_sandbox/truth", nil)
-	if err != nil {
-		return nil, fmt.Errorf("build truth request: %w", err)
-	}
-	req.Header.Set("X-Admin-Token", adminToken)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetch truth: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("fetch truth: %s", resp.Status)
-	}
-	return resp.Body, nil
-}
-
 // eachTruthLine calls fn for every line of the truth until fn returns false.
 func (s *Sandbox) eachTruthLine(ctx context.Context, fn func(l *truthLine) (bool, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // a stream left early is abandoned, which releases the sandbox's lock
-	body, err := s.truth(ctx)
+	body, err := s.Truth(ctx)
 	if err != nil {
 		return err
 	}

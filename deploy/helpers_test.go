@@ -6,7 +6,6 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,13 +16,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agencysync/agencysync/childproc"
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/warehouse/warehousetest"
 )
@@ -402,14 +401,11 @@ func startSandboxProcess(t *testing.T, bin string, args ...string) (apiURL, comm
 		Comms string `json:"communications_url"`
 	}
 	found := make(chan listening, 1)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
+	var logs childproc.Buffer
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logMu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
+			fmt.Fprintln(&logs, sc.Text())
 			var l listening
 			if json.Unmarshal(sc.Bytes(), &l) == nil && l.API != "" {
 				select {
@@ -447,31 +443,11 @@ func startSandboxProcess(t *testing.T, bin string, args ...string) (apiURL, comm
 		u.Path = ""
 		return l.API, u.String()
 	case err := <-done:
-		logMu.Lock()
-		defer logMu.Unlock()
 		t.Fatalf("agencysandbox %s exited: %v\n%s", strings.Join(args, " "), err, logs.String())
 	case <-time.After(30 * time.Second):
 		t.Fatal("agencysandbox did not log its addresses within 30 s")
 	}
 	return "", ""
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func contextWithTimeout(t *testing.T, d time.Duration) context.Context {

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/childproc"
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
@@ -676,7 +677,7 @@ func runServe(t *testing.T, s *synced, extra map[string]string, args []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errb lockedBuffer
+	var errb childproc.Buffer
 	done := make(chan int, 1)
 	go func() { done <- s.main(ctx, extra, io.Discard, &errb, args...) }()
 	addr := ""

@@ -1,49 +1,23 @@
 package reliability
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/childproc"
 	"github.com/agencysync/agencysync/sandbox"
 	"github.com/agencysync/agencysync/warehouse/warehousetest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
-}
 
 // freePort returns a loopback port that was free a moment ago. The sandbox
 // binary needs fixed addresses; a lost race on the port is retried.
@@ -64,324 +38,163 @@ func baseStart() time.Time {
 	return time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 }
 
-// sandboxOptions are the agencysandbox flags a scenario chooses.
-type sandboxOptions struct {
-	Emails, Brands, ProjectsPerBrand, Users, HistoryDays int
-	Start                                                time.Time
-	NoLimits                                             bool
-	Rate                                                 float64 // 0: the binary's default (10)
-	DailyQuota                                           int     // 0: the binary's default (10 000)
-	Latency                                              time.Duration
-	Extra                                                []string // faults, bad records, variants
-}
+// sandboxOptions are the agencysandbox flags a scenario chooses (a zero
+// Rate or DailyQuota keeps the binary's default: 10/s, 10 000 a day).
+type sandboxOptions = childproc.SandboxOptions
 
+// defaultSandbox is a small agency with the suite's keys and limits off.
 func defaultSandbox() sandboxOptions {
-	return sandboxOptions{Emails: 5000, Brands: 10, ProjectsPerBrand: 5, Users: 300, HistoryDays: 90,
-		Start: baseStart(), NoLimits: true}
+	return sandboxOptions{Seed: 7, Emails: 5000, Brands: 10, ProjectsPerBrand: 5, Users: 300, HistoryDays: 90,
+		Start: baseStart(), NoLimits: true,
+		APIKey: apiKey, CommsKey: commsKey, ForeignKey: foreignKey, RevokedKey: revokedKey, AdminToken: adminToken}
 }
 
-func (o sandboxOptions) flags() []string {
-	f := []string{
-		"--seed", "7", "--emails", strconv.Itoa(o.Emails), "--brands", strconv.Itoa(o.Brands),
-		"--projects-per-brand", strconv.Itoa(o.ProjectsPerBrand), "--users", strconv.Itoa(o.Users),
-		"--history-days", strconv.Itoa(o.HistoryDays), "--start", o.Start.Format(time.RFC3339),
-		"--api-key", apiKey, "--comms-key", commsKey, "--foreign-key", foreignKey, "--revoked-key", revokedKey,
-		"--admin-token", adminToken, "--log-format", "json", "--log-level", "info",
-	}
-	if o.NoLimits {
-		f = append(f, "--no-limits")
-	}
-	if o.Rate > 0 {
-		f = append(f, "--rate", strconv.FormatFloat(o.Rate, 'f', -1, 64))
-	}
-	if o.DailyQuota > 0 {
-		f = append(f, "--daily-quota", strconv.Itoa(o.DailyQuota))
-	}
-	if o.Latency > 0 {
-		f = append(f, "--latency", o.Latency.String())
-	}
-	return append(f, o.Extra...)
-}
-
-// commsStartDate is AGENCY_COMMS_START_DATE: the day before the history.
-func (o sandboxOptions) commsStartDate() string {
-	return o.Start.AddDate(0, 0, -o.HistoryDays-1).Format(time.DateOnly)
-}
-
-// sandboxProc is a running agencysandbox.
+// sandboxProc is a running agencysandbox of a test.
 type sandboxProc struct {
-	t        *testing.T
-	opts     sandboxOptions
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	log      *lockedBuffer
-	apiURL   string // {base_url} without /v1, and the admin API
-	commsURL string // {communications_url} without the path
-	client   *http.Client
+	t      *testing.T
+	p      *childproc.Sandbox
+	apiURL string // {base_url} without /v1, and the admin API
 }
 
 // startSandbox starts agencysandbox on free ports (retrying a lost race for
 // them) and stops it when the test ends.
 func startSandbox(t *testing.T, o sandboxOptions) *sandboxProc {
 	t.Helper()
-	var lastLog []byte
+	var err error
 	for attempt := 1; attempt <= 5; attempt++ {
-		s, inUse, err := tryStartSandbox(t, o)
-		if err == nil {
-			t.Cleanup(s.stop)
-			return s
+		var p *childproc.Sandbox
+		if p, err = tryStartSandbox(t, o); err == nil {
+			t.Cleanup(p.Stop)
+			return &sandboxProc{t: t, p: p, apiURL: p.APIURL()}
 		}
-		lastLog = s.log.Bytes()
-		if !inUse {
-			t.Fatalf("start agencysandbox: %v\n%s", err, lastLog)
+		if !errors.Is(err, childproc.ErrAddrInUse) {
+			t.Fatal(err)
 		}
 		t.Logf("agencysandbox lost the race for its ports (attempt %d); retrying", attempt)
 	}
-	t.Fatalf("start agencysandbox: ports taken five times\n%s", lastLog)
+	t.Fatalf("ports taken five times: %v", err)
 	return nil
 }
 
-func tryStartSandbox(t *testing.T, o sandboxOptions) (s *sandboxProc, portInUse bool, err error) {
+func tryStartSandbox(t *testing.T, o sandboxOptions) (*childproc.Sandbox, error) {
 	api, comms := freePort(t), freePort(t)
 	for comms == api {
 		comms = freePort(t)
 	}
-	args := append([]string{"--api-addr", fmt.Sprintf("127.0.0.1:%d", api), "--comms-addr", fmt.Sprintf("127.0.0.1:%d", comms)}, o.flags()...)
-	s = &sandboxProc{t: t, opts: o, cmd: exec.Command(sandboxBin, args...), exited: make(chan struct{}), log: &lockedBuffer{},
-		client: &http.Client{Timeout: 2 * time.Minute}}
-	pr, pw := io.Pipe()
-	s.cmd.Stderr = pw
-	if err := s.cmd.Start(); err != nil {
-		return s, false, err
-	}
-	ready := make(chan [2]string, 1)
-	logged := make(chan struct{}) // the log reader has read everything
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			_, _ = s.log.Write(append(bytes.Clone(line), '\n'))
-			var l struct {
-				Msg      string `json:"msg"`
-				APIURL   string `json:"api_url"`
-				CommsURL string `json:"communications_url"`
-			}
-			if json.Unmarshal(line, &l) == nil && l.Msg == "agencysandbox listening" {
-				ready <- [2]string{l.APIURL, strings.TrimSuffix(l.CommsURL, sandbox.CommsPath)}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	go func() { _ = s.cmd.Wait(); _ = pw.Close(); close(s.exited) }()
-	select {
-	case urls := <-ready:
-		s.apiURL, s.commsURL = urls[0], urls[1]
-		return s, false, nil
-	case <-s.exited:
-		<-logged
-		return s, bytes.Contains(s.log.Bytes(), []byte("address already in use")), fmt.Errorf("exited with %v", s.cmd.ProcessState)
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		return s, false, errors.New("not listening after 60s")
-	}
+	o.APIAddr, o.CommsAddr = fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", comms)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return childproc.StartSandbox(ctx, sandboxBin, o)
 }
 
-// stop ends the sandbox: SIGTERM, then SIGKILL after 10 seconds.
-func (s *sandboxProc) stop() {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
+// adminContext bounds one admin call.
+func adminContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Minute)
 }
 
 // admin calls the sandbox's admin API and decodes the answer into out (nil:
 // discarded); any status but 200 fails the test.
 func (s *sandboxProc) admin(method, path string, body, out any) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.apiURL+"/_sandbox/"+path, rd)
-	if err != nil {
+	ctx, cancel := adminContext()
+	defer cancel()
+	if err := s.p.Admin(ctx, method, path, body, out); err != nil {
 		s.t.Fatal(err)
-	}
-	req.Header.Set("X-Admin-Token", adminToken)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		s.t.Fatalf("sandbox admin %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		s.t.Fatalf("sandbox admin %s %s: %s %v: %s", method, path, resp.Status, err, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			s.t.Fatalf("sandbox admin %s %s: decode %s: %v", method, path, b, err)
-		}
 	}
 }
 
 // stats returns the sandbox's counters.
 func (s *sandboxProc) stats() sandbox.Stats {
 	s.t.Helper()
-	var st sandbox.Stats
-	s.admin(http.MethodGet, "stats", nil, &st)
+	ctx, cancel := adminContext()
+	defer cancel()
+	st, err := s.p.Stats(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	return st
 }
 
 // advance moves the sandbox clock.
 func (s *sandboxProc) advance(d time.Duration) time.Time {
 	s.t.Helper()
-	var out struct {
-		Now time.Time `json:"now"`
+	ctx, cancel := adminContext()
+	defer cancel()
+	now, err := s.p.Advance(ctx, d)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	s.admin(http.MethodPost, "clock", map[string]string{"advance": d.String()}, &out)
-	return out.Now
+	return now
 }
 
-// sandboxWorkerEnv is the worker's environment for a sandbox and a schema.
+// workerEnv is the worker's environment for a sandbox and a schema, at a
+// rate the sandbox (limits off unless a scenario turns them on) allows.
 func (s *sandboxProc) workerEnv(dsn, schema string) map[string]string {
-	return map[string]string{
-		"DATABASE_URL":            dsn,
-		"WAREHOUSE_SCHEMA":        schema,
-		"AGENCY_BASE_URL":         s.apiURL,
-		"AGENCY_COMMS_URL":        s.commsURL,
-		"AGENCY_API_KEY":          apiKey,
-		"AGENCY_COMMS_KEY":        commsKey,
-		"AGENCY_COMMS_DOMAIN_ID":  "1",
-		"AGENCY_COMMS_USER_IDS":   fmt.Sprintf("1-%d", s.opts.Users),
-		"AGENCY_COMMS_START_DATE": s.opts.commsStartDate(),
-		"AGENCY_RATE_LIMIT":       "1000",
-		"LOG_FORMAT":              "json",
-	}
+	env := s.p.WorkerEnv(dsn, schema)
+	env["AGENCY_RATE_LIMIT"] = "1000"
+	return env
 }
 
-// workerProc is a running agencysync.
+// workerProc is a running agencysync of a test.
 type workerProc struct {
-	t       *testing.T
-	args    []string
-	cmd     *exec.Cmd
-	stdout  lockedBuffer
-	stderr  lockedBuffer
-	done    chan struct{}
-	started time.Time
-	res     *runResult
-	once    sync.Once
+	t    *testing.T
+	args []string
+	p    *childproc.Worker
+	done <-chan struct{} // closed when the process has exited
+	res  *runResult
+	once sync.Once
 }
 
 // runResult is how an agencysync process ended.
 type runResult struct {
-	code    int
+	code    int // -n when signal n ended it
 	killed  bool
 	stdout  string
 	stderr  string
 	took    time.Duration
-	summary map[string]any // the "sync summary" log line, nil without one
+	summary map[string]any // the "sync summary" log line (see childproc.Result.Summary), nil without one
+	res     *childproc.Result
 }
 
 // startWorker starts agencysync with exactly env (plus PATH, HOME and
 // TMPDIR) and args. The process is killed when the test ends.
 func startWorker(t *testing.T, env map[string]string, args ...string) *workerProc {
 	t.Helper()
-	w := &workerProc{t: t, args: args, cmd: exec.Command(agencysyncBin, args...), done: make(chan struct{})}
-	w.cmd.Env = []string{}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			w.cmd.Env = append(w.cmd.Env, k+"="+v)
-		}
+	p, err := childproc.StartWorker(agencysyncBin, env, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		w.cmd.Env = append(w.cmd.Env, k+"="+env[k])
-	}
-	w.cmd.Stdout, w.cmd.Stderr = &w.stdout, &w.stderr
-	w.started = time.Now()
-	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start agencysync: %v", err)
-	}
-	go func() { _ = w.cmd.Wait(); close(w.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-w.done:
-		default:
-			w.kill()
-		}
-		w.finish()
-	})
+	w := &workerProc{t: t, args: args, p: p, done: p.Done()}
+	t.Cleanup(func() { w.kill() })
 	return w
 }
 
 // running reports whether the process has not exited yet.
-func (w *workerProc) running() bool {
-	select {
-	case <-w.done:
-		return false
-	default:
-		return true
-	}
-}
+func (w *workerProc) running() bool { return w.p.Running() }
 
-// kill sends SIGKILL and waits for the process to end.
-func (w *workerProc) kill() *runResult {
-	_ = w.cmd.Process.Signal(syscall.SIGKILL)
-	<-w.done
-	return w.finish()
-}
+// kill sends SIGKILL (unless the process has exited) and waits for its end.
+func (w *workerProc) kill() *runResult { return w.finish(w.p.Kill()) }
 
 // wait waits for the process to exit; past timeout it is killed and the test
 // fails.
 func (w *workerProc) wait(timeout time.Duration) *runResult {
 	w.t.Helper()
-	select {
-	case <-w.done:
-	case <-time.After(timeout):
-		w.kill()
-		w.t.Fatalf("agencysync %s did not end within %s; killed\nstderr:\n%s", strings.Join(w.args, " "), timeout, tail(w.stderr.Bytes(), 40))
+	res, err := w.p.Wait(context.Background(), timeout)
+	r := w.finish(res)
+	if err != nil {
+		w.t.Fatalf("agencysync %s did not end within %s; killed\nstderr:\n%s", strings.Join(w.args, " "), timeout, tail(res.Stderr, 40))
 	}
-	return w.finish()
+	return r
 }
 
-// finish collects the result once, and audits the outputs for keys.
-func (w *workerProc) finish() *runResult {
+// finish keeps the result once, and audits the outputs for keys.
+func (w *workerProc) finish(res *childproc.Result) *runResult {
 	w.once.Do(func() {
-		st := w.cmd.ProcessState
-		r := &runResult{code: st.ExitCode(), stdout: string(w.stdout.Bytes()), stderr: string(w.stderr.Bytes()), took: time.Since(w.started)}
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.killed, r.code = true, -int(ws.Signal())
-		}
-		for _, line := range strings.Split(r.stderr, "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) != nil {
-				continue
-			}
-			switch msg, _ := m["msg"].(string); {
-			case msg == "sync summary":
-				r.summary = m
-			case strings.HasPrefix(msg, "another sync holds the lock"):
-				m["status"] = "skipped" // a skipped run logs this instead of a summary
-				r.summary = m
-			}
-		}
+		w.res = &runResult{code: res.Code, killed: res.Killed, stdout: string(res.Stdout), stderr: string(res.Stderr),
+			took: res.Wall, summary: res.Summary, res: res}
 		name := "agencysync " + strings.Join(w.args, " ")
-		auditOutput(w.t, "stdout of "+name, []byte(r.stdout))
-		auditOutput(w.t, "stderr of "+name, []byte(r.stderr))
-		w.res = r
+		auditOutput(w.t, "stdout of "+name, res.Stdout)
+		auditOutput(w.t, "stderr of "+name, res.Stderr)
 	})
 	return w.res
 }
@@ -392,24 +205,12 @@ func runWorker(t *testing.T, timeout time.Duration, env map[string]string, args 
 	return startWorker(t, env, args...).wait(timeout)
 }
 
-func (r *runResult) status() string { s, _ := r.summary["status"].(string); return s }
+func (r *runResult) status() string { return r.res.Status() }
 
 // logLines returns the JSON log lines of stderr whose message is msg.
-func (r *runResult) logLines(msg string) []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(r.stderr, "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func (r *runResult) logLines(msg string) []map[string]any { return r.res.LogLines(msg) }
 
-func (r *runResult) num(field string) int {
-	f, _ := r.summary[field].(float64)
-	return int(f)
-}
+func (r *runResult) num(field string) int { return r.res.Num(field) }
 
 func (r *runResult) String() string {
 	return fmt.Sprintf("exit %d, status %q, %d requests, %d retries, %d rejected, %s", r.code, r.status(),

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,19 +40,14 @@ func (s *sandboxProc) truth() truth {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.apiURL+"/_sandbox/truth", nil)
+	rc, err := s.p.Truth(ctx)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	req.Header.Set("X-Admin-Token", adminToken)
-	resp, err := http.DefaultClient.Do(req)
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
 	if err != nil {
 		s.t.Fatalf("fetch the truth: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		s.t.Fatalf("fetch the truth: %s %v", resp.Status, err)
 	}
 	out := truth{}
 	marker := []byte(`,"record":`)

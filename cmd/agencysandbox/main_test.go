@@ -1,37 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/childproc"
 )
 
-// syncBuffer is a bytes.Buffer safe for the logger and the test together.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestHelpListsEveryFlag(t *testing.T) {
-	var out syncBuffer
+	var out childproc.Buffer
 	if code := run(context.Background(), []string{"--help"}, &out); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -58,7 +40,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{"--variant", "sideways"}, {"--limits-scope", "global"}, {"--fault-500", "2"}, {"--log-format", "xml"},
 		{"extra-argument"}, {"--brands", "0"},
 	} {
-		var out syncBuffer
+		var out childproc.Buffer
 		if code := run(context.Background(), args, &out); code != 2 {
 			t.Errorf("%v: exit %d (%s)", args, code, out.String())
 		}
@@ -67,7 +49,7 @@ func TestBadFlagsExit2(t *testing.T) {
 
 func TestServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out childproc.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--api-addr", "127.0.0.1:0", "--comms-addr", "127.0.0.1:0", "--emails", "500",
@@ -120,7 +102,7 @@ func TestServesUntilCancelled(t *testing.T) {
 }
 
 func TestListenFailureExit1(t *testing.T) {
-	var out syncBuffer
+	var out childproc.Buffer
 	if code := run(context.Background(), []string{"--api-addr", "256.0.0.1:1", "--comms-addr", "127.0.0.1:0"}, &out); code != 1 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
