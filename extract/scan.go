@@ -312,45 +312,46 @@ func (s *scanner) scanNumber() (start, end int, isInt bool) {
 	case i < n && data[i] == '0':
 		i++
 	case i < n && data[i] >= '1' && data[i] <= '9':
-		for i < n && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
+		i = digitsEnd(data, i)
 	default:
-		s.pos = i
-		s.failSyntax("invalid number")
-		return start, start, false
+		return s.failNumber(start, i, "invalid number")
 	}
 	if i < n && data[i] == '.' {
 		isInt = false
-		i++
-		d := i
-		for i < n && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
-		if i == d {
-			s.pos = i
-			s.failSyntax("invalid number: no digits after the decimal point")
-			return start, start, false
+		d := i + 1
+		if i = digitsEnd(data, d); i == d {
+			return s.failNumber(start, i, "invalid number: no digits after the decimal point")
 		}
 	}
 	if i < n && (data[i] == 'e' || data[i] == 'E') {
 		isInt = false
-		i++
-		if i < n && (data[i] == '+' || data[i] == '-') {
-			i++
+		d := i + 1
+		if d < n && (data[d] == '+' || data[d] == '-') {
+			d++
 		}
-		d := i
-		for i < n && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
-		if i == d {
-			s.pos = i
-			s.failSyntax("invalid number: no digits in the exponent")
-			return start, start, false
+		if i = digitsEnd(data, d); i == d {
+			return s.failNumber(start, i, "invalid number: no digits in the exponent")
 		}
 	}
 	s.pos = i
 	return start, i, isInt
+}
+
+// digitsEnd returns the index of the first byte of data at or after i that is
+// not an ASCII digit (len(data) if there is none).
+func digitsEnd(data []byte, i int) int {
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// failNumber records the syntax error msg at byte i of the number that starts
+// at start and returns what scanNumber returns on error.
+func (s *scanner) failNumber(start, i int, msg string) (int, int, bool) {
+	s.pos = i
+	s.failSyntax(msg)
+	return start, start, false
 }
 
 // literal consumes lit (true, false or null) at s.pos.
@@ -478,32 +479,7 @@ func (s *scanner) objectKey() {
 // objectNext advances inside an object whose '{' has been consumed. It returns
 // true with the key in s.key and s.pos at the value, or false at the closing
 // brace or on error. n counts the members read so far (start at 0).
-func (s *scanner) objectNext(n *int) bool {
-	if s.err != nil {
-		return false
-	}
-	s.ws()
-	if s.pos >= len(s.data) {
-		s.failSyntax("unexpected end of input in object")
-		return false
-	}
-	c := s.data[s.pos]
-	if c == '}' {
-		s.pos++
-		return false
-	}
-	if *n > 0 {
-		if c != ',' {
-			s.failSyntaxf("want ',' or '}' in object, got %s", kindName(c))
-			return false
-		}
-		s.pos++
-		s.ws()
-	}
-	s.objectKey()
-	*n++
-	return s.err == nil
-}
+func (s *scanner) objectNext(n *int) bool { return s.next(n, '}') }
 
 // keySet is the keys a decoder knows for one kind of object, in the order
 // the service writes them, precomputed so that `"key":` at the expected place
@@ -586,29 +562,38 @@ func (s *scanner) nextKey(n *int, ks *keySet) int {
 
 // arrayNext advances inside an array whose '[' has been consumed: true with
 // s.pos at the next element, false at the closing bracket or on error.
-func (s *scanner) arrayNext(n *int) bool {
+func (s *scanner) arrayNext(n *int) bool { return s.next(n, ']') }
+
+// next is objectNext (closing is '}') and arrayNext (closing is ']'). The
+// container's opening byte, which kindName names, is closing-2.
+func (s *scanner) next(n *int, closing byte) bool {
 	if s.err != nil {
 		return false
 	}
 	s.ws()
 	if s.pos >= len(s.data) {
-		s.failSyntax("unexpected end of input in array")
+		s.failSyntax("unexpected end of input in " + kindName(closing-2))
 		return false
 	}
 	c := s.data[s.pos]
-	if c == ']' {
+	if c == closing {
 		s.pos++
 		return false
 	}
 	if *n > 0 {
 		if c != ',' {
-			s.failSyntaxf("want ',' or ']' in array, got %s", kindName(c))
+			s.failSyntaxf("want ',' or '%c' in %s, got %s", closing, kindName(closing-2), kindName(c))
 			return false
 		}
 		s.pos++
 	}
 	*n++
-	return true
+	if closing == ']' {
+		return true
+	}
+	s.ws()
+	s.objectKey()
+	return s.err == nil
 }
 
 // emptyOther consumes an empty container of the other kind ("[]" where an
@@ -630,47 +615,31 @@ func (s *scanner) emptyOther(open byte) bool {
 // enterObject starts reading an object value. It returns true when '{' was
 // consumed; false for null, for an empty array (the service's habit for empty
 // collections) or on error (a shape error naming what for other kinds).
-func (s *scanner) enterObject(what string) bool {
-	c := s.peek()
-	switch c {
-	case '{':
-		s.pos++
-		return true
-	case 'n':
-		s.literal("null")
-		return false
-	case '[':
-		if s.emptyOther('[') {
-			return false
-		}
-	case 0:
-		s.failSyntax("unexpected end of input")
-		return false
-	}
-	s.failShape(shapef("%s: want object, got %s", what, kindName(c)))
-	return false
-}
+func (s *scanner) enterObject(what string) bool { return s.enter('{', what) }
 
 // enterArray starts reading an array value: true when '[' was consumed; false
 // for null, for an empty object, or on error.
-func (s *scanner) enterArray(what string) bool {
+func (s *scanner) enterArray(what string) bool { return s.enter('[', what) }
+
+// enter is enterObject (open is '{') and enterArray (open is '[').
+func (s *scanner) enter(open byte, what string) bool {
 	c := s.peek()
 	switch c {
-	case '[':
+	case open:
 		s.pos++
 		return true
 	case 'n':
 		s.literal("null")
 		return false
-	case '{':
-		if s.emptyOther('{') {
+	case '{' + '[' - open: // the other kind, accepted when empty
+		if s.emptyOther(c) {
 			return false
 		}
 	case 0:
 		s.failSyntax("unexpected end of input")
 		return false
 	}
-	s.failShape(shapef("%s: want array, got %s", what, kindName(c)))
+	s.failShape(shapef("%s: want %s, got %s", what, kindName(open), kindName(c)))
 	return false
 }
 
