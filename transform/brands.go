@@ -86,14 +86,14 @@ func brandRow(br extract.Brand, detail *extract.BrandDetail, snapshot time.Time)
 		DateCreated:    optDate(br.DateCreated),
 		AccountManager: optTrim(br.AccountManager),
 		ProjectsCount:  br.ProjectsCount,
-		Raw:            CleanJSON(br.Raw),
+		Raw:            recordJSON(br.Raw),
 	}
 	if detail != nil {
 		row.GeneralInfo = optJSON(detail.GeneralInfo)
 		row.Metadata = optJSON(detail.Metadata)
-		row.Raw, row.DetailRaw = nil, CleanJSON(detail.Raw)
+		row.Raw, row.DetailRaw = nil, recordJSON(detail.Raw)
 		if len(detail.Raw) == 0 {
-			row.DetailRaw = CleanJSON(br.Raw)
+			row.DetailRaw = recordJSON(br.Raw)
 		}
 	}
 	var snap *BrandFinancialSnapshot
@@ -119,12 +119,12 @@ func brandRow(br extract.Brand, detail *extract.BrandDetail, snapshot time.Time)
 	return row, snap, nil
 }
 
-// optJSON is CleanJSON for an optional object: nil when absent.
+// optJSON is recordJSON for an optional object: nil when absent.
 func optJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
 	}
-	return CleanJSON(raw)
+	return recordJSON(raw)
 }
 
 // Contacts turns the contact persons of brand brandID into brand_contacts rows.
@@ -162,7 +162,7 @@ func Contacts(brandID extract.ID, list []extract.Contact) Batch {
 			Phone:     optTrimPtr(c.Phone),
 			Position:  optTrimPtr(c.Position),
 			IsPrimary: c.IsPrimary,
-			Raw:       CleanJSON(c.Raw),
+			Raw:       recordJSON(c.Raw),
 		}
 		contacts.put(row.ContactID, row)
 	}

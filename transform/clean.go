@@ -167,9 +167,7 @@ func CleanJSON(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return json.RawMessage("null")
 	}
-	risky := !utf8.Valid(raw) || bytes.Contains(raw, []byte(`\u0000`)) ||
-		bytes.Contains(raw, []byte(`\ud`)) || bytes.Contains(raw, []byte(`\uD`))
-	if !risky && json.Valid(raw) {
+	if !jsonbRisky(raw) && json.Valid(raw) {
 		return raw
 	}
 	if json.Valid(raw) {
@@ -184,6 +182,27 @@ func CleanJSON(raw json.RawMessage) json.RawMessage {
 	}
 	out, _ := json.Marshal(cleanText(string(raw))) // a string always marshals
 	return out
+}
+
+// recordJSON is CleanJSON for the Raw of a record decoded by extract, which
+// is one valid JSON value: the decoder checks every record it keeps (its
+// fuzz tests hold it to that), so the syntax is not checked again here; only
+// what a jsonb column refuses (NUL characters, lone surrogates, invalid
+// UTF-8) is looked for, and such a record goes through CleanJSON. On a page
+// of e-mails this halves the cost of the transform.
+func recordJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || jsonbRisky(raw) {
+		return CleanJSON(raw)
+	}
+	return raw
+}
+
+// jsonbRisky reports whether raw may hold what PostgreSQL's jsonb refuses:
+// invalid UTF-8, an escaped NUL or an escaped surrogate (lone or paired;
+// pairs are rare and re-encoding keeps them).
+func jsonbRisky(raw []byte) bool {
+	return !utf8.Valid(raw) || bytes.Contains(raw, []byte(`\u0000`)) ||
+		bytes.Contains(raw, []byte(`\ud`)) || bytes.Contains(raw, []byte(`\uD`))
 }
 
 // scrub replaces NUL characters in every string and object key of v.

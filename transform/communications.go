@@ -112,7 +112,7 @@ func communication(c *extract.Communication) (*commRows, error) {
 		MailboxID:      optText(e.MailboxID),
 		MailboxThread:  optText(e.MailboxThread),
 		EmailAt:        instant(e.EmailAt),
-		Raw:            CleanJSON(c.Raw),
+		Raw:            recordJSON(c.Raw),
 	}}
 	n := len(c.Users.From) + len(c.Users.To) + len(c.Users.CC) + len(c.Users.BCC)
 	r.people = make([]person, 0, n)

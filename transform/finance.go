@@ -9,67 +9,102 @@ import (
 	"github.com/agencysync/agencysync/extract"
 )
 
-// financeList applies conv to each record of a list keyed by id; a record
-// without id, with an over-long id or reference (refs: name/value pairs), or
-// that conv refuses becomes a Reject of stream.
-func financeList[T any, R any](stream string, list []T, id func(T) extract.ID, raw func(T) json.RawMessage,
-	refs func(T) []string, conv func(T) (R, error)) ([]R, []Reject) {
+// financeRecord is what financeList reads of every finance record (budget,
+// invoice, collection, payment): its id, amount, currency, update time and
+// raw bytes, and refs, the references it carries as name/value pairs for
+// keyLengths.
+type financeRecord struct {
+	id        extract.ID
+	amount    extract.Decimal
+	currency  string
+	updatedAt *time.Time
+	raw       json.RawMessage
+	refs      []string
+}
+
+// financeFields is a financeRecord checked and converted for its row.
+type financeFields struct {
+	id        string
+	amount    *string
+	currency  *string
+	updatedAt *time.Time
+	raw       json.RawMessage
+}
+
+// financeList turns a list of finance records into rows keyed by id: common
+// gives the record's financeRecord, row builds the row from the record and
+// its converted financeFields. A record without id, with an over-long id or
+// reference, or without a valid amount becomes a Reject of stream.
+func financeList[T any, R any](stream string, list []T, common func(T) financeRecord,
+	row func(T, financeFields) R) ([]R, []Reject) {
 	var d dedup[string, R]
 	var rejects []Reject
 	for _, rec := range list {
-		if id(rec) == "" {
-			rejects = append(rejects, NewReject(stream, "", raw(rec), errors.New("record without id")))
-			continue
-		}
-		err := keyLengths(append([]string{"id", string(id(rec))}, refs(rec)...)...)
-		var row R
-		if err == nil {
-			row, err = conv(rec)
-		}
+		c := common(rec)
+		f, err := c.fields()
 		if err != nil {
-			rejects = append(rejects, NewReject(stream, string(id(rec)), raw(rec), err))
+			rejects = append(rejects, NewReject(stream, string(c.id), c.raw, err))
 			continue
 		}
-		d.put(cleanText(string(id(rec))), row)
+		d.put(f.id, row(rec, f))
 	}
 	return d.rows, rejects
 }
 
-// required is conv for a field the record cannot do without: a finance
+// fields checks c's id and references and converts its fields.
+func (c financeRecord) fields() (financeFields, error) {
+	if c.id == "" {
+		return financeFields{}, errors.New("record without id")
+	}
+	if err := keyLengths(append([]string{"id", string(c.id)}, c.refs...)...); err != nil {
+		return financeFields{}, err
+	}
+	amount, err := required("amount", c.amount)
+	if err != nil {
+		return financeFields{}, err
+	}
+	return financeFields{
+		id:        cleanText(string(c.id)),
+		amount:    amount,
+		currency:  optText(c.currency),
+		updatedAt: optInstant(c.updatedAt),
+		raw:       recordJSON(c.raw),
+	}, nil
+}
+
+// required is decimal for a field the record cannot do without: a finance
 // record without its amount says nothing and is rejected, not stored with a
 // NULL amount that sums would silently skip.
-func (ds *decimals) required(field string, d extract.Decimal) *string {
+func required(field string, d extract.Decimal) (*string, error) {
 	if d == "" {
-		if ds.err == nil {
-			ds.err = fmt.Errorf("%s is missing", field)
-		}
-		return nil
+		return nil, fmt.Errorf("%s is missing", field)
 	}
-	return ds.conv(field, d)
+	return decimal(field, d)
+}
+
+// projectBrand is the refs of a record that belongs to a project and a brand.
+func projectBrand(project, brand extract.ID) []string {
+	return []string{"project_id", string(project), "brand_id", string(brand)}
 }
 
 // Budgets turns budget records into budgets rows.
 func Budgets(list []extract.Budget) Batch {
 	rows, rejects := financeList(StreamBudgets, list,
-		func(r extract.Budget) extract.ID { return r.ID },
-		func(r extract.Budget) json.RawMessage { return r.Raw },
-		func(r extract.Budget) []string {
-			return []string{"project_id", string(r.ProjectID), "brand_id", string(r.BrandID)}
+		func(r extract.Budget) financeRecord {
+			return financeRecord{r.ID, r.Amount, r.Currency, r.UpdatedAt, r.Raw, projectBrand(r.ProjectID, r.BrandID)}
 		},
-		func(r extract.Budget) (Budget, error) {
-			var ds decimals
-			row := Budget{
-				BudgetID:    cleanText(string(r.ID)),
+		func(r extract.Budget, f financeFields) Budget {
+			return Budget{
+				BudgetID:    f.id,
 				ProjectID:   optID(r.ProjectID),
 				BrandID:     optID(r.BrandID),
-				Amount:      ds.required("amount", r.Amount),
-				Currency:    optText(r.Currency),
+				Amount:      f.amount,
+				Currency:    f.currency,
 				PeriodStart: optDate(r.PeriodStart),
 				PeriodEnd:   optDate(r.PeriodEnd),
-				UpdatedAt:   optInstant(r.UpdatedAt),
-				Raw:         CleanJSON(r.Raw),
+				UpdatedAt:   f.updatedAt,
+				Raw:         f.raw,
 			}
-			return row, ds.err
 		})
 	return Batch{Budgets: rows, Rejects: rejects}
 }
@@ -77,27 +112,23 @@ func Budgets(list []extract.Budget) Batch {
 // Invoices turns invoice records into invoices rows.
 func Invoices(list []extract.Invoice) Batch {
 	rows, rejects := financeList(StreamInvoices, list,
-		func(r extract.Invoice) extract.ID { return r.ID },
-		func(r extract.Invoice) json.RawMessage { return r.Raw },
-		func(r extract.Invoice) []string {
-			return []string{"project_id", string(r.ProjectID), "brand_id", string(r.BrandID)}
+		func(r extract.Invoice) financeRecord {
+			return financeRecord{r.ID, r.Amount, r.Currency, r.UpdatedAt, r.Raw, projectBrand(r.ProjectID, r.BrandID)}
 		},
-		func(r extract.Invoice) (Invoice, error) {
-			var ds decimals
-			row := Invoice{
-				InvoiceID: cleanText(string(r.ID)),
+		func(r extract.Invoice, f financeFields) Invoice {
+			return Invoice{
+				InvoiceID: f.id,
 				Number:    optText(r.Number),
 				ProjectID: optID(r.ProjectID),
 				BrandID:   optID(r.BrandID),
 				IssueDate: optDate(r.IssueDate),
 				DueDate:   optDate(r.DueDate),
-				Amount:    ds.required("amount", r.Amount),
-				Currency:  optText(r.Currency),
+				Amount:    f.amount,
+				Currency:  f.currency,
 				Status:    optText(r.Status),
-				UpdatedAt: optInstant(r.UpdatedAt),
-				Raw:       CleanJSON(r.Raw),
+				UpdatedAt: f.updatedAt,
+				Raw:       f.raw,
 			}
-			return row, ds.err
 		})
 	return Batch{Invoices: rows, Rejects: rejects}
 }
@@ -105,21 +136,19 @@ func Invoices(list []extract.Invoice) Batch {
 // Collections turns collection records into collections rows.
 func Collections(list []extract.Collection) Batch {
 	rows, rejects := financeList(StreamCollections, list,
-		func(r extract.Collection) extract.ID { return r.ID },
-		func(r extract.Collection) json.RawMessage { return r.Raw },
-		func(r extract.Collection) []string { return []string{"invoice_id", string(r.InvoiceID)} },
-		func(r extract.Collection) (Collection, error) {
-			var ds decimals
-			row := Collection{
-				CollectionID: cleanText(string(r.ID)),
+		func(r extract.Collection) financeRecord {
+			return financeRecord{r.ID, r.Amount, r.Currency, r.UpdatedAt, r.Raw, []string{"invoice_id", string(r.InvoiceID)}}
+		},
+		func(r extract.Collection, f financeFields) Collection {
+			return Collection{
+				CollectionID: f.id,
 				InvoiceID:    optID(r.InvoiceID),
 				CollectedOn:  optDate(r.CollectedOn),
-				Amount:       ds.required("amount", r.Amount),
-				Currency:     optText(r.Currency),
-				UpdatedAt:    optInstant(r.UpdatedAt),
-				Raw:          CleanJSON(r.Raw),
+				Amount:       f.amount,
+				Currency:     f.currency,
+				UpdatedAt:    f.updatedAt,
+				Raw:          f.raw,
 			}
-			return row, ds.err
 		})
 	return Batch{Collections: rows, Rejects: rejects}
 }
@@ -127,26 +156,22 @@ func Collections(list []extract.Collection) Batch {
 // Payments turns payment records into payments rows.
 func Payments(list []extract.Payment) Batch {
 	rows, rejects := financeList(StreamPayments, list,
-		func(r extract.Payment) extract.ID { return r.ID },
-		func(r extract.Payment) json.RawMessage { return r.Raw },
-		func(r extract.Payment) []string {
-			return []string{"project_id", string(r.ProjectID), "brand_id", string(r.BrandID)}
+		func(r extract.Payment) financeRecord {
+			return financeRecord{r.ID, r.Amount, r.Currency, r.UpdatedAt, r.Raw, projectBrand(r.ProjectID, r.BrandID)}
 		},
-		func(r extract.Payment) (Payment, error) {
-			var ds decimals
-			row := Payment{
-				PaymentID: cleanText(string(r.ID)),
+		func(r extract.Payment, f financeFields) Payment {
+			return Payment{
+				PaymentID: f.id,
 				ProjectID: optID(r.ProjectID),
 				BrandID:   optID(r.BrandID),
 				Payee:     optTrim(r.Payee),
 				PaidOn:    optDate(r.PaidOn),
-				Amount:    ds.required("amount", r.Amount),
-				Currency:  optText(r.Currency),
+				Amount:    f.amount,
+				Currency:  f.currency,
 				Status:    optText(r.Status),
-				UpdatedAt: optInstant(r.UpdatedAt),
-				Raw:       CleanJSON(r.Raw),
+				UpdatedAt: f.updatedAt,
+				Raw:       f.raw,
 			}
-			return row, ds.err
 		})
 	return Batch{Payments: rows, Rejects: rejects}
 }
@@ -196,7 +221,7 @@ func profitabilityRow(r extract.Profitability) (Profitability, error) {
 		Cost:     ds.conv("cost", r.Cost),
 		Margin:   ds.conv("margin", r.Margin),
 		Currency: optText(r.Currency),
-		Raw:      CleanJSON(r.Raw),
+		Raw:      recordJSON(r.Raw),
 	}
 	return row, ds.err
 }
@@ -221,7 +246,7 @@ func AgencySummaries(list []extract.AgencySummary) Batch {
 			Paid:        ds.conv("paid", r.Paid),
 			Profit:      ds.conv("profit", r.Profit),
 			Currency:    optText(r.Currency),
-			Raw:         CleanJSON(r.Raw),
+			Raw:         recordJSON(r.Raw),
 		}
 		if ds.err != nil {
 			out.Rejects = append(out.Rejects, NewReject(StreamAgencySummary, r.Period, r.Raw, ds.err))

@@ -75,9 +75,9 @@ func projectOf(p extract.Project, detail bool) (projectRows, error) {
 		UpdatedAt: optInstant(p.UpdatedAt),
 	}}
 	if detail {
-		r.project.DetailRaw = CleanJSON(p.Raw)
+		r.project.DetailRaw = recordJSON(p.Raw)
 	} else {
-		r.project.Raw = CleanJSON(p.Raw)
+		r.project.Raw = recordJSON(p.Raw)
 	}
 	if p.Budget != nil {
 		amount, err := decimal("budget.amount", p.Budget.Amount)
