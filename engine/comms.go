@@ -278,6 +278,12 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 	return c
 }
 
+// transformedPage is a communications page with its rows.
+type transformedPage struct {
+	page  *extract.Page[extract.Communication]
+	batch transform.Batch
+}
+
 // pageRange pages through rc from its NextPage. Each page commits with the
 // cursor that points past it; onPage updates the cursor before the commit
 // (done: the page is the range's last). Fetching the next page overlaps the
@@ -295,15 +301,30 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage, StartPage: max(rc.NextPage, 1), PerPage: rc.PerPage}
 	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
 	finished := false
-	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*extract.Page[extract.Communication], error] {
-		return r.client.Communications(ctx, q)
+	// Each page is fetched, decoded and transformed ahead (when prefetching,
+	// in the prefetcher's goroutine, while the page before commits).
+	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[transformedPage, error] {
+		return func(yield func(transformedPage, error) bool) {
+			for page, err := range r.client.Communications(ctx, q) {
+				if err != nil {
+					yield(transformedPage{}, err)
+					return
+				}
+				batch := transform.Communications(page.Records)
+				batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
+				if !yield(transformedPage{page, batch}, nil) {
+					return
+				}
+			}
+		}
 	})
-	for page, err := range pages {
+	users := newKnownUsers()
+	for tp, err := range pages {
 		if err != nil {
 			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
 		}
-		batch := transform.Communications(page.Records)
-		batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
+		page, batch := tp.page, tp.batch
+		batch.Users = users.filter(batch.Users)
 		for i := range batch.Emails {
 			if at := batch.Emails[i].EmailAt; cs.watermark == nil || at.After(*cs.watermark) {
 				at := at
@@ -322,6 +343,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		if _, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch, State: cp}); err != nil {
 			return err
 		}
+		users.committed(batch.Users)
 		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
 		if done {
 			finished = true

@@ -9,37 +9,52 @@ import (
 )
 
 // TestWindowGuardHoldsUnderJitter simulates a network whose delays vary
-// wildly: the server sees each request at a random moment between its start
-// and its response. No window may hold more than n arrivals.
+// wildly: each round trip is a common delay plus a random jitter, and the
+// server sees the request after the common part of the way up plus a random
+// share of the jitter (the rest comes after it: processing, the way back).
+// No window may hold more than n arrivals. The guard estimates the common
+// delay from the fastest round trip it has seen; the first request here is
+// that fastest one (in a real run the margin absorbs a first estimate that
+// is a little high).
 func TestWindowGuardHoldsUnderJitter(t *testing.T) {
 	const n, window = 3, 100 * time.Millisecond
+	const up, common = 2 * time.Millisecond, 5 * time.Millisecond
 	g := newWindowGuard(n, window)
 	var mu sync.Mutex
 	var arrivals []time.Time
+	first, err := g.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Now()
+	arrivals = append(arrivals, wrote.Add(up))
+	time.Sleep(common)
+	first.release(wrote, common)
 	var wg sync.WaitGroup
 	for w := range 6 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range 8 {
-				release, err := g.acquire(context.Background())
+				sl, err := g.acquire(context.Background())
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				start := time.Now()
-				rtt := time.Duration(r.IntN(40)) * time.Millisecond
-				seen := start.Add(time.Duration(r.Int64N(int64(rtt) + 1)))
+				wrote := time.Now()
+				jitter := time.Duration(r.IntN(40)) * time.Millisecond
+				seen := wrote.Add(up + time.Duration(r.Int64N(int64(jitter)+1)))
+				rtt := common + jitter
 				time.Sleep(rtt)
 				mu.Lock()
 				arrivals = append(arrivals, seen)
 				mu.Unlock()
-				release()
-				release() // idempotent
+				sl.release(wrote, rtt)
+				sl.release(wrote, rtt) // only the first counts
 			}
 		})
 	}
 	wg.Wait()
-	if len(arrivals) != 48 {
+	if len(arrivals) != 49 {
 		t.Fatalf("%d arrivals", len(arrivals))
 	}
 	if got := arrivalsWithinWindow(arrivals, window); got > n {
@@ -47,13 +62,53 @@ func TestWindowGuardHoldsUnderJitter(t *testing.T) {
 	}
 }
 
+// TestWindowGuardRelease: a slot frees one window after the request was
+// written, plus the excess of its round trip over the fastest one seen; a
+// request without an answer holds it a window from its failure.
+func TestWindowGuardRelease(t *testing.T) {
+	const window = time.Second
+	g := newWindowGuard(3, window)
+	t0 := time.Now().Add(-time.Minute)
+	for _, c := range []struct {
+		name  string
+		wrote time.Time
+		rtt   time.Duration
+		want  time.Time // zero: a window from now
+	}{
+		{"first answer", t0, 50 * time.Millisecond, t0.Add(window)},
+		{"as fast", t0.Add(time.Second), 50 * time.Millisecond, t0.Add(time.Second + window)},
+		{"30ms slower", t0.Add(2 * time.Second), 80 * time.Millisecond, t0.Add(2*time.Second + 30*time.Millisecond + window)},
+		{"faster: the new minimum", t0.Add(3 * time.Second), 40 * time.Millisecond, t0.Add(3*time.Second + window)},
+		{"back to 50ms, now 10ms slower", t0.Add(4 * time.Second), 50 * time.Millisecond, t0.Add(4*time.Second + 10*time.Millisecond + window)},
+		{"no answer", time.Time{}, 0, time.Time{}},
+		{"written, no answer", t0, 0, time.Time{}},
+	} {
+		sl, err := g.acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		sl.release(c.wrote, c.rtt)
+		after := time.Now()
+		got := g.freeAt[sl.i]
+		if c.want.IsZero() {
+			if got.Before(before.Add(window)) || got.After(after.Add(window)) {
+				t.Errorf("%s: free at now%+v, want now+%v", c.name, got.Sub(before), window)
+			}
+		} else if !got.Equal(c.want) {
+			t.Errorf("%s: free at t0%+v, want t0%+v", c.name, got.Sub(t0), c.want.Sub(t0))
+		}
+		g.freeAt[sl.i] = time.Time{} // free again for the next case
+	}
+}
+
 func TestWindowGuardCancel(t *testing.T) {
 	g := newWindowGuard(1, time.Hour)
-	release, err := g.acquire(context.Background())
+	sl, err := g.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	sl.release(time.Time{}, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -88,19 +88,31 @@ func TestS02Faults(t *testing.T) {
 		"malformed":    int(st.Faults["truncate"]),
 		"rate_limited": int(st.Faults["429"] + st.RateLimited),
 	}
+	// A fault is seen as its own class, or as a timeout when the answer
+	// came too late for the client (a loaded machine can delay any answer
+	// past the 2s timeout; the sandbox has counted it by then).
+	late := 0
 	for c, n := range want {
-		if classes[c] != n {
-			t.Errorf("%d retries of class %s, want %d (one per injected fault of that kind)", classes[c], c, n)
+		if classes[c] > n {
+			t.Errorf("%d retries of class %s, more than the %d injected faults of that kind", classes[c], c, n)
 		}
+		late += max(n-classes[c], 0)
 	}
 	// Timeouts and network failures: one per slow answer and dropped
 	// connection, less the drops the Transport re-sent, plus the attempts
-	// the sandbox never saw.
+	// the sandbox never saw, plus the faults above that came too late. What
+	// is left are healthy answers that came too late: reported, and bounded.
 	gotNet := classes["timeout"] + classes["network"] + resends
-	wantNet := int(st.Faults["slow"]+st.Faults["drop"]) + max(unseen, 0)
-	if gotNet != wantNet {
-		t.Errorf("%d timeout/network retries and re-sends, want %d (%d slow, %d drops, %d unseen attempts)",
-			gotNet, wantNet, st.Faults["slow"], st.Faults["drop"], unseen)
+	wantNet := int(st.Faults["slow"]+st.Faults["drop"]) + max(unseen, 0) + late
+	healthyLate := gotNet - wantNet
+	sc.fig("%d timeout/network retries and re-sends: %d slow, %d drops, %d unseen attempts, %d faults answered too late, %d healthy answers too late",
+		gotNet, st.Faults["slow"], st.Faults["drop"], max(unseen, 0), late, healthyLate)
+	if healthyLate < 0 || healthyLate > 3 || late > 3 {
+		t.Errorf("%d timeout/network retries and re-sends do not account for the faults: %d slow, %d drops, %d unseen attempts, %d faults answered too late (at most 3 late answers expected)",
+			gotNet, st.Faults["slow"], st.Faults["drop"], unseen, late)
+	}
+	if healthyLate > 0 || late > 0 {
+		t.Logf("%d fault(s) and %d healthy answer(s) reached the worker after its 2s timeout: a loaded machine", late, healthyLate)
 	}
 	for c := range classes {
 		if _, ok := want[c]; !ok && c != "timeout" && c != "network" {
