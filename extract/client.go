@@ -119,13 +119,12 @@ type Options struct {
 	// endpoint (default), or a separate pace for it.
 	CommsRateLimit float64
 	// SpacingMargin is added to the interval between two requests and to the
-	// window of the window guard (default 5ms; negative for none). The
+	// window of the window guard (default 2ms; negative for none). The
 	// service counts requests per second by arrival time: besides even
-	// spacing, the client lets at most floor(rate) requests start per window
-	// measured from their responses, so that no jitter can land 11 arrivals
-	// in one second (see the package documentation). At 10/s the margin
-	// costs under 5% of the pace, and no quota: a run is bounded by the daily
-	// quota, not by the pace.
+	// spacing, the client lets at most floor(rate) requests through per
+	// window measured from their estimated arrivals (see the package
+	// documentation). At 10/s the margin costs 2% of the pace, and no quota: a
+	// run is bounded by the daily quota, not by the pace.
 	SpacingMargin time.Duration
 	// PerPage is the page size asked for; default and maximum 1000 (the
 	// rows-per-request quota).
@@ -345,7 +344,7 @@ func New(opts Options) (*Client, error) {
 	}
 	margin := opts.SpacingMargin
 	if margin == 0 {
-		margin = 5 * time.Millisecond
+		margin = 2 * time.Millisecond
 	} else if margin < 0 {
 		margin = 0
 	}
@@ -562,7 +561,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	if cl.comms && c.commsPacer != nil {
 		pc = c.commsPacer
 	}
-	done, err := pc.wait(ctx)
+	sl, err := pc.wait(ctx)
 	if err != nil {
 		c.budget.refund()
 		if ctx.Err() != nil {
@@ -570,7 +569,21 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		}
 		return fmt.Errorf("wait for rate limiter: %w", err)
 	}
-	defer done() // the response (or failure) is in: the slot's window starts
+	// The pacer's window guard wants when the request was written and how
+	// long its answer took to start (see pacer); without an answer the slot
+	// is held a window from the failure.
+	// Times are kept as offsets from base, on the monotonic clock.
+	base := time.Now()
+	var wroteAt, firstByteAt atomic.Int64 // offsets + 1; 0 while not seen
+	done := func() {
+		w, f := wroteAt.Load(), firstByteAt.Load()
+		if w == 0 || f <= w {
+			sl.release(time.Time{}, 0)
+			return
+		}
+		sl.release(base.Add(time.Duration(w-1)), time.Duration(f-w))
+	}
+	defer done()
 	if c.counter != nil {
 		if err := c.counter.CountRequest(ctx); err != nil {
 			c.budget.refund()
@@ -606,7 +619,11 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	// to refuse).
 	var writes atomic.Int32
 	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { writes.Add(1) },
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			writes.Add(1)
+			wroteAt.Store(int64(time.Since(base)) + 1)
+		},
+		GotFirstResponseByte: func() { firstByteAt.Store(int64(time.Since(base)) + 1) },
 	}))
 	start := time.Now()
 	info := RequestInfo{Endpoint: cl.endpoint, Method: cl.method, Page: cl.page, Attempt: attempt}
@@ -641,7 +658,7 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		buf.Grow(int(resp.ContentLength) + 1)
 	}
 	n, rerr := buf.ReadFrom(io.LimitReader(resp.Body, c.maxBody+1))
-	done() // the response is in: the slot's window starts now, not after decoding
+	done() // the answer is in: free the slot now, not after decoding
 	info.Bytes = int(n)
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if !ok {

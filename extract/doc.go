@@ -20,12 +20,13 @@
 //     short or empty page.
 //   - Pacing: requests are evenly spaced at Options.RateLimit (default 10/s,
 //     burst 1) by golang.org/x/time/rate, with a small spacing margin (default
-//     5ms). Because the service counts requests by arrival time, a window
-//     guard adds a hard bound that no network or scheduling jitter can break:
-//     at most floor(rate) requests start per second measured from the
-//     responses of earlier ones (a server sees a request between its start
-//     and its response). The two interfaces share one limit unless
-//     Options.CommsRateLimit is set.
+//     2ms). Because the service counts requests by arrival time, a window
+//     guard adds a bound that delays cannot break: at most floor(rate)
+//     requests per second measured from the estimated arrivals of earlier
+//     ones (write time, plus how much slower than the fastest round trip the
+//     answer came back; a full window from a failure without an answer). A
+//     delay common to all requests costs no pace; only its variation does.
+//     The two interfaces share one limit unless Options.CommsRateLimit is set.
 //   - Quota: every request sent, retries included, is counted through
 //     Options.Counter before it is sent (the load package persists the count).
 //     A client made by WithBudget refuses to send past its RequestBudget

@@ -16,16 +16,20 @@ import (
 //
 //   - a token bucket (golang.org/x/time/rate, burst 1) spaces requests evenly
 //     at the configured rate plus a small margin: no bursts;
-//   - a window guard makes the limit hold whatever the jitter between the
-//     moment a request leaves and the moment the server sees it. With
+//   - a window guard makes the limit hold whatever the delays between the
+//     moment a request is written and the moment the server counts it. With
 //     n = max(1, floor(rate)) and window = n/rate (one second for an integer
-//     rate), it has n slots; a request takes a free slot, and a slot frees
-//     one window (plus the margin) after the response to its request arrived.
-//     A server sees a request between its start and its response, so two
-//     arrivals on one slot are always more than a window apart and no window
-//     holds more than n arrivals. With the evenly spaced bucket the guard
-//     never waits on a fast network; on a slow one it trims the pace by about
-//     one round trip per window rather than risk a 429.
+//     rate), it has n slots; a request takes a free slot, and the slot frees
+//     one window (plus the margin) after the request's arrival. The arrival
+//     is not seen by the client; it is bounded from the request's write time
+//     and its round trip: a request whose answer came back later than the
+//     fastest one seen may have arrived that much later too, so the slot is
+//     held for the excess (round trip less the fastest round trip) on top of
+//     the window. A delay common to every request shifts all arrivals alike
+//     and costs nothing; only its variation (jitter, a stalled server, a
+//     retransmission) trims the pace, by that variation, rather than risk a
+//     429. A request that got no answer holds its slot for a window from the
+//     moment it failed, as it may have arrived as late as that.
 type pacer struct {
 	bucket *rate.Limiter
 	guard  *windowGuard
@@ -45,13 +49,27 @@ func newPacer(perSecond float64, margin time.Duration) *pacer {
 	}
 }
 
-// wait blocks until a request may be sent and returns the function to call
-// once its response (or failure) arrived.
-func (p *pacer) wait(ctx context.Context) (done func(), err error) {
+// wait blocks until a request may be sent and returns its slot, to release
+// once its answer (or failure) is in.
+func (p *pacer) wait(ctx context.Context) (*slot, error) {
 	if err := p.bucket.Wait(ctx); err != nil {
 		return nil, err
 	}
 	return p.guard.acquire(ctx)
+}
+
+// slot is one request's hold on a window guard slot.
+type slot struct {
+	g    *windowGuard
+	i    int
+	once sync.Once
+}
+
+// release frees the slot. wrote is when the request was written and rtt the
+// time from then to the first byte of the answer; without an answer (rtt 0)
+// the slot is held a full window from now. Only the first call counts.
+func (s *slot) release(wrote time.Time, rtt time.Duration) {
+	s.once.Do(func() { s.g.release(s.i, wrote, rtt) })
 }
 
 // windowGuard is n slots, each free from a given time on or busy.
@@ -60,6 +78,7 @@ type windowGuard struct {
 	window  time.Duration
 	freeAt  []time.Time // per slot; the zero time while a request holds it
 	busy    []bool
+	minRTT  time.Duration // the fastest round trip seen; 0 before the first
 	changed chan struct{} // closed and replaced when a slot is released
 }
 
@@ -73,7 +92,7 @@ func newWindowGuard(n int, window time.Duration) *windowGuard {
 }
 
 // acquire takes the slot that frees first, waiting for it if need be.
-func (g *windowGuard) acquire(ctx context.Context) (release func(), err error) {
+func (g *windowGuard) acquire(ctx context.Context) (_ *slot, err error) {
 	for {
 		g.mu.Lock()
 		best := -1
@@ -86,9 +105,7 @@ func (g *windowGuard) acquire(ctx context.Context) (release func(), err error) {
 		if best >= 0 && !g.freeAt[best].After(now) {
 			g.busy[best] = true
 			g.mu.Unlock()
-			slot := best
-			var once sync.Once
-			return func() { once.Do(func() { g.release(slot) }) }, nil
+			return &slot{g: g, i: best}, nil
 		}
 		changed := g.changed
 		var t *time.Timer
@@ -113,10 +130,18 @@ func (g *windowGuard) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-func (g *windowGuard) release(slot int) {
+func (g *windowGuard) release(i int, wrote time.Time, rtt time.Duration) {
+	now := time.Now()
 	g.mu.Lock()
-	g.busy[slot] = false
-	g.freeAt[slot] = time.Now().Add(g.window)
+	free := now.Add(g.window)
+	if !wrote.IsZero() && rtt > 0 {
+		if g.minRTT == 0 || rtt < g.minRTT {
+			g.minRTT = rtt
+		}
+		free = wrote.Add(rtt - g.minRTT + g.window)
+	}
+	g.busy[i] = false
+	g.freeAt[i] = free
 	close(g.changed)
 	g.changed = make(chan struct{})
 	g.mu.Unlock()
