@@ -2,9 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -86,13 +90,20 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
 		Priorities: priorities, DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
-		NoPrefetch: !cfg.Prefetch,
+		NoPrefetch: !cfg.Prefetch, SpoolDir: spoolDir(w.Schema, cfg.CommsURL),
 	})
 	if err != nil {
 		return nil, err
 	}
 	ok = true
 	return &wired{w: w, eng: eng, registry: reg}, nil
+}
+
+// spoolDir is the page spool's folder: under the system's temporary folder
+// ($TMPDIR), one per warehouse schema and communications address.
+func spoolDir(schema, commsURL string) string {
+	sum := sha256.Sum256([]byte(commsURL))
+	return filepath.Join(os.TempDir(), "agencysync-spool", schema+"-"+hex.EncodeToString(sum[:4]))
 }
 
 // parsePaths reads AGENCY_PATHS: "name=path" pairs over the endpoint names.

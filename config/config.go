@@ -89,7 +89,7 @@ type Config struct {
 	// FinanceFullEvery lists finance without updated_since at least this often.
 	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
 	// Prefetch fetches the next page while the current one loads.
-	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (false: a crash loses at most the page in hand, at the cost of the overlap)"`
+	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (pages wait in the spool under $TMPDIR until committed, so a crash still loses at most the request in flight)"`
 	// AutoMigrate applies pending migrations before run and serve.
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.

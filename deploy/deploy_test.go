@@ -226,7 +226,8 @@ func TestRecipesSetOnlyConfigVariables(t *testing.T) {
 	sources := map[string]bool{}
 	for _, e := range envs {
 		sources[strings.Fields(e.Source)[0]] = true
-		if !vars.known[e.Name] {
+		// TMPDIR is the system's, not agencysync's: it places the page spool.
+		if !vars.known[e.Name] && e.Name != "TMPDIR" {
 			t.Errorf("%s sets %s, which is not a configuration variable", e.Source, e.Name)
 		}
 	}
@@ -427,6 +428,23 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		if k8s.secrets[str(get(pod, "volumes", 0, "secret", "secretName"))] == nil {
 			t.Errorf("%s: the secrets volume names no Secret of the manifests", o.file)
+		}
+		// The root filesystem is read-only: the page spool needs a writable
+		// /tmp that outlives a container restart (an emptyDir).
+		tmpVolume := ""
+		for i := 0; get(c, "volumeMounts", i) != nil; i++ {
+			if get(c, "volumeMounts", i, "mountPath") == "/tmp" {
+				tmpVolume = str(get(c, "volumeMounts", i, "name"))
+			}
+		}
+		hasEmptyDir := false
+		for i := 0; get(pod, "volumes", i) != nil; i++ {
+			if tmpVolume != "" && get(pod, "volumes", i, "name") == tmpVolume && get(pod, "volumes", i, "emptyDir") != nil {
+				hasEmptyDir = true
+			}
+		}
+		if !hasEmptyDir {
+			t.Errorf("%s: want an emptyDir mounted at /tmp (the page spool; the root filesystem is read-only)", o.file)
 		}
 		args := strList(get(c, "args"))
 		switch o.kind {

@@ -278,12 +278,6 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 	return c
 }
 
-// transformedPage is a communications page with its rows.
-type transformedPage struct {
-	page  *extract.Page[extract.Communication]
-	batch transform.Batch
-}
-
 // pageRange pages through rc from its NextPage. Each page commits with the
 // cursor that points past it; onPage updates the cursor before the commit
 // (done: the page is the range's last). Fetching the next page overlaps the
@@ -302,28 +296,51 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
 	finished := false
 	// Each page is fetched, decoded and transformed ahead (when prefetching,
-	// in the prefetcher's goroutine, while the page before commits).
-	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[transformedPage, error] {
-		return func(yield func(transformedPage, error) bool) {
+	// in the prefetcher's goroutine, while the page before commits), and
+	// spooled until its commit. Pages a killed run had spooled come first.
+	sp := r.spool
+	key := func(page int) string { return sp.pageKey(r.e.set, rc.From, rc.To, page) }
+	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*spooledPage, error] {
+		return func(yield func(*spooledPage, error) bool) {
+			q := q
+			for sp != nil {
+				p := &spooledPage{}
+				if !sp.get(key(q.StartPage), p) || p.Number != q.StartPage || (rc.PerPage > 0 && p.PerPage != rc.PerPage) {
+					break
+				}
+				log.Info("communications page from the spool", zap.Int("page", p.Number))
+				if !yield(p, nil) {
+					return
+				}
+				if p.Number >= p.LastPage || p.Rows == 0 {
+					return
+				}
+				q.StartPage, q.PerPage = p.Number+1, p.PerPage
+			}
 			for page, err := range r.client.Communications(ctx, q) {
 				if err != nil {
-					yield(transformedPage{}, err)
+					yield(nil, err)
 					return
 				}
 				batch := transform.Communications(page.Records)
 				batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
-				if !yield(transformedPage{page, batch}, nil) {
+				p := &spooledPage{Number: page.Number, PerPage: page.PerPage, Total: page.Total, LastPage: page.LastPage,
+					Rows: page.Rows(), Batch: batch}
+				if sp != nil {
+					sp.put(key(p.Number), p)
+				}
+				if !yield(p, nil) {
 					return
 				}
 			}
 		}
 	})
 	users := newKnownUsers()
-	for tp, err := range pages {
+	for page, err := range pages {
 		if err != nil {
 			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
 		}
-		page, batch := tp.page, tp.batch
+		batch := page.Batch
 		batch.Users = users.filter(batch.Users)
 		for i := range batch.Emails {
 			if at := batch.Emails[i].EmailAt; cs.watermark == nil || at.After(*cs.watermark) {
@@ -333,8 +350,8 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		}
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
-		rc.Seen += page.Rows()
-		done := page.Number >= page.LastPage || page.Rows() == 0
+		rc.Seen += page.Rows
+		done := page.Number >= page.LastPage || page.Rows == 0
 		onPage(done)
 		cp, err := cs.checkpoint(done && cs.partition == partComms && cs.cur.Increment == nil && (cs.cur.Backfill == nil || cs.cur.Backfill.Done))
 		if err != nil {
@@ -344,6 +361,9 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(batch.Users)
+		if sp != nil {
+			sp.drop(key(page.Number))
+		}
 		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
 		if done {
 			finished = true

@@ -57,10 +57,22 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 	log.Info("details due", zap.Int("count", len(due)))
 	name := stream + ".details"
 	r.progress.Update(name, 0, len(due))
+	sp := r.spool
 	fetch := func(ctx context.Context) iter.Seq2[fetchedDetail, error] {
 		return func(yield func(fetchedDetail, error) bool) {
 			for _, d := range due {
+				var sd spooledDetail
+				if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
+					log.Info("detail from the spool", zap.String("id", d.ID))
+					if !yield(fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts}, nil) {
+						return
+					}
+					continue
+				}
 				fd, err := r.fetchDetail(ctx, stream, d)
+				if err == nil && sp != nil && !fd.gone {
+					sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts})
+				}
 				if !yield(fd, err) || err != nil {
 					return
 				}
@@ -90,6 +102,9 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		}
 		if _, err := r.commit(ctx, p); err != nil {
 			return err
+		}
+		if sp != nil {
+			sp.drop(sp.detailKey(stream, id, hash))
 		}
 		done++
 		r.progress.Update(name, done, len(due))

@@ -72,10 +72,14 @@ type Settings struct {
 	// Priorities order the tasks (default DefaultPriorities).
 	Priorities []Task
 	// NoPrefetch turns off fetching the next page while the current one
-	// loads. Prefetching keeps the API's pace the only bottleneck; without
-	// it, a crash can lose at most the page in hand instead of that page and
-	// the one being fetched.
+	// loads. Prefetching keeps the API's pace the only bottleneck; with the
+	// spool (SpoolDir) a crash loses at most the request in flight either
+	// way, without it the page in hand and the one being fetched.
 	NoPrefetch bool
+	// SpoolDir is a private folder where each communications page waits
+	// from its answer to its commit, so that a crash loses at most the
+	// request in flight (see pageSpool); "" keeps pages in memory only.
+	SpoolDir string
 	// DetailMaxAge re-fetches a brand's or project's detail older than this
 	// even when its list entry did not change (default 7 days; 0 keeps the default).
 	DetailMaxAge time.Duration
@@ -123,6 +127,7 @@ type Engine struct {
 	log      *zap.Logger
 	set      Settings
 	book     *bookkeeping
+	spool    *pageSpool // nil without Settings.SpoolDir
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
 }
@@ -165,6 +170,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 	}
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, metrics: d.Metrics,
 		progress: d.Progress, log: d.Logger, set: s, book: newBookkeeping(s.Schema)}
+	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
 	return e, nil
 }
 
@@ -228,6 +234,7 @@ type run struct {
 	log      *zap.Logger
 	today    time.Time // UTC date of the run's start (snapshot date)
 	progress Progress
+	spool    *pageSpool
 	mu       sync.Mutex
 	counts   load.Counts
 	notes    []string
@@ -307,7 +314,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	e.retries.Store(0)
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
-	r := &run{e: e, id: runID, budget: budget, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
+	r := &run{e: e, id: runID, budget: budget, spool: e.spool, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
 		log: runLog, today: utcDate(started)}
 	r.progress = e.progress(r.log)
 	base := r.client

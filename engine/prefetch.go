@@ -8,7 +8,8 @@ import (
 // prefetch runs the sequence made by open in its own goroutine, one item
 // ahead of the consumer: while the consumer handles (loads) item n, item n+1
 // is being fetched. The channel is unbuffered, so no more than one item waits
-// — a crash loses at most the page in hand and the one being fetched. When
+// — a crash loses at most the page in hand and the one being fetched (with
+// the engine's spool, only a request in flight). When
 // the consumer stops early, the producer's context is cancelled and the
 // goroutine ends before prefetch returns.
 func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Context) iter.Seq2[T, error]) iter.Seq2[T, error] {

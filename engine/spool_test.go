@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/transform"
+)
+
+func TestPageSpool(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	if openSpool("", "s", zap.NewNop()) != nil {
+		t.Fatal("a spool without a folder")
+	}
+	sp := openSpool(dir, "s", zap.NewNop())
+	set := Settings{DomainID: 1, UserIDs: []int64{1, 2}, WithMessage: "0"}
+	rk := sp.pageKey(set, "2024-01-01", "2024-01-31", 3)
+	p := &spooledPage{Number: 3, PerPage: 1000, Total: 2500, LastPage: 3, Rows: 500,
+		Batch: transform.Batch{Emails: []transform.Email{{RecordID: 7, Subject: "Q3 plan", EmailAt: time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)}},
+			Rejects: []transform.Reject{{Stream: "communications", Key: "8", Payload: []byte(`{"id":8}`), Error: "bad date"}}}}
+	sp.put(rk, p)
+
+	got := &spooledPage{}
+	ok := sp.get(rk, got)
+	if !ok || got.Number != 3 || got.LastPage != 3 || got.Rows != 500 || len(got.Batch.Emails) != 1 ||
+		!got.Batch.Emails[0].EmailAt.Equal(p.Batch.Emails[0].EmailAt) || string(got.Batch.Rejects[0].Payload) != `{"id":8}` {
+		t.Fatalf("spooled page back: %+v, %v", got, ok)
+	}
+	// Another page, another range or another schema finds nothing.
+	other := set
+	other.UserIDs = []int64{1}
+	t2 := openSpool(dir, "t", zap.NewNop())
+	for name, k := range map[string]string{
+		"page 2":       sp.pageKey(set, "2024-01-01", "2024-01-31", 2),
+		"other users":  sp.pageKey(other, "2024-01-01", "2024-01-31", 3),
+		"other dates":  sp.pageKey(set, "2024-01-01", "2024-02-29", 3),
+		"other schema": t2.pageKey(set, "2024-01-01", "2024-01-31", 3),
+		"a detail":     sp.detailKey("brands", "3", "h"),
+	} {
+		if sp.get(k, &spooledPage{}) {
+			t.Errorf("%s: found the spooled page", name)
+		}
+	}
+	// A detail, keyed by its list entry's hash.
+	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Contacts: true, Batch: transform.Batch{ProjectDetails: []string{"42"}}})
+	var d spooledDetail
+	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || !d.Contacts || len(d.Batch.ProjectDetails) != 1 || sp.get(sp.detailKey("projects", "42", "h2"), &d) {
+		t.Errorf("detail back: %+v", d)
+	}
+	sp.drop(sp.detailKey("projects", "42", "h1"))
+	// Private: the folder 0700, the files 0600.
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("spool holds %d files, want 1", len(entries))
+	}
+	fi, _ := entries[0].Info()
+	if di, _ := os.Stat(dir); di.Mode().Perm() != 0o700 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("folder %v, file %v; want 0700 and 0600", di.Mode().Perm(), fi.Mode().Perm())
+	}
+	// A damaged file is dropped, and the page fetched again.
+	name := filepath.Join(dir, entries[0].Name())
+	if err := os.WriteFile(name, []byte("not gob"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sp.get(rk, &spooledPage{}) {
+		t.Error("a damaged file was read")
+	}
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("the damaged file is still there: %v", err)
+	}
+	// Committed pages are dropped; stale files go when a spool opens.
+	sp.put(rk, p)
+	sp.drop(rk)
+	if sp.get(rk, &spooledPage{}) {
+		t.Error("a dropped page was found")
+	}
+	sp.put(rk, p)
+	old := time.Now().Add(-spoolMaxAge - time.Hour)
+	entries, _ = os.ReadDir(dir)
+	if err := os.Chtimes(filepath.Join(dir, entries[0].Name()), old, old); err != nil {
+		t.Fatal(err)
+	}
+	sp = openSpool(dir, "s", zap.NewNop())
+	if sp.get(rk, &spooledPage{}) {
+		t.Error("a file older than a day survived opening the spool")
+	}
+	// An unusable folder disables the spool.
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if openSpool(filepath.Join(blocker, "spool"), "s", zap.NewNop()) != nil {
+		t.Error("a spool under a file")
+	}
+}
