@@ -99,11 +99,11 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 	return &wired{w: w, eng: eng, registry: reg}, nil
 }
 
-// spoolDir is the page spool's folder: under the system's temporary folder
-// ($TMPDIR), one per warehouse schema and communications address.
+// spoolDir is the page spool's folder: in the system's temporary folder
+// ($TMPDIR), one per user, warehouse schema and communications address.
 func spoolDir(schema, commsURL string) string {
 	sum := sha256.Sum256([]byte(commsURL))
-	return filepath.Join(os.TempDir(), "agencysync-spool", schema+"-"+hex.EncodeToString(sum[:4]))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("agencysync-spool-%d-%s-%s", os.Getuid(), schema, hex.EncodeToString(sum[:4])))
 }
 
 // parsePaths reads AGENCY_PATHS: "name=path" pairs over the endpoint names.

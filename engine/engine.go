@@ -235,10 +235,13 @@ type run struct {
 	today    time.Time // UTC date of the run's start (snapshot date)
 	progress Progress
 	spool    *pageSpool
-	mu       sync.Mutex
-	counts   load.Counts
-	notes    []string
-	stopErr  error // budget, quota, auth or interruption: stops every task
+	// listsDone are the lists ("stream/partition") an unfinished run
+	// completed today: not listed again.
+	listsDone map[string]bool
+	mu        sync.Mutex
+	counts    load.Counts
+	notes     []string
+	stopErr   error // budget, quota, auth or interruption: stops every task
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -303,6 +306,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
+	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	plan, err := e.makePlan(ctx, streams, req.Backfill, done)
 	if err != nil {
 		return nil, err
@@ -314,9 +321,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	e.retries.Store(0)
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
-	r := &run{e: e, id: runID, budget: budget, spool: e.spool, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
+	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
 		log: runLog, today: utcDate(started)}
 	r.progress = e.progress(r.log)
+	defer r.spool.tidy()
 	base := r.client
 	r.log.Info("sync started", zap.Strings("streams", streams), zap.String("trigger", string(req.Trigger)),
 		zap.Int("budget", plan.Budget), zap.Int("spent_today", plan.Spent), zap.Int("estimated", plan.Estimated()))

@@ -199,7 +199,15 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	// A failing list does not keep the others from syncing; budget, quota,
 	// credentials and interruption stop them all.
 	var errs []error
-	for _, sync := range lists {
+	partitions := listPartitions[TaskFinance].partitions // in the order of lists
+	if len(partitions) != len(lists) {
+		return fmt.Errorf("sync finance: %d lists for %d partitions", len(lists), len(partitions))
+	}
+	for i, sync := range lists {
+		if r.listsDone[StreamFinance+"/"+partitions[i]] {
+			log.Info("finance list completed by an unfinished run today; not listed again", zap.String("list", partitions[i]))
+			continue
+		}
 		if err := sync(); err != nil {
 			if classifyStop(ctx, err) != nil {
 				return err

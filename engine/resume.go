@@ -26,6 +26,27 @@ var listPartitions = map[Task]struct {
 // refresh or a manual backfill skips nothing.
 func (e *Engine) doneByUnfinishedRun(ctx context.Context, req Request) (map[Task]bool, error) {
 	done := map[Task]bool{}
+	parts, err := e.listsDoneByUnfinishedRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for task, lp := range listPartitions {
+		n := 0
+		for _, p := range lp.partitions {
+			if parts[lp.stream+"/"+p] {
+				n++
+			}
+		}
+		done[task] = n == len(lp.partitions)
+	}
+	return done, nil
+}
+
+// listsDoneByUnfinishedRun is doneByUnfinishedRun list by list, as
+// "stream/partition": a run killed in the middle of the finance lists does
+// not cost the next run the lists it had completed.
+func (e *Engine) listsDoneByUnfinishedRun(ctx context.Context, req Request) (map[string]bool, error) {
+	done := map[string]bool{}
 	if req.Backfill != nil || len(req.FullRefresh) > 0 {
 		return done, nil
 	}
@@ -53,15 +74,20 @@ AND started_at > now() - interval '2 days' ORDER BY started_at`, e.book.t("sync_
 	if started.IsZero() {
 		return done, nil
 	}
-	for task, lp := range listPartitions {
-		var n int
-		err := e.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s
+	for _, lp := range listPartitions {
+		rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT partition FROM %s
 WHERE stream = $1 AND partition = ANY($2) AND last_success_at >= $3`, e.book.t("sync_state")),
-			lp.stream, lp.partitions, started).Scan(&n)
+			lp.stream, lp.partitions, started)
 		if err != nil {
 			return nil, fmt.Errorf("read completed lists: %w", err)
 		}
-		done[task] = n == len(lp.partitions)
+		parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read completed lists: %w", err)
+		}
+		for _, p := range parts {
+			done[lp.stream+"/"+p] = true
+		}
 	}
 	return done, nil
 }

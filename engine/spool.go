@@ -3,13 +3,14 @@ package engine
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -45,31 +46,53 @@ type pageSpool struct {
 	log    *zap.Logger
 }
 
-// openSpool prepares dir (created 0700) and removes files older than
-// spoolMaxAge. It returns nil, after a warning, when dir is unusable.
+// openSpool returns the spool of dir, nil for "". The folder is made when a
+// run starts (prepare) and removed when a run leaves it empty (tidy).
 func openSpool(dir, schema string, log *zap.Logger) *pageSpool {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		log.Warn("page spool unavailable: a crash may cost the prefetched page", zap.String("dir", dir), zap.Error(err))
+	return &pageSpool{dir: dir, schema: schema, log: log}
+}
+
+// prepare makes the folder (0700) for a run and removes files older than
+// spoolMaxAge. It returns nil, after a warning, when the folder is unusable
+// or not a private folder of this user's (a shared /tmp).
+func (s *pageSpool) prepare() *pageSpool {
+	if s == nil {
 		return nil
 	}
-	s := &pageSpool{dir: dir, schema: schema, log: log}
-	entries, err := os.ReadDir(dir)
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		s.log.Warn("page spool unavailable: a crash may cost the prefetched page", zap.String("dir", s.dir), zap.Error(err))
+		return nil
+	}
+	if fi, err := os.Lstat(s.dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByUs(fi) {
+		s.log.Warn("page spool unavailable: the folder is not a private folder of this user's; a crash may cost the prefetched page",
+			zap.String("dir", s.dir))
+		return nil
+	}
+	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		log.Warn("page spool unavailable: a crash may cost the prefetched page", zap.String("dir", dir), zap.Error(err))
+		s.log.Warn("page spool unavailable: a crash may cost the prefetched page", zap.String("dir", s.dir), zap.Error(err))
 		return nil
 	}
 	for _, e := range entries {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > spoolMaxAge {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
+			_ = os.Remove(filepath.Join(s.dir, e.Name()))
 		}
 	}
 	return s
 }
 
-// spooledPage is a transformed communications page, as spooled.
+// tidy removes the folder if the run left it empty.
+func (s *pageSpool) tidy() {
+	if s != nil {
+		_ = os.Remove(s.dir) // fails, as it should, while pages wait in it
+	}
+}
+
+// spooledPage is a transformed communications page, as spooled (JSON: it
+// keeps nil pointers apart from pointers to zero values, which gob does not).
 type spooledPage struct {
 	Number, PerPage, Total, LastPage, Rows int
 	Batch                                  transform.Batch
@@ -100,14 +123,14 @@ func (s *pageSpool) detailKey(stream, id, hash string) string {
 
 func (s *pageSpool) path(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(s.dir, hex.EncodeToString(sum[:16])+".gob")
+	return filepath.Join(s.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
 // put writes v under key (a temporary file renamed into place, so a crash
 // never leaves half a file under the key's name).
 func (s *pageSpool) put(key string, v any) {
 	var buf bytes.Buffer
-	err := gob.NewEncoder(&buf).Encode(v)
+	err := json.NewEncoder(&buf).Encode(v)
 	if err == nil {
 		var tmp *os.File
 		if tmp, err = os.CreateTemp(s.dir, ".tmp-*"); err == nil {
@@ -138,12 +161,44 @@ func (s *pageSpool) get(key string, v any) bool {
 		}
 		return false
 	}
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		s.log.Warn("read a spooled page", zap.Error(fmt.Errorf("decode: %w", err)))
 		s.drop(key)
 		return false
 	}
+	nilNullJSON(reflect.ValueOf(v))
 	return true
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// nilNullJSON undoes the one thing a JSON round trip changes in a batch: a
+// nil json.RawMessage (an absent raw column, stored as SQL NULL) comes back
+// as the JSON literal null. A raw column from a decoded record is never the
+// literal null (see transform's recordJSON), so every null is set back to nil.
+func nilNullJSON(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			nilNullJSON(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				nilNullJSON(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawMessageType {
+			if string(v.Bytes()) == "null" && v.CanSet() {
+				v.SetZero()
+			}
+			return
+		}
+		for i := range v.Len() {
+			nilNullJSON(v.Index(i))
+		}
+	}
 }
 
 // drop removes key's file (after its commit).

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package engine
+
+import "io/fs"
+
+// ownedByUs reports whether fi belongs to this process's user; without Unix
+// owners the folder's mode is the only check.
+func ownedByUs(fs.FileInfo) bool { return true }

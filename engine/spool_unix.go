@@ -1,0 +1,15 @@
+//go:build unix
+
+package engine
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ownedByUs reports whether fi belongs to this process's user.
+func ownedByUs(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
