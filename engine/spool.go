@@ -76,8 +76,10 @@ func (s *pageSpool) prepare() *pageSpool {
 		s.log.Warn("page spool unavailable: a crash may cost the prefetched page", zap.String("dir", s.dir), zap.Error(err))
 		return nil
 	}
+	// Half-written files of a killed run (the run holds the sync lock, so no
+	// other writer is at work) and files past their age go.
 	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > spoolMaxAge {
+		if info, err := e.Info(); err == nil && (strings.HasPrefix(e.Name(), ".tmp-") || time.Since(info.ModTime()) > spoolMaxAge) {
 			_ = os.Remove(filepath.Join(s.dir, e.Name()))
 		}
 	}

@@ -86,9 +86,16 @@ func TestPageSpool(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, entries[0].Name()), old, old); err != nil {
 		t.Fatal(err)
 	}
+	half := filepath.Join(dir, ".tmp-123")
+	if err := os.WriteFile(half, []byte(`{"Number":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	sp = openSpool(dir, "s", zap.NewNop()).prepare()
 	if sp.get(rk, &spooledPage{}) {
 		t.Error("a file older than a day survived opening the spool")
+	}
+	if _, err := os.Stat(half); !os.IsNotExist(err) {
+		t.Errorf("a half-written file survived opening the spool: %v", err)
 	}
 	// A folder open to others (someone else's, in a shared /tmp) is not used.
 	open := filepath.Join(t.TempDir(), "open")
