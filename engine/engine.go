@@ -302,14 +302,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err := e.book.closeDeadRuns(ctx, e.pool); err != nil {
 		return nil, err
 	}
-	done, err := e.doneByUnfinishedRun(ctx, req)
-	if err != nil {
-		return nil, err
-	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	done := tasksDone(listsDone)
 	plan, err := e.makePlan(ctx, streams, req.Backfill, done)
 	if err != nil {
 		return nil, err

@@ -816,11 +816,11 @@ func TestUndecodableDetailIsRejected(t *testing.T) {
 	}
 }
 
-// TestUnfinishedRunIsContinued: a run that dies during the backfill has
-// listed brands, projects and finance; the next run the same day continues
-// with the backfill instead of listing them again.
-func TestUnfinishedRunIsContinued(t *testing.T) {
-	t.Parallel()
+// newRealClockHarness is a harness on the real clock, a small sandbox and a
+// fresh schema: "today" is the quota day of the runs' rows, as the resume of
+// an unfinished run needs.
+func newRealClockHarness(t *testing.T) *harness {
+	t.Helper()
 	pool, schema := warehousetest.Schema(t)
 	h := &harness{t: t, pool: pool, schema: schema, realClock: true}
 	o := smallSandbox()
@@ -834,6 +834,16 @@ func TestUnfinishedRunIsContinued(t *testing.T) {
 	t.Cleanup(func() { sb.Close() })
 	h.sb, h.opts = sb, o
 	h.eng = h.engine(nil)
+	return h
+}
+
+// TestUnfinishedRunIsContinued: a run that dies during the backfill has
+// listed brands, projects and finance; the next run the same day continues
+// with the backfill instead of listing them again.
+func TestUnfinishedRunIsContinued(t *testing.T) {
+	t.Parallel()
+	h := newRealClockHarness(t)
+	sb := h.sb
 	inner := h.eng.store
 	h.eng.store = &crashingStore{warehouseStore: inner, stream: StreamCommunications, after: 1}
 	if res := h.run(Request{}); res.Status != StatusFailed {
@@ -889,20 +899,7 @@ func (f *failingPartitionStore) CommitPage(ctx context.Context, p load.Page) (lo
 // complete, not those it did.
 func TestFinanceListsCompletedTodayAreNotListedAgain(t *testing.T) {
 	t.Parallel()
-	// The real clock: "today" is the quota day of the runs' rows.
-	pool, schema := warehousetest.Schema(t)
-	h := &harness{t: t, pool: pool, schema: schema, realClock: true}
-	o := smallSandbox()
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
-	h.sb, h.opts = sb, o
-	h.eng = h.engine(nil)
+	h := newRealClockHarness(t)
 	inner := h.eng.store
 	h.eng.store = &failingPartitionStore{warehouseStore: inner, partition: "collections"}
 	res := h.run(Request{Streams: []string{StreamFinance}})

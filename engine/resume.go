@@ -25,11 +25,17 @@ var listPartitions = map[Task]struct {
 // details resume from their own cursors and are never skipped. A full
 // refresh or a manual backfill skips nothing.
 func (e *Engine) doneByUnfinishedRun(ctx context.Context, req Request) (map[Task]bool, error) {
-	done := map[Task]bool{}
 	parts, err := e.listsDoneByUnfinishedRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	return tasksDone(parts), nil
+}
+
+// tasksDone are the list tasks all of whose lists are in parts (as
+// listsDoneByUnfinishedRun gives them).
+func tasksDone(parts map[string]bool) map[Task]bool {
+	done := map[Task]bool{}
 	for task, lp := range listPartitions {
 		n := 0
 		for _, p := range lp.partitions {
@@ -39,7 +45,7 @@ func (e *Engine) doneByUnfinishedRun(ctx context.Context, req Request) (map[Task
 		}
 		done[task] = n == len(lp.partitions)
 	}
-	return done, nil
+	return done
 }
 
 // listsDoneByUnfinishedRun is doneByUnfinishedRun list by list, as
