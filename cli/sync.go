@@ -67,9 +67,18 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := load.NewLedger(w.Pool, w.Schema, cfg.QuotaTZ.Location, time.Now)
+	// The quota day is the service's: its clock is read off the Date header
+	// of its answers, and until the first answer from the offset a previous
+	// run saw (the worker's own clock when none was ever seen).
+	clock := extract.NewServiceClock(time.Now)
+	ledger, err := load.NewLedger(w.Pool, w.Schema, cfg.QuotaTZ.Location, clock.Now)
 	if err != nil {
 		return nil, err
+	}
+	if off, known, err := ledger.ClockOffset(ctx); err != nil {
+		return nil, err
+	} else if known {
+		clock.SetOffset(off)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -78,19 +87,19 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 	client, err := extract.New(extract.Options{
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
 		WorkflowID: cfg.WorkflowID, Paths: paths, RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
-		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log,
+		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics,
+	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: client, Clock: clock, Metrics: metrics,
 		Progress: progress, Logger: a.log}, engine.Settings{
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
 		Priorities: priorities, DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
-		NoPrefetch: !cfg.Prefetch, SpoolDir: spoolDir(w.Schema, cfg.CommsURL),
+		NoPrefetch: !cfg.Prefetch, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now,
 	})
 	if err != nil {
 		return nil, err

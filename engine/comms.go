@@ -164,6 +164,26 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		return nil
 	}
 	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
+	if err := r.incrementRange(ctx, log, cs); err != nil {
+		return err
+	}
+	return r.catchUpServiceDay(ctx, log, cs, r.today)
+}
+
+// catchUpServiceDay fetches the days after to that the service's clock has
+// reached meanwhile. The run's today comes from the service clock as known
+// when the run started (its offset as a previous run saw it); when the
+// answers show that the service's day has moved on since (its clock jumped,
+// or this is the first process to see it), the increment goes on to the
+// service's today rather than leave that day to the next run.
+func (r *run) catchUpServiceDay(ctx context.Context, log *zap.Logger, cs *commsState, to time.Time) error {
+	svcToday := utcDate(r.e.set.Now())
+	if !svcToday.After(to) {
+		return nil
+	}
+	log.Info("the service's day is later than the run's start said: fetching up to it",
+		zap.String("run_today", dateString(to)), zap.String("service_today", dateString(svcToday)))
+	cs.cur.Increment = &rangeCursor{From: dateString(to.AddDate(0, 0, 1)), To: dateString(svcToday), NextPage: 1}
 	return r.incrementRange(ctx, log, cs)
 }
 

@@ -154,7 +154,7 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 	if err != nil {
 		return fd, fmt.Errorf("fetch brand %s: %w", d.ID, err)
 	}
-	fd.batch = transform.BrandDetails([]extract.BrandDetail{*b}, r.today)
+	fd.batch = transform.BrandDetails([]extract.BrandDetail{*b}, r.serviceDay())
 	var contacts []extract.Contact
 	var rejects []extract.RecordError
 	for page, err := range r.client.BrandContacts(ctx, id) {

@@ -92,10 +92,14 @@ type Settings struct {
 
 // Deps are the engine's collaborators.
 type Deps struct {
-	Pool    *pgxpool.Pool
-	Store   *load.Store
-	Ledger  *load.Ledger
-	Client  *extract.Client
+	Pool   *pgxpool.Pool
+	Store  *load.Store
+	Ledger *load.Ledger
+	Client *extract.Client
+	// Clock, when set, is the service's clock the client learns from its
+	// answers; each run keeps its offset in the warehouse for the next
+	// process (see extract.ServiceClock). Settings.Now should read it.
+	Clock   *extract.ServiceClock
 	Metrics *Metrics // nil: metrics not recorded
 	// Progress makes the progress display of a run from the run's logger
 	// (which carries run_id); nil shows no progress.
@@ -122,6 +126,7 @@ type Engine struct {
 	store    warehouseStore
 	ledger   *load.Ledger
 	client   *extract.Client
+	clock    *extract.ServiceClock
 	metrics  *Metrics
 	progress func(runLog *zap.Logger) Progress
 	log      *zap.Logger
@@ -168,7 +173,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if d.Progress == nil {
 		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
 	}
-	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, metrics: d.Metrics,
+	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
 		progress: d.Progress, log: d.Logger, set: s, book: newBookkeeping(s.Schema)}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
 	return e, nil
@@ -311,6 +316,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
+	if plan.Budget == 0 && e.probeClock(ctx) && !e.ledger.Today().Equal(plan.Day) {
+		if plan, err = e.makePlan(ctx, streams, req.Backfill, done); err != nil {
+			return nil, err
+		}
+	}
 	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams, RequestsPlanned: plan.Allotted()})
 	if err != nil {
 		return nil, err
@@ -388,6 +398,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		case <-time.After(wait):
 		}
 	}
+	e.saveClock(fctx)
 	dur := e.set.Now().Sub(started)
 	if e.metrics != nil {
 		for _, s := range completedStreams(streams, plan.Items, res) {
@@ -593,3 +604,50 @@ func utcDate(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
+
+// serviceTime converts an instant of the worker's (and the database's)
+// clock, such as sync_runs.started_at, to the service's clock.
+func (e *Engine) serviceTime(t time.Time) time.Time {
+	if e.clock == nil {
+		return t
+	}
+	off, _ := e.clock.Offset()
+	return t.Add(off)
+}
+
+// probeClock asks the service for its clock when this process has not heard
+// it yet: the kept offset says today's budget is spent, but the service's day
+// may have moved on (its clock jumped), and a run that sends nothing would
+// never learn it. The probe carries no key and costs no quota. It reports
+// whether the clock was read.
+func (e *Engine) probeClock(ctx context.Context) bool {
+	if e.clock == nil || e.clock.Observed() {
+		return false
+	}
+	if err := e.client.ProbeClock(ctx); err != nil {
+		e.log.Info("could not read the service's clock; planning on the kept one", zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// saveClock keeps the service clock's offset for the next process, which
+// plans its quota day before its first answer. A failure costs only that
+// head start, so it is logged, not returned.
+func (e *Engine) saveClock(ctx context.Context) {
+	if e.clock == nil {
+		return
+	}
+	off, known := e.clock.Offset()
+	if !known {
+		return
+	}
+	if err := e.ledger.SaveClockOffset(ctx, off); err != nil {
+		e.log.Warn("could not keep the service clock's offset", zap.Error(err))
+	}
+}
+
+// serviceDay is the service's current date (UTC), read when a snapshot is
+// dated: after the run's first answers, the service clock knows the
+// service's day even when the run started without its offset.
+func (r *run) serviceDay() time.Time { return utcDate(r.e.set.Now()) }

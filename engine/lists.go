@@ -108,7 +108,7 @@ func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, tab
 func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamBrands, "brands",
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Brand], error] { return r.client.Brands(ctx) },
-		func(list []extract.Brand) transform.Batch { return transform.Brands(list, r.today) },
+		func(list []extract.Brand) transform.Batch { return transform.Brands(list, r.serviceDay()) },
 		func(b extract.Brand) (extract.ID, []byte) { return b.ID, b.Raw })
 }
 

@@ -72,7 +72,7 @@ AND started_at > now() - interval '2 days' ORDER BY started_at`, e.book.t("sync_
 	}
 	var started time.Time
 	for _, s := range starts {
-		if e.ledger.Day(s).Equal(e.ledger.Today()) {
+		if e.ledger.Day(e.serviceTime(s)).Equal(e.ledger.Today()) {
 			started = s
 			break
 		}

@@ -150,6 +150,9 @@ type Options struct {
 	// Counter, when set, is told of every request before it is sent, retries
 	// included; an error from it stops the request unsent.
 	Counter QuotaCounter
+	// Clock, when set, learns the service's time from the Date header of
+	// every answer (see ServiceClock).
+	Clock *ServiceClock
 	// Hook, when set, is called after every request (attempt) with its
 	// outcome. It must be safe for concurrent use and quick.
 	Hook func(RequestInfo)
@@ -166,6 +169,15 @@ type Options struct {
 // does not forget.
 type QuotaCounter interface {
 	CountRequest(ctx context.Context) error
+}
+
+// QuotaDayMover is a QuotaCounter whose quota day follows the ServiceClock.
+// A request is counted before it is sent, on the day the clock then tells;
+// when its answer corrects the clock (the first answer a process sees, or a
+// service clock that jumped), the client asks the counter to move that one
+// request from the day of countedAt to the day of trueAt.
+type QuotaDayMover interface {
+	MoveRequest(ctx context.Context, countedAt, trueAt time.Time) error
 }
 
 // RequestInfo describes one sent request (one attempt) for metrics and logs.
@@ -268,6 +280,7 @@ type Client struct {
 	commsPacer           *pacer
 	counter              QuotaCounter
 	hook                 func(RequestInfo)
+	clock                *ServiceClock
 	hc                   *http.Client
 	log                  *zap.Logger
 	budget               *RequestBudget
@@ -296,6 +309,7 @@ func New(opts Options) (*Client, error) {
 		maxBody:      opts.MaxBodyBytes,
 		counter:      opts.Counter,
 		hook:         opts.Hook,
+		clock:        opts.Clock,
 		log:          opts.Logger,
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
@@ -584,6 +598,12 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		sl.release(base.Add(time.Duration(w-1)), time.Duration(f-w))
 	}
 	defer done()
+	var countedAt time.Time
+	var countedOff time.Duration
+	if c.clock != nil {
+		countedAt = c.clock.Now()
+		countedOff, _ = c.clock.Offset()
+	}
 	if c.counter != nil {
 		if err := c.counter.CountRequest(ctx); err != nil {
 			c.budget.refund()
@@ -646,6 +666,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	}
 	defer resp.Body.Close()
 	info.Status = resp.StatusCode
+	if c.clock != nil && c.clock.Observe(resp.Header.Get("Date"), start, time.Now()) {
+		c.recount(ctx, countedAt, countedOff)
+	}
 
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -687,6 +710,24 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		return err
 	}
 	return nil
+}
+
+// recount moves the request counted at countedAt (under clock offset
+// countedOff) to the quota day its answer showed it fell on, when the
+// answer corrected the clock. A failure is logged: the count stays on the
+// earlier day, one request off, never lost.
+func (c *Client) recount(ctx context.Context, countedAt time.Time, countedOff time.Duration) {
+	mover, ok := c.counter.(QuotaDayMover)
+	if !ok {
+		return
+	}
+	off, _ := c.clock.Offset()
+	if off == countedOff {
+		return
+	}
+	if err := mover.MoveRequest(context.WithoutCancel(ctx), countedAt, countedAt.Add(off-countedOff)); err != nil {
+		c.log.Warn("could not move a request to the service's quota day", zap.String("error", c.redact(err.Error())))
+	}
 }
 
 func (c *Client) report(info *RequestInfo) {

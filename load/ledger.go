@@ -20,6 +20,7 @@ var _ extract.QuotaCounter = (*Ledger)(nil)
 // commits; a new Ledger (a restarted process) reads the same counts.
 type Ledger struct {
 	pool     *pgxpool.Pool
+	schema   string
 	loc      *time.Location
 	now      func() time.Time
 	countSQL string
@@ -41,7 +42,7 @@ func NewLedger(pool *pgxpool.Pool, schema string, loc *time.Location, now func()
 	}
 	table := pgx.Identifier{schema, "api_quota_usage"}.Sanitize()
 	return &Ledger{
-		pool: pool, loc: loc, now: now,
+		pool: pool, schema: schema, loc: loc, now: now,
 		countSQL: fmt.Sprintf(`INSERT INTO %s AS q (day, requests) VALUES ($1, 1)
 ON CONFLICT (day) DO UPDATE SET requests = q.requests + 1, _synced_at = now()`, table),
 		spentSQL: fmt.Sprintf("SELECT coalesce((SELECT requests FROM %s WHERE day = $1), 0)", table),

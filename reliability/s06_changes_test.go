@@ -37,14 +37,10 @@ func TestS06Changes(t *testing.T) {
 	mustSucceed(t, "first run", r.run(nil))
 	compareWithTruth(t, r.pool, r.schema, r.sb.truth())
 
-	// Half a day passes on the sandbox (its clock stays behind the real one,
-	// which bounds the worker's increment). The worker's snapshot day is the
-	// real date, which cannot move: its day change is simulated by dating the
-	// first run's snapshots a day back, as if it had run yesterday.
-	r.sb.advance(12 * time.Hour)
-	if _, err := r.pool.Exec(ctx, "UPDATE "+q("brand_financial_snapshots")+" SET snapshot_date = snapshot_date - 1"); err != nil {
-		t.Fatal(err)
-	}
+	// A day passes on the sandbox. The worker takes its day from the
+	// service's clock (the Date header), so the next run is the next day's:
+	// a new snapshot date, the increment up to the sandbox's today.
+	svcToday := r.sb.advance(24 * time.Hour).UTC().Format(time.DateOnly)
 	tr := r.sb.truth()
 	// The late edit: the newest e-mail (inside the 24h lookback of the
 	// watermark) gets a new subject and new recipients.
@@ -97,9 +93,9 @@ func TestS06Changes(t *testing.T) {
 	}
 	var snapshots int
 	var oldBudget, newBudget string
-	if err := r.pool.QueryRow(ctx, `SELECT count(*), coalesce(min(total_budget::text) FILTER (WHERE snapshot_date < current_date), ''),
-		coalesce(min(total_budget::text) FILTER (WHERE snapshot_date = current_date), '') FROM `+q("brand_financial_snapshots")+` WHERE brand_id = $1`,
-		changed).Scan(&snapshots, &oldBudget, &newBudget); err != nil {
+	if err := r.pool.QueryRow(ctx, `SELECT count(*), coalesce(min(total_budget::text) FILTER (WHERE snapshot_date < $2::date), ''),
+		coalesce(min(total_budget::text) FILTER (WHERE snapshot_date = $2::date), '') FROM `+q("brand_financial_snapshots")+` WHERE brand_id = $1`,
+		changed, svcToday).Scan(&snapshots, &oldBudget, &newBudget); err != nil {
 		t.Fatal(err)
 	}
 	if snapshots != 2 || newBudget != "123456.78" || oldBudget == newBudget {

@@ -320,6 +320,9 @@ func methodNotAllowed(w http.ResponseWriter, e *enc, allow string) (int, string)
 // client that reads the stats after an answer finds that answer counted.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, lim *limiter, authorized bool, h func(e *enc) (int, string)) {
 	o := outcome{endpoint: endpoint}
+	// The Date header tells the sandbox's (virtual) clock, as a real
+	// server's tells its own: the worker takes its quota day from it.
+	w.Header().Set("Date", s.Now().Format(http.TimeFormat))
 	answer := func(status int, contentType string, body []byte) {
 		o.status = status
 		s.stats.record(o)
