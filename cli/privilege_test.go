@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/warehouse/warehousetest"
 )
@@ -130,13 +133,39 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	if err := json.Unmarshal([]byte(outs["status --json"]), &rep); err != nil || len(rep.Runs) != 1 || rep.Runs[0].Status != "succeeded" {
 		t.Fatalf("status --json (err %v): %s", err, outs["status --json"])
 	}
-	// Without AUTO_MIGRATE too: nothing on the way asks for more.
-	vars["AUTO_MIGRATE"] = "false"
-	for _, args := range [][]string{{"status"}, {"plan"}, {"run", "--streams", "communications"}} {
+	// A reader (USAGE on the schema, SELECT on its tables) can watch it with
+	// the default configuration, since nothing is pending.
+	reader, readerDSN := warehousetest.NewRole(t)
+	grant := []string{
+		"GRANT USAGE ON SCHEMA " + pgx.Identifier{own.Schema}.Sanitize() + " TO " + pgx.Identifier{reader}.Sanitize(),
+		"GRANT SELECT ON ALL TABLES IN SCHEMA " + pgx.Identifier{own.Schema}.Sanitize() + " TO " + pgx.Identifier{reader}.Sanitize(),
+	}
+	for _, q := range grant {
+		if _, err := warehousetest.Pool(t).Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readerVars := maps.Clone(vars)
+	readerVars["DATABASE_URL"] = readerDSN
+	for _, args := range [][]string{{"status"}, {"plan"}, {"migrate", "status"}} {
+		if code, out, errs := mainWith(readerVars, args...); code != ExitOK {
+			t.Fatalf("%v as reader %s exit %d:\n%s\n%s", args, reader, code, out, errs)
+		}
+	}
+	// The reader really is read-only: its sync is refused.
+	if code, _, errs := mainWith(readerVars, "run"); code == ExitOK || !strings.Contains(errs, "permission denied") {
+		t.Fatalf("a sync as a reader exit %d, want a refusal:\n%s", code, errs)
+	}
+
+	// Without SYNC_AUTO_MIGRATE too: nothing on the way asks for more.
+	vars["SYNC_AUTO_MIGRATE"] = "false"
+	for _, args := range [][]string{{"status"}, {"plan"}, {"run", "--streams", "communications"},
+		{"backfill", "--from", o.Start.AddDate(0, 0, -2).Format("2006-01-02"), "--to", o.Start.Format("2006-01-02")}} {
 		if code, out, errs := mainWith(vars, args...); code != ExitOK {
 			t.Fatalf("%v as %s without AUTO_MIGRATE exit %d:\n%s\n%s", args, own.Role, code, out, errs)
 		}
 	}
+	delete(vars, "SYNC_AUTO_MIGRATE") // serve as deployed: migrations checked at start
 	body, _ := serveUntilReady(t, vars, 3)
 	if !strings.Contains(body, "ready") {
 		t.Fatalf("/readyz body %q", body)

@@ -33,16 +33,32 @@ type SchemaOwner struct {
 // cluster alike.
 func NewSchemaOwner(t testing.TB) SchemaOwner {
 	t.Helper()
+	role, dsn := NewRole(t)
+	ctx := context.Background()
+	schema := NewSchemaName(t)
+	_, err := Pool(t).Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+" AUTHORIZATION "+pgx.Identifier{role}.Sanitize())
+	if err != nil {
+		t.Fatalf("warehousetest: create schema for %s: %v", role, err)
+	}
+	return SchemaOwner{Role: role, Schema: schema, DSN: dsn}
+}
+
+// NewRole creates a login role with no right beyond PUBLIC's (it fails the
+// test if PUBLIC has CREATE on the test database) and returns its name and a
+// DSN connecting as it. The role, what it owns and its grants are dropped
+// when the test ends, after the schemas named by NewSchemaName later on.
+func NewRole(t testing.TB) (role, dsn string) {
+	t.Helper()
 	p := Pool(t)
 	ctx := context.Background()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	role := "agencysync_lp_" + hex.EncodeToString(b[:])
+	role = "agencysync_lp_" + hex.EncodeToString(b[:])
 	ident := pgx.Identifier{role}.Sanitize()
 	if _, err := p.Exec(ctx, "CREATE ROLE "+ident+" LOGIN"); err != nil {
 		t.Fatalf("warehousetest: create role: %v", err)
 	}
-	// Registered before the schema's cleanup, so it runs after it.
+	// Registered before any later schema's cleanup, so it runs after it.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -64,22 +80,18 @@ func NewSchemaOwner(t testing.TB) SchemaOwner {
 			}
 		}
 	})
-	schema := NewSchemaName(t)
-	if _, err := p.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+" AUTHORIZATION "+ident); err != nil {
-		t.Fatalf("warehousetest: create schema for %s: %v", role, err)
-	}
 	var canCreate bool
 	if err := p.QueryRow(ctx, "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&canCreate); err != nil {
 		t.Fatalf("warehousetest: check rights of %s: %v", role, err)
 	}
 	if canCreate {
-		t.Fatalf("warehousetest: role %s has CREATE on the test database (granted to PUBLIC?); the least-privilege test needs a database where it does not", role)
+		t.Fatalf("warehousetest: role %s has CREATE on the test database (granted to PUBLIC?); the least-privilege tests need a database where it does not", role)
 	}
 	dsn, err := WithUser(DSN(t), role)
 	if err != nil {
 		t.Fatalf("warehousetest: %v", err)
 	}
-	return SchemaOwner{Role: role, Schema: schema, DSN: dsn}
+	return role, dsn
 }
 
 // WithUser returns dsn (a postgres:// URL or a keyword/value string) with its
