@@ -321,24 +321,20 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	ready := func(ctx context.Context) error {
-		if err := x.w.Pool.Ping(ctx); err != nil {
-			return fmt.Errorf("database unreachable: %w", err)
-		}
-		m, err := warehouse.NewMigrator(ctx, x.w.Pool, x.w.Schema, zap.NewNop())
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		pending, err := m.Pending(ctx)
-		if err != nil {
-			return err
-		}
-		if pending {
-			return errors.New("migrations pending")
-		}
-		return nil
+	ready, err := readiness(x.w)
+	if err != nil {
+		return err
 	}
 	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+}
+
+// readiness is serve's /readyz check: one statement on a pooled connection
+// says the database answers and the schema has every migration of the binary.
+func readiness(w *warehouse.Warehouse) (func(ctx context.Context) error, error) {
+	r, err := warehouse.NewReadiness(w.Pool, w.Schema)
+	if err != nil {
+		return nil, err
+	}
+	return r.Check, nil
 }

@@ -32,7 +32,9 @@ type Warehouse struct {
 }
 
 // Open connects to opts.DSN, or starts a private cluster when it is empty,
-// and makes sure the schema exists. Close stops what Open started.
+// and makes sure the schema exists and is usable (EnsureSchema: an existing
+// schema needs only USAGE, never CREATE on the database). Close stops what
+// Open started.
 func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	w := &Warehouse{Schema: opts.Schema}
 	dsn := opts.DSN

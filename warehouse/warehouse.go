@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -80,11 +81,40 @@ func Connect(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool, 
 	return pool, nil
 }
 
-// EnsureSchema creates the schema if it does not exist. Concurrent callers are
-// serialised by an advisory transaction lock, so none fails on the race.
+// EnsureSchema makes sure the schema exists and the session's role may use
+// it, asking for no more rights than that needs: when the schema exists it
+// only checks USAGE on it (one catalogue query, no CREATE on the database),
+// and only when it is missing does it create it, which needs CREATE on the
+// database. A missing right is a *PrivilegeError (errors.Is
+// ErrMissingPrivilege) naming the right, the object and the role. Concurrent
+// creators are serialised by an advisory transaction lock, so none fails on
+// the race.
 func EnsureSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if !config.ValidSchema(schema) {
 		return fmt.Errorf("ensure schema %q: %w", schema, ErrBadSchema)
+	}
+	var role, db string
+	var exists, usage, createDB bool
+	err := pool.QueryRow(ctx, `SELECT current_user, current_database(), n.oid IS NOT NULL,
+		       coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
+		       has_database_privilege(current_database(), 'CREATE')
+		  FROM (SELECT 1) AS one LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = $1`, schema).
+		Scan(&role, &db, &exists, &usage, &createDB)
+	if err != nil {
+		return fmt.Errorf("look up schema %s: %w", schema, err)
+	}
+	if exists {
+		if !usage {
+			return &PrivilegeError{Role: role, Right: "USAGE", Object: "schema " + schema,
+				Hint: fmt.Sprintf("GRANT USAGE, CREATE ON SCHEMA %s TO %s, or let the role own it", pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize())}
+		}
+		return nil
+	}
+	if !createDB {
+		return &PrivilegeError{Role: role, Right: "CREATE", Object: "database " + db,
+			Hint: fmt.Sprintf("schema %s does not exist and only a role with CREATE on the database can create it; "+
+				"have an administrator run CREATE SCHEMA %s AUTHORIZATION %s once",
+				schema, pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize())}
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID("schema:"+schema)); err != nil {
@@ -113,6 +143,7 @@ type Migrator struct {
 	db       *sql.DB
 	provider *goose.Provider
 	schema   string
+	role     string
 	log      *zap.Logger
 }
 
@@ -153,7 +184,7 @@ func newMigrator(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs
 		db.Close()
 		return nil, fmt.Errorf("create migration provider: %w", err)
 	}
-	return &Migrator{db: db, provider: p, schema: schema, log: log}, nil
+	return &Migrator{db: db, provider: p, schema: schema, role: cc.User, log: log}, nil
 }
 
 // Up applies every pending migration.
@@ -163,9 +194,21 @@ func (m *Migrator) Up(ctx context.Context) error {
 		m.log.Info("migration applied", zap.String("schema", m.schema), zap.String("file", r.Source.Path), zap.Duration("took", r.Duration))
 	}
 	if err != nil {
-		return fmt.Errorf("migrate up: %w", err)
+		return fmt.Errorf("migrate up: %w", m.privilege(err))
 	}
 	return nil
+}
+
+// privilege turns the server's "insufficient privilege" refusal of a
+// migration into a PrivilegeError: migrating needs CREATE on the schema (and
+// ownership of its tables to alter or drop them).
+func (m *Migrator) privilege(err error) error {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != insufficientPrivilege {
+		return err
+	}
+	return &PrivilegeError{Role: m.role, Right: "CREATE", Object: "schema " + m.schema,
+		Hint: "migrate creates and alters tables there; run it as the schema's owner", Err: err}
 }
 
 // Down rolls back the latest migration.
@@ -175,7 +218,7 @@ func (m *Migrator) Down(ctx context.Context) error {
 		m.log.Info("migration rolled back", zap.String("schema", m.schema), zap.String("file", r.Source.Path))
 	}
 	if err != nil {
-		return fmt.Errorf("migrate down: %w", err)
+		return fmt.Errorf("migrate down: %w", m.privilege(err))
 	}
 	return nil
 }
@@ -187,7 +230,7 @@ func (m *Migrator) DownTo(ctx context.Context, version int64) error {
 		m.log.Info("migration rolled back", zap.String("schema", m.schema), zap.String("file", r.Source.Path))
 	}
 	if err != nil {
-		return fmt.Errorf("migrate down to %d: %w", version, err)
+		return fmt.Errorf("migrate down to %d: %w", version, m.privilege(err))
 	}
 	return nil
 }
