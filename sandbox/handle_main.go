@@ -76,10 +76,14 @@ const defaultPerPage = 100
 
 // pageCap is the largest per_page answered.
 func (s *Server) pageCap() int {
+	c := s.opts.MaxPerPage
 	if s.vars.smallPage {
-		return min(s.opts.MaxPerPage, smallPageCap)
+		c = min(c, smallPageCap)
 	}
-	return s.opts.MaxPerPage
+	if tw := s.twists(); tw.maxPerPage > 0 {
+		c = tw.maxPerPage
+	}
+	return c
 }
 
 // parsePaging reads page and per_page; the reason is empty when valid.
@@ -182,7 +186,8 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	if reason != "" {
 		return badRequest(e, reason)
 	}
-	pageOf := func(n int) page { return page{total: n, perPage: lp.perPage, current: lp.page} }
+	lying := s.twists().lyingPaging
+	pageOf := func(n int) page { return page{total: n, perPage: lp.perPage, current: lp.page, lying: lying} }
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {
 		if st.wrapped {
