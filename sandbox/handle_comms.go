@@ -182,7 +182,7 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 		}
 		req.perPage = int(n)
 	}
-	req.perPage = min(req.perPage, s.pageCap())
+	req.perPage = s.answeredPerPage(req.perPage)
 	return req, ""
 }
 

@@ -86,6 +86,15 @@ func (s *Server) pageCap() int {
 	return c
 }
 
+// answeredPerPage is the per_page answered to an ask: the ask under the cap,
+// or the fixed_per_page twist's size whatever the ask.
+func (s *Server) answeredPerPage(asked int) int {
+	if tw := s.twists(); tw.fixedPerPage > 0 {
+		return tw.fixedPerPage
+	}
+	return min(asked, s.pageCap())
+}
+
 // parsePaging reads page and per_page; the reason is empty when valid.
 func (s *Server) parsePaging(pageText, perPageText string, defPerPage int) (pg, pp int, reason string) {
 	pg, pp = 1, defPerPage
@@ -103,7 +112,7 @@ func (s *Server) parsePaging(pageText, perPageText string, defPerPage int) (pg, 
 		}
 		pp = v
 	}
-	return pg, min(pp, s.pageCap()), ""
+	return pg, s.answeredPerPage(pp), ""
 }
 
 func (s *Server) parseList(q url.Values, endpoint string) (listParams, string) {

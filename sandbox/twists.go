@@ -13,6 +13,10 @@ type Twists struct {
 	// MaxPerPage caps per_page from now on (both interfaces), as a server
 	// whose page size changed between two runs; 0 restores --max-per-page.
 	MaxPerPage *int `json:"max_per_page,omitempty"`
+	// FixedPerPage makes both interfaces answer pages of exactly this size
+	// whatever per_page asks (and answer it as per_page), as a server that
+	// ignores the parameter and whose page size changed; 0 turns it off.
+	FixedPerPage *int `json:"fixed_per_page,omitempty"`
 	// LyingPaging makes every main list leave its last record out of the pages
 	// that last_page advertises: total counts it, last_page = ceil(total /
 	// per_page), and the record is served alone on page last_page+1.
@@ -46,6 +50,7 @@ type Mutation struct {
 // twistState is the run-time twist configuration, guarded by Server.faultMu.
 type twistState struct {
 	maxPerPage         int
+	fixedPerPage       int
 	lyingPaging        bool
 	commsPagingMissing bool
 	echoKey            bool
@@ -58,6 +63,7 @@ type twistState struct {
 // TwistsStatus is what GET/POST /_sandbox/twists answers.
 type TwistsStatus struct {
 	MaxPerPage         int       `json:"max_per_page"`
+	FixedPerPage       int       `json:"fixed_per_page"`
 	LyingPaging        bool      `json:"lying_paging"`
 	CommsPagingMissing bool      `json:"comms_paging_missing"`
 	EchoKey            bool      `json:"echo_key"`
@@ -76,7 +82,7 @@ func (s *Server) twists() twistState {
 // TwistsStatus returns the twists in effect.
 func (s *Server) TwistsStatus() TwistsStatus {
 	tw := s.twists()
-	st := TwistsStatus{MaxPerPage: tw.maxPerPage, LyingPaging: tw.lyingPaging, CommsPagingMissing: tw.commsPagingMissing,
+	st := TwistsStatus{MaxPerPage: tw.maxPerPage, FixedPerPage: tw.fixedPerPage, LyingPaging: tw.lyingPaging, CommsPagingMissing: tw.commsPagingMissing,
 		EchoKey: tw.echoKey, MutationFired: tw.mutDone}
 	if tw.mut != nil {
 		m := *tw.mut
@@ -99,10 +105,16 @@ func (s *Server) SetTwists(t Twists) error {
 	if t.MaxPerPage != nil && *t.MaxPerPage < 0 {
 		return invalid("max_per_page must not be negative, got %d", *t.MaxPerPage)
 	}
+	if t.FixedPerPage != nil && *t.FixedPerPage < 0 {
+		return invalid("fixed_per_page must not be negative, got %d", *t.FixedPerPage)
+	}
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	if t.MaxPerPage != nil {
 		s.tw.maxPerPage = *t.MaxPerPage
+	}
+	if t.FixedPerPage != nil {
+		s.tw.fixedPerPage = *t.FixedPerPage
 	}
 	if t.LyingPaging != nil {
 		s.tw.lyingPaging = *t.LyingPaging

@@ -65,6 +65,22 @@ func TestTwistMaxPerPage(t *testing.T) {
 	if p := commsPageOf(t, s, 40, 1, 1000, ""); p.perPage != 1000 {
 		t.Errorf("max_per_page 0 should restore the flag's cap, per_page %d", p.perPage)
 	}
+	adminCall(t, s, http.MethodPost, "twists", `{"fixed_per_page":30}`)
+	for _, ask := range []int{10, 1000} {
+		if p := commsPageOf(t, s, 40, 2, ask, ""); p.perPage != 30 || len(p.keys) != 30 || p.lastPage != (p.total+29)/30 {
+			t.Errorf("fixed_per_page 30, asked %d: per_page %d, %d rows, last_page %d", ask, p.perPage, len(p.keys), p.lastPage)
+		}
+	}
+	if m := get(t, s, "/v1/projects?per_page=5").json(t); m["per_page"] != 30.0 || len(m["data"].([]any)) != 30 {
+		t.Errorf("projects under fixed_per_page 30: per_page %v, %d rows", m["per_page"], len(m["data"].([]any)))
+	}
+	adminCall(t, s, http.MethodPost, "twists", `{"fixed_per_page":0}`)
+	if p := commsPageOf(t, s, 40, 1, 10, ""); p.perPage != 10 {
+		t.Errorf("fixed_per_page 0 should honour the ask again, per_page %d", p.perPage)
+	}
+	if r := adminCall(t, s, http.MethodPost, "twists", `{"fixed_per_page":-1}`); r.status != http.StatusBadRequest {
+		t.Errorf("fixed_per_page -1: %d %s", r.status, r.body)
+	}
 	if r := adminCall(t, s, http.MethodPost, "twists", `{"max_per_page":-1}`); r.status != http.StatusBadRequest {
 		t.Errorf("max_per_page -1: %d %s", r.status, r.body)
 	}
