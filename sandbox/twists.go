@@ -232,7 +232,7 @@ const echoKeyRawAt = 220
 // then URL-encoded, then as a JSON object {"key":...} (so JSON-escaped).
 // With keys of 30 bytes or more, a cut anywhere from byte 220 to 310 of the
 // body, or of a message that quotes the body after a prefix of up to 90
-// bytes, falls inside a copy of the key.
+// bytes, keeps all or part of a copy of the key.
 func echoKeyBody(key string) []byte {
 	detail := "The key sent with this request may not read the requested data; the service quotes it so that its owner can recognise it: "
 	for len(echoKeyLead)+len(detail) < echoKeyRawAt {
