@@ -32,8 +32,9 @@ type Twists struct {
 
 // Mutation arms a one-shot change of the e-mails between two page requests
 // of one communications range (POST /_sandbox/twists/mutate-between-pages).
-// After the AfterPages-th communications answer from now that has rows and
-// a next page (current_page < last_page), before that answer is sent:
+// After the AfterPages-th communications answer from now that has rows, a
+// next page (current_page < last_page) and per_page of 2 or more (a
+// per_page=1 count probe does not count), before that answer is sent:
 //   - Delete: the last Delete records of the pages answered so far (positions
 //     to-Delete..to-1 of the request's matching set, to being the end of the
 //     answered page) are deleted, so Delete unseen records move back onto
@@ -178,7 +179,7 @@ const (
 // page [from, to) of set was written; it returns the e-mails to delete (or
 // reveal) when the armed mutation fires with this answer.
 func (s *Server) mutationDue(set *matchSet, to int, p page) (indexes []uint32, insert, fire bool) {
-	if to <= 0 || p.current >= p.lastPage() {
+	if to <= 0 || p.current >= p.lastPage() || p.perPage < 2 {
 		return nil, false, false
 	}
 	s.faultMu.Lock()
