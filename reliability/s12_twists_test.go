@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,17 +165,26 @@ func TestS12SecretsThroughTruncation(t *testing.T) {
 		for k := 0; k+16 <= len(key); k++ {
 			forms[fmt.Sprintf("characters %d..%d", k, k+16)] = key[k : k+16]
 		}
-		for name, form := range forms {
+		var leaked []string
+		example := ""
+		for _, name := range slices.Sorted(maps.Keys(forms)) {
+			form := forms[name]
 			for _, out := range outputs {
-				if strings.Contains(out, form) {
-					leaks++
-					t.Errorf("the key leaked (%s form): %.300s", name, out[max(0, strings.Index(out, form)-150):])
+				if i := strings.Index(out, form); i >= 0 {
+					leaked = append(leaked, name)
+					if example == "" {
+						example = out[max(0, i-120):min(len(out), i+len(form)+40)]
+					}
 					break
 				}
 			}
 		}
+		if len(leaked) > 0 {
+			leaks += len(leaked)
+			t.Errorf("a key of %d characters leaked in %d forms (%s), e.g. …%s…", len(key), len(leaked), strings.Join(leaked, "; "), example)
+		}
 	}
-	sc.fig("echoing service: exit %d %q; %d outputs searched (stdout, stderr, sync_runs, rejected_records, sync_state) for raw, URL-encoded, JSON-escaped and 16-character pieces of 2 keys: %d leaks", res.code, res.status(), len(outputs), leaks)
+	sc.fig("echoing service: exit %d %q; %d texts searched (stdout, stderr, sync_runs, rejected_records, sync_state) for raw, URL-encoded, JSON-escaped and 16-character pieces of 2 keys: %d leaks", res.code, res.status(), len(outputs), leaks)
 	if res.code != 1 {
 		t.Errorf("a 400 on every request: exit %d, want 1 (a failure, the reason in sync_runs.error)", res.code)
 	}
