@@ -179,6 +179,32 @@ func (s *Server) AppendEmails(n int) (first, last int64, err error) {
 	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
 }
 
+// AppendEmailsDated appends n e-mails as AppendEmails does (filed at the
+// clock's now: date_start/date_end filter on that) whose email_at field says
+// emailAt instead, as a sender's wrong clock would (9999-12-31, a month
+// ahead).
+func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64, err error) {
+	if emailAt.IsZero() || emailAt.Year() > 9999 || emailAt.Year() < 1 {
+		return 0, 0, invalid("email_at must be an instant within the years 1..9999")
+	}
+	if n < 1 {
+		return 0, 0, invalid("append must be at least 1")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mail
+	start := len(m.ts)
+	if err := m.appendEmails(n, s.Now()); err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	us := emailAt.UnixMicro()
+	for i := uint32(start); i < uint32(len(m.ts)); i++ {
+		m.edits[i] = &emailEdit{emailAt: &us}
+	}
+	m.invalidate()
+	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
+}
+
 // EmailEdit is a late edit of an existing e-mail; email_at is unchanged.
 // Nil fields are unchanged; recipient lists hold platform user ids and
 // replace the platform users of that list (an empty list empties it).
@@ -187,7 +213,14 @@ type EmailEdit struct {
 	To      *[]int64 `json:"to,omitempty"`
 	CC      *[]int64 `json:"cc,omitempty"`
 	BCC     *[]int64 `json:"bcc,omitempty"`
+	// Nesting gives the e-mail an extra member "extra" made of that many
+	// nested arrays ([[[…]]]): valid JSON nested deeper than decoders that
+	// bound their depth accept. 0 removes it.
+	Nesting *int `json:"nesting,omitempty"`
 }
+
+// maxNesting bounds EmailEdit.Nesting.
+const maxNesting = 100_000
 
 // EditEmail applies ed to the e-mail with record id.
 func (s *Server) EditEmail(id int64, ed EmailEdit) error {
@@ -206,6 +239,12 @@ func (s *Server) EditEmail(id int64, ed EmailEdit) error {
 	if ed.Subject != nil {
 		v := *ed.Subject
 		next.subject = &v
+	}
+	if ed.Nesting != nil {
+		if *ed.Nesting < 0 || *ed.Nesting > maxNesting {
+			return invalid("nesting must be within 0..%d, got %d", maxNesting, *ed.Nesting)
+		}
+		next.nesting = *ed.Nesting
 	}
 	for _, l := range []struct {
 		name string
@@ -550,11 +589,22 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 	case route == "emails" && post:
 		var req struct {
-			Append int `json:"append"`
+			Append  int    `json:"append"`
+			EmailAt string `json:"email_at"`
 		}
 		if err = decodeAdmin(r, &req); err == nil {
 			var first, last int64
-			if first, last, err = s.AppendEmails(req.Append); err == nil {
+			if req.EmailAt != "" {
+				var at time.Time
+				if at, err = time.Parse(time.RFC3339Nano, req.EmailAt); err != nil {
+					err = invalid("email_at must be an RFC 3339 time")
+				} else {
+					first, last, err = s.AppendEmailsDated(req.Append, at)
+				}
+			} else {
+				first, last, err = s.AppendEmails(req.Append)
+			}
+			if err == nil {
 				err = writeJSONValue(&e, map[string]int64{"appended": int64(req.Append), "first_id": first, "last_id": last, "emails": int64(s.Stats().Emails)})
 			}
 		}
@@ -603,6 +653,23 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 					d := s.quotaDay()
 					err = writeJSONValue(&e, map[string]any{"scope": l.name, "day": d, "used": l.usage(d), "limit": s.opts.DailyQuota})
 				}
+			}
+		}
+	case route == "twists" && (get || post):
+		if post {
+			var tw Twists
+			if err = decodeAdmin(r, &tw); err == nil {
+				err = s.SetTwists(tw)
+			}
+		}
+		if err == nil {
+			err = writeJSONValue(&e, s.TwistsStatus())
+		}
+	case route == "twists/mutate-between-pages" && post:
+		var m Mutation
+		if err = decodeAdmin(r, &m); err == nil {
+			if err = s.ArmMutation(m); err == nil {
+				err = writeJSONValue(&e, s.TwistsStatus())
 			}
 		}
 	case route == "truth" && get:

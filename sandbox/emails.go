@@ -36,6 +36,9 @@ func (m *mailStore) emailIndex(id int64) (uint32, bool) {
 	if i >= int64(len(m.ts)) || emailID(m.seed, uint32(i)) != id {
 		return 0, false
 	}
+	if _, g := m.gone[uint32(i)]; g {
+		return 0, false
+	}
 	return uint32(i), true
 }
 
@@ -44,6 +47,8 @@ func (m *mailStore) emailIndex(id int64) (uint32, bool) {
 // flag is on.
 type emailEdit struct {
 	subject      *string
+	emailAt      *int64 // served email_at in µs, when it differs from the filing time
+	nesting      int    // depth of the nested "extra" member; 0 = none
 	to, cc, bcc  []int64
 	setTo, setCC bool
 	setBCC       bool
@@ -60,6 +65,7 @@ type mailStore struct {
 	brand []uint16 // brand index + 1; 0 = no brand
 	post  [][]uint32
 	edits map[uint32]*emailEdit
+	gone  map[uint32]uint8 // deleted or hidden e-mails (goneDeleted, goneHidden)
 
 	cacheMu sync.Mutex
 	cache   map[string]*matchSet
@@ -97,6 +103,7 @@ func newMailStore(o *Options, d *dataset, people, outsiders []person) *mailStore
 		people:    people,
 		data:      d,
 		edits:     map[uint32]*emailEdit{},
+		gone:      map[uint32]uint8{},
 		cache:     map[string]*matchSet{},
 		post:      make([][]uint32, o.Users+1),
 	}
@@ -560,6 +567,21 @@ func (m *mailStore) match(q *commsQuery) *matchSet {
 }
 
 func (m *mailStore) compute(q *commsQuery) *matchSet {
+	s := m.computeAll(q)
+	if len(m.gone) == 0 {
+		return s
+	}
+	var list []uint32
+	for k := range s.len() {
+		if _, g := m.gone[s.at(k)]; !g {
+			list = append(list, s.at(k))
+		}
+	}
+	return &matchSet{list: list}
+}
+
+// computeAll matches q against every e-mail, gone ones included.
+func (m *mailStore) computeAll(q *commsQuery) *matchSet {
 	lo := uint32(sort.Search(len(m.ts), func(k int) bool { return m.ts[k] >= q.from }))
 	hi := uint32(sort.Search(len(m.ts), func(k int) bool { return m.ts[k] >= q.to }))
 	if hi <= lo {

@@ -182,24 +182,34 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 		}
 		req.perPage = int(n)
 	}
-	req.perPage = min(req.perPage, s.pageCap())
+	req.perPage = s.answeredPerPage(req.perPage)
 	return req, ""
 }
 
-func (s *Server) handleComms(e *enc, r *http.Request) (int, string) {
+// pendingMutation is a mutation that fires once the answer in hand is
+// written: it is applied before the answer is sent.
+type pendingMutation struct {
+	indexes []uint32
+	insert  bool
+}
+
+func (s *Server) handleComms(e *enc, r *http.Request) (int, string, *pendingMutation) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxCommsBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return badRequest(e, "the request body is too large")
+			st, ct := badRequest(e, "the request body is too large")
+			return st, ct, nil
 		}
-		return badRequest(e, "the request body could not be read")
+		st, ct := badRequest(e, "the request body could not be read")
+		return st, ct, nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	req, reason := s.parseComms(body)
 	if reason != "" {
-		return badRequest(e, reason)
+		st, ct := badRequest(e, reason)
+		return st, ct, nil
 	}
 	m := s.mail
 	set := m.match(&req.query)
@@ -225,7 +235,18 @@ func (s *Server) handleComms(e *enc, r *http.Request) (int, string) {
 		}
 		e.close()
 	}
-	writePaging(e, p)
+	if s.twists().commsPagingMissing {
+		e.key("per_page")
+		e.int(int64(p.perPage))
+		e.key("current_page")
+		e.int(int64(p.current))
+	} else {
+		writePaging(e, p)
+	}
 	e.b = append(e.b, "}}"...)
-	return http.StatusOK, ctText
+	var pm *pendingMutation
+	if idx, insert, fire := s.mutationDue(set, to, p); fire {
+		pm = &pendingMutation{indexes: idx, insert: insert}
+	}
+	return http.StatusOK, ctText, pm
 }

@@ -76,10 +76,23 @@ const defaultPerPage = 100
 
 // pageCap is the largest per_page answered.
 func (s *Server) pageCap() int {
+	c := s.opts.MaxPerPage
 	if s.vars.smallPage {
-		return min(s.opts.MaxPerPage, smallPageCap)
+		c = min(c, smallPageCap)
 	}
-	return s.opts.MaxPerPage
+	if tw := s.twists(); tw.maxPerPage > 0 {
+		c = tw.maxPerPage
+	}
+	return c
+}
+
+// answeredPerPage is the per_page answered to an ask: the ask under the cap,
+// or the fixed_per_page twist's size whatever the ask.
+func (s *Server) answeredPerPage(asked int) int {
+	if tw := s.twists(); tw.fixedPerPage > 0 {
+		return tw.fixedPerPage
+	}
+	return min(asked, s.pageCap())
 }
 
 // parsePaging reads page and per_page; the reason is empty when valid.
@@ -99,7 +112,7 @@ func (s *Server) parsePaging(pageText, perPageText string, defPerPage int) (pg, 
 		}
 		pp = v
 	}
-	return pg, min(pp, s.pageCap()), ""
+	return pg, s.answeredPerPage(pp), ""
 }
 
 func (s *Server) parseList(q url.Values, endpoint string) (listParams, string) {
@@ -182,7 +195,8 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	if reason != "" {
 		return badRequest(e, reason)
 	}
-	pageOf := func(n int) page { return page{total: n, perPage: lp.perPage, current: lp.page} }
+	lying := s.twists().lyingPaging
+	pageOf := func(n int) page { return page{total: n, perPage: lp.perPage, current: lp.page, lying: lying} }
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {
 		if st.wrapped {

@@ -119,12 +119,25 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	b = append(b, `","mailbox_thread":"`...)
 	b = appendHex16(b, m.mailboxID(c.root))
 	b = append(b, `","email_at":"`...)
-	if badKind == 1 {
+	switch {
+	case badKind == 1:
 		b = append(b, "yesterday"...)
-	} else {
+	case ed != nil && ed.emailAt != nil:
+		b = appendMicros(b, *ed.emailAt)
+	default:
 		b = appendMicros(b, m.ts[i])
 	}
-	b = append(b, `"},"users":{"from":`...)
+	b = append(b, '"')
+	if ed != nil && ed.nesting > 0 {
+		b = append(b, `,"extra":`...)
+		for range ed.nesting {
+			b = append(b, '[')
+		}
+		for range ed.nesting {
+			b = append(b, ']')
+		}
+	}
+	b = append(b, `},"users":{"from":`...)
 	var sender *person
 	if c.fromUser > 0 {
 		sender = &m.people[c.fromUser]

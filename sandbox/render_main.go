@@ -451,6 +451,9 @@ func writeSummary(e *enc, period int, s *summaryMonth, st mainStyle) {
 // page describes one page of a list.
 type page struct {
 	total, perPage, current int
+	// lying (the lying_paging twist) leaves the last record out of the
+	// advertised pages and serves it alone on page lastPage()+1.
+	lying bool
 }
 
 func (p page) lastPage() int {
@@ -462,6 +465,17 @@ func (p page) lastPage() int {
 
 // bounds returns the slice [from, to) of the list that the page holds.
 func (p page) bounds() (from, to int) {
+	if p.lying && p.total > 0 {
+		last := p.lastPage()
+		switch {
+		case p.current == last+1:
+			return p.total - 1, p.total
+		case p.current >= 1 && p.current <= last:
+			from = (p.current - 1) * p.perPage
+			return from, min(p.total-1, from+p.perPage)
+		}
+		return p.total, p.total
+	}
 	if p.perPage <= 0 || p.current < 1 || p.current-1 > p.total/p.perPage {
 		return p.total, p.total
 	}

@@ -51,6 +51,7 @@ type Server struct {
 
 	faultMu sync.Mutex
 	fc      faultConfig
+	tw      twistState
 
 	apiLim, commsLim *limiter
 	seq              atomic.Uint64
@@ -243,7 +244,7 @@ func (s *Server) Stats() Stats {
 	}
 	st.Now = s.Now()
 	s.mu.RLock()
-	st.Emails = len(s.mail.ts)
+	st.Emails = len(s.mail.ts) - len(s.mail.gone)
 	s.mu.RUnlock()
 	return st
 }
@@ -375,6 +376,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 		fail(http.StatusTooManyRequests, body429Quota)
 		return
 	}
+	if s.twists().echoKey {
+		key := r.Header.Get("X-Workflow-Key")
+		if key == "" {
+			key = r.Header.Get("Authorization")
+		}
+		answer(http.StatusBadRequest, ctJSON, echoKeyBody(key))
+		return
+	}
 	o.fault = fault
 	switch fault {
 	case faultName500:
@@ -464,6 +473,12 @@ func (s *Server) serveComms(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			return methodNotAllowed(w, e, http.MethodPost)
 		}
-		return s.handleComms(e, r)
+		status, ct, pm := s.handleComms(e, r)
+		if pm != nil {
+			// handleComms has released its read lock: the mutation lands
+			// before the client can read this answer and ask for the next.
+			s.applyMutation(pm.indexes, pm.insert)
+		}
+		return status, ct
 	})
 }

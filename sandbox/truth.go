@@ -114,6 +114,9 @@ func (s *Server) Truth(w io.Writer) error {
 	var c emailCore
 	scratch := make([]byte, 0, 2048)
 	for i := range uint32(len(mail.ts)) {
+		if _, g := mail.gone[i]; g {
+			continue
+		}
 		bad := mail.isBadEmail(i, badRate)
 		line(streamCommunications, key(emailID(seed, i)), "", bad, func(e *enc) {
 			scratch = mail.writeEmail(e, i, &c, false, cst, bad, scratch)
