@@ -93,7 +93,7 @@ func TestExpectedFollowsTheContract(t *testing.T) {
 		"brand_financial_snapshots": {{"1", day("2026-11-24"), dec(t, "48850"), dec(t, "24811.57"), dec(t, "0"), "USD"}},
 		"brand_contacts": {{"1", "7", "Adrian", "Anghel", "Adrian Anghel", "A@X.ro", nil, nil, true,
 			json.RawMessage(`{"id":"7","first_name":" Adrian ","last_name":"Anghel","full_name":"Adrian Anghel ","email":"A@X.ro","phone":"","position":null,"is_primary":true}`)}},
-		"projects": {{"5", "1", "Spot", "activ", day("2026-09-04"), nil, nil, ts("2026-10-19T14:49:43.123456Z"), dec(t, "58050.5"), "RON"}},
+		"projects":             {{"5", "1", "Spot", "activ", day("2026-09-04"), nil, nil, ts("2026-10-19T14:49:43.123456Z"), dec(t, "58050.5"), "RON"}},
 		"project_team_members": {{"5", "5", int64(5), "Irina", "pm"}, {"5", "ext-1", nil, "Ext", nil}},
 		"project_deliverables": {{"5", "9", "Machete", day("2026-11-03"), "în lucru", nil}},
 		"project_history": {
