@@ -6,10 +6,17 @@
 // It is the reliability suite's and the benchmarks' independent standard, so
 // it shares no code with the worker: it imports neither package extract nor
 // package transform (nor load or engine), and reads the truth's canonical
-// records with encoding/json, as plainly as the warehouse contract
-// (docs: warehouse-contract.md) describes the rows. A bug in the worker's
-// decoders or transforms therefore cannot appear on both sides of a
-// comparison.
+// records with encoding/json, as plainly as the warehouse contract describes
+// the rows. A bug in the worker's decoders or transforms therefore cannot
+// appear on both sides of a comparison.
+//
+// Where the contract leaves a choice open, the oracle states the worker's
+// documented behaviour once, in its own words: text is kept as given except
+// the person-like fields (account_manager, contact names and details, payee,
+// team members' names and roles, participants' attributes), which are
+// trimmed, with an empty result stored as NULL; identifiers and most text
+// store "" as NULL, while subject, message, type_name and history values
+// keep "".
 package oracle
 
 import (
