@@ -251,20 +251,31 @@ func (h *harness) pipeline(ctx context.Context) []Row {
 		return []Row{fail("3", figure, err), fail("3", figureWhole, err)}
 	}
 	defer sb.Stop()
-	var worker, whole, raw, ratios, wholeRatios []float64
-	var budget []pipelineRun
+	var runs []pipelineRun
 	for run := range h.cfg.Runs {
 		r, err := h.pipelineOnce(ctx, sb)
 		if err != nil {
 			return []Row{fail("3", figure, err), fail("3", figureWhole, err)}
 		}
+		runs = append(runs, r)
+		h.log("pipeline, run %d/%d: agencysync %.0f e-mails/s (whole process %.0f), raw COPY %.0f e-mails/s, ratio %.3f (whole process %.3f); CPU a page: worker %.1f ms, sandbox %.1f ms, PostgreSQL %.1f ms (raw COPY: PostgreSQL %.1f ms)",
+			run+1, h.cfg.Runs, r.workerRate, r.wholeRate, r.rawRate, Ratio(r.workerRate, r.rawRate), Ratio(r.wholeRate, r.rawRate),
+			ms(r.workerCPU), ms(r.sandboxCPU), ms(r.pgCPU), ms(r.rawPGCPU))
+	}
+	return pipelineRows(figure, figureWhole, runs, h.pgRoot > 0)
+}
+
+// pipelineRows renders figure 3's two rows from its runs: the worker's rate
+// over the sync's own time and over the whole process, each divided by the
+// raw COPY rate of the same run (pgCPU: PostgreSQL's CPU time was measured).
+func pipelineRows(figure, figureWhole string, runs []pipelineRun, pgCPU bool) []Row {
+	var worker, whole, raw, ratios, wholeRatios []float64
+	for _, r := range runs {
 		worker, whole, raw = append(worker, r.workerRate), append(whole, r.wholeRate), append(raw, r.rawRate)
 		ratios = append(ratios, Ratio(r.workerRate, r.rawRate))
 		wholeRatios = append(wholeRatios, Ratio(r.wholeRate, r.rawRate))
-		budget = append(budget, r)
-		h.log("pipeline, run %d/%d: agencysync %.0f e-mails/s (whole process %.0f), raw COPY %.0f e-mails/s, ratio %.3f (whole process %.3f); CPU a page: worker %.1f ms, sandbox %.1f ms, PostgreSQL %.1f ms (raw COPY: PostgreSQL %.1f ms)",
-			run+1, h.cfg.Runs, r.workerRate, r.wholeRate, r.rawRate, ratios[run], wholeRatios[run], ms(r.workerCPU), ms(r.sandboxCPU), ms(r.pgCPU), ms(r.rawPGCPU))
 	}
+	budget := runs
 	med, wholeMed := Median(ratios), Median(wholeRatios)
 	rate := func(x float64) string { return Int(int64(math.Round(x))) }
 	ratio := func(x float64) string { return Float(x, 3) }
@@ -277,7 +288,7 @@ func (h *harness) pipeline(ctx context.Context) []Row {
 		List(worker, rate), rawDetail, List(ratios, ratio),
 		List(worker, func(x float64) string { return Float(PageSize/x*1000, 1) }), List(raw, func(x float64) string { return Float(PageSize/x*1000, 1) }),
 		msList(func(r pipelineRun) time.Duration { return r.workerCPU }), msList(func(r pipelineRun) time.Duration { return r.sandboxCPU }))
-	if h.pgRoot > 0 {
+	if pgCPU {
 		detail += fmt.Sprintf(", PostgreSQL %s ms (raw COPY: PostgreSQL %s ms, the harness %s ms)",
 			msList(func(r pipelineRun) time.Duration { return r.pgCPU }), msList(func(r pipelineRun) time.Duration { return r.rawPGCPU }),
 			msList(func(r pipelineRun) time.Duration { return r.rawOwnCPU }))
