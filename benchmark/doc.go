@@ -7,11 +7,14 @@
 // runs, with every ratio taken pair by pair within a run:
 //
 //  1. request efficiency: the requests of a full first backfill ÷ the
-//     minimum possible (MinimumRequests);
+//     minimum possible (oracle.MinimumRequests);
 //  2. pace: wall time ÷ (requests ÷ 10/s) against a sandbox enforcing
 //     10 requests/s with 50 ms latency, and the 429s it answered;
-//  3. pipeline: e-mails/s of `agencysync run --streams communications`
-//     against raw COPY of the same rows into unlogged, index-free tables;
+//  3. pipeline: e-mails/s of `agencysync run --streams communications`,
+//     over the sync's own time and over the whole process (start,
+//     migration, fetch, decode, load), each against raw COPY of the same
+//     rows (package oracle's, from the ground truth) into unlogged,
+//     index-free tables;
 //  4. steady state: the requests of a nightly run after a day of changes,
 //     as a share of the daily quota and against a full refresh;
 //  5. no-op re-run: rows written, WAL bytes and requests;
@@ -22,7 +25,7 @@
 // result is one Markdown table (Table), printed and written with the
 // machine's description (Machine) to BENCHMARKS.md.
 //
-// The pure parts — medians, ratios, the minimum-request arithmetic, number
+// The pure parts — medians, ratios, number
 // formatting, table rendering and the parsing of `go test -bench` output —
 // have unit tests; nothing in the tests depends on wall-clock speed.
 package benchmark

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/childproc"
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/transform"
+	"github.com/agencysync/agencysync/oracle"
 )
 
 // workerTimeout bounds one agencysync process.
@@ -58,7 +57,7 @@ func (h *harness) backfills(ctx context.Context) []Row {
 		if err != nil {
 			return []Row{fail("1", f1, err), fail("6", f6, err)}
 		}
-		set.minimum = MinimumRequests(head.Inventory)
+		set.minimum = oracle.MinimumRequests(head.Inventory)
 		sandboxes[i] = sb
 	}
 	for run := range h.cfg.Runs {
@@ -238,54 +237,87 @@ func (h *harness) paceOnce(ctx context.Context, sb *Sandbox) (paceRun, error) {
 
 // pipeline runs figure 3: e-mails/s of `agencysync run --streams
 // communications` (limits off, no latency) against raw COPY of the same
-// e-mails, recipients and users into unlogged, index-free tables.
+// e-mails, recipients and users into unlogged, index-free tables. The
+// worker's rate is reported twice, each against the same raw COPY of the
+// same run: over the sync's own time (the summary's took: fetch, decode,
+// transform, load, bookkeeping) and over the whole process (its wall time
+// from exec to exit: start, schema migration, the sync, exit).
 func (h *harness) pipeline(ctx context.Context) []Row {
-	figure := fmt.Sprintf("Pipeline: e-mails/s of agencysync run (communications, %s e-mails) ÷ raw COPY", Int(int64(h.sizes.PipelineEmails)))
+	n := Int(int64(h.sizes.PipelineEmails))
+	figure := fmt.Sprintf("Pipeline: e-mails/s of agencysync run (communications, %s e-mails; the sync's own time) ÷ raw COPY", n)
+	figureWhole := fmt.Sprintf("Pipeline: e-mails/s of the whole agencysync run process (start, migration, fetch, decode, load; %s e-mails) ÷ raw COPY", n)
 	sb, err := startSandbox(ctx, h.sandboxBin, childproc.SandboxOptions{Emails: h.sizes.PipelineEmails, NoLimits: true})
 	if err != nil {
-		return []Row{fail("3", figure, err)}
+		return []Row{fail("3", figure, err), fail("3", figureWhole, err)}
 	}
 	defer sb.Stop()
-	var worker, raw, ratios []float64
-	var budget []pipelineRun
+	var runs []pipelineRun
 	for run := range h.cfg.Runs {
 		r, err := h.pipelineOnce(ctx, sb)
 		if err != nil {
-			return []Row{fail("3", figure, err)}
+			return []Row{fail("3", figure, err), fail("3", figureWhole, err)}
 		}
-		worker, raw = append(worker, r.workerRate), append(raw, r.rawRate)
-		ratios = append(ratios, Ratio(r.workerRate, r.rawRate))
-		budget = append(budget, r)
-		h.log("pipeline, run %d/%d: agencysync %.0f e-mails/s, raw COPY %.0f e-mails/s, ratio %.3f; CPU a page: worker %.1f ms, sandbox %.1f ms, PostgreSQL %.1f ms (raw COPY: PostgreSQL %.1f ms)",
-			run+1, h.cfg.Runs, r.workerRate, r.rawRate, ratios[run], ms(r.workerCPU), ms(r.sandboxCPU), ms(r.pgCPU), ms(r.rawPGCPU))
+		runs = append(runs, r)
+		h.log("pipeline, run %d/%d: agencysync %.0f e-mails/s (whole process %.0f), raw COPY %.0f e-mails/s, ratio %.3f (whole process %.3f); CPU a page: worker %.1f ms, sandbox %.1f ms, PostgreSQL %.1f ms (raw COPY: PostgreSQL %.1f ms)",
+			run+1, h.cfg.Runs, r.workerRate, r.wholeRate, r.rawRate, Ratio(r.workerRate, r.rawRate), Ratio(r.wholeRate, r.rawRate),
+			ms(r.workerCPU), ms(r.sandboxCPU), ms(r.pgCPU), ms(r.rawPGCPU))
 	}
-	med := Median(ratios)
+	return pipelineRows(figure, figureWhole, runs, h.pgRoot > 0)
+}
+
+// pipelineRows renders figure 3's two rows from its runs: the worker's rate
+// over the sync's own time and over the whole process, each divided by the
+// raw COPY rate of the same run (pgCPU: PostgreSQL's CPU time was measured).
+func pipelineRows(figure, figureWhole string, runs []pipelineRun, pgCPU bool) []Row {
+	var worker, whole, raw, ratios, wholeRatios []float64
+	for _, r := range runs {
+		worker, whole, raw = append(worker, r.workerRate), append(whole, r.wholeRate), append(raw, r.rawRate)
+		ratios = append(ratios, Ratio(r.workerRate, r.rawRate))
+		wholeRatios = append(wholeRatios, Ratio(r.wholeRate, r.rawRate))
+	}
+	budget := runs
+	med, wholeMed := Median(ratios), Median(wholeRatios)
 	rate := func(x float64) string { return Int(int64(math.Round(x))) }
+	ratio := func(x float64) string { return Float(x, 3) }
 	msList := func(f func(pipelineRun) time.Duration) string {
 		return List(float64s(budget, func(r pipelineRun) float64 { return ms(f(r)) }), func(x float64) string { return Float(x, 1) })
 	}
-	detail := fmt.Sprintf("agencysync e-mails/s per run (e-mails ÷ the sync summary's took: fetch, decode, transform, load, bookkeeping) %s; raw COPY e-mails/s per run (row encoding and COPY of the same rows, one transaction per 1000) %s; ratio per run %s; time a 1000-e-mail page per run: agencysync %s ms, raw COPY %s ms; CPU a page per run: worker %s ms, sandbox %s ms",
-		List(worker, rate), List(raw, rate), List(ratios, func(x float64) string { return Float(x, 3) }),
+	rawDetail := fmt.Sprintf("raw COPY e-mails/s per run (the oracle's rows of the ground truth; row encoding and COPY, one transaction per 1000) %s",
+		List(raw, rate))
+	detail := fmt.Sprintf("agencysync e-mails/s per run (e-mails ÷ the sync summary's took: fetch, decode, transform, load, bookkeeping; not process start or migration) %s; %s; ratio per run %s; time a 1000-e-mail page per run: agencysync %s ms, raw COPY %s ms; CPU a page per run: worker %s ms, sandbox %s ms",
+		List(worker, rate), rawDetail, List(ratios, ratio),
 		List(worker, func(x float64) string { return Float(PageSize/x*1000, 1) }), List(raw, func(x float64) string { return Float(PageSize/x*1000, 1) }),
 		msList(func(r pipelineRun) time.Duration { return r.workerCPU }), msList(func(r pipelineRun) time.Duration { return r.sandboxCPU }))
-	if h.pgRoot > 0 {
+	if pgCPU {
 		detail += fmt.Sprintf(", PostgreSQL %s ms (raw COPY: PostgreSQL %s ms, the harness %s ms)",
 			msList(func(r pipelineRun) time.Duration { return r.pgCPU }), msList(func(r pipelineRun) time.Duration { return r.rawPGCPU }),
 			msList(func(r pipelineRun) time.Duration { return r.rawOwnCPU }))
 	}
-	return []Row{{ID: "3", Figure: figure,
-		Result:  fmt.Sprintf("%s (%s vs %s e-mails/s)", Float(med, 2), rate(Median(worker)), rate(Median(raw))),
-		Target:  "≥ 0.5",
-		Verdict: Check(med, med >= 0.5),
-		Detail:  detail}}
+	wholeDetail := fmt.Sprintf("agencysync e-mails/s per run (e-mails ÷ the process's wall time, exec to exit: start, schema migration of an empty schema, fetch, decode, transform, load, bookkeeping, exit) %s; the same runs' raw COPY as the row above: %s; ratio per run %s; process wall time per run %s s, of which outside the sync's took %s s",
+		List(whole, rate), rawDetail, List(wholeRatios, ratio),
+		List(float64s(budget, func(r pipelineRun) float64 { return r.wall.Seconds() }), func(x float64) string { return Float(x, 2) }),
+		List(float64s(budget, func(r pipelineRun) float64 { return (r.wall - r.took).Seconds() }), func(x float64) string { return Float(x, 2) }))
+	return []Row{
+		{ID: "3", Figure: figure,
+			Result:  fmt.Sprintf("%s (%s vs %s e-mails/s)", Float(med, 2), rate(Median(worker)), rate(Median(raw))),
+			Target:  "≥ 0.5",
+			Verdict: Check(med, med >= 0.5),
+			Detail:  detail},
+		{ID: "3", Figure: figureWhole,
+			Result:  fmt.Sprintf("%s (%s vs %s e-mails/s)", Float(wholeMed, 2), rate(Median(whole)), rate(Median(raw))),
+			Target:  "≥ 0.5",
+			Verdict: Check(wholeMed, wholeMed >= 0.5),
+			Detail:  wholeDetail},
+	}
 }
 
 // pipelineRun is one run of figure 3, with the CPU time each process spent
 // per 1000 e-mails.
 type pipelineRun struct {
-	workerRate, rawRate          float64
-	workerCPU, sandboxCPU, pgCPU time.Duration // during the sync
-	rawPGCPU, rawOwnCPU          time.Duration // during the raw COPY (PostgreSQL; the harness encoding rows)
+	workerRate, wholeRate, rawRate float64 // e-mails/s: the sync's took, the process's wall time, raw COPY
+	took, wall                     time.Duration
+	workerCPU, sandboxCPU, pgCPU   time.Duration // during the sync
+	rawPGCPU, rawOwnCPU            time.Duration // during the raw COPY (PostgreSQL; the harness encoding rows)
 }
 
 func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, error) {
@@ -310,7 +342,9 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 	}
 	emails := max(st.Emails, 1)
 	perPage := func(d time.Duration) time.Duration { return d * PageSize / time.Duration(emails) }
-	r.workerRate = Ratio(float64(st.Emails), res.Took().Seconds())
+	r.took, r.wall = res.Took(), res.Wall
+	r.workerRate = Ratio(float64(st.Emails), r.took.Seconds())
+	r.wholeRate = Ratio(float64(st.Emails), r.wall.Seconds())
 	r.workerCPU, r.sandboxCPU, r.pgCPU = perPage(res.CPU), perPage(sbAfter-sbBefore), perPage(pgAfter-pgBefore)
 
 	copier, err := NewRawCopier(ctx, h.pool, schema)
@@ -319,17 +353,12 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 	}
 	var spent, ownCPU, pgCPU time.Duration
 	copied := 0
-	err = sb.CommsPages(ctx, PageSize, func(body []byte) error {
-		page, err := extract.DecodeCommunications(body)
-		if err != nil {
-			return fmt.Errorf("decode truth page: %w", err)
-		}
-		batch := transform.Communications(page.Records)
+	err = sb.CommsPages(ctx, PageSize, func(page *oracle.Comms) error {
 		own, pg := threadCPU(), h.pgCPU()
-		d, err := copier.Copy(ctx, h.pool, &batch)
+		d, err := copier.Copy(ctx, h.pool, page)
 		ownCPU, pgCPU = ownCPU+threadCPU()-own, pgCPU+h.pgCPU()-pg
 		spent += d
-		copied += len(batch.Emails)
+		copied += len(page.Emails)
 		return err
 	})
 	if err != nil {

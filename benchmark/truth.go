@@ -7,16 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-)
 
-// truthLine is one line of GET /_sandbox/truth.
-type truthLine struct {
-	Stream  string          `json:"stream"`
-	Key     string          `json:"key"`
-	BrandID string          `json:"brand_id"`
-	Record  json.RawMessage `json:"record"`
-}
+	"github.com/agencysync/agencysync/oracle"
+)
 
 // FinanceRecord is a budget, invoice, collection or payment of the truth.
 type FinanceRecord struct {
@@ -26,16 +19,16 @@ type FinanceRecord struct {
 }
 
 // TruthHead is what the truth holds before its communications: the
-// inventory (with the e-mail count from the stats) and the ids the steady
-// state scenario edits.
+// inventory of a first sync (with the e-mail count from the stats) and the
+// ids the steady state scenario edits.
 type TruthHead struct {
-	Inventory Inventory
+	Inventory oracle.Inventory
 	Projects  []string
 	Finance   []FinanceRecord
 }
 
 // eachTruthLine calls fn for every line of the truth until fn returns false.
-func (s *Sandbox) eachTruthLine(ctx context.Context, fn func(l *truthLine) (bool, error)) error {
+func (s *Sandbox) eachTruthLine(ctx context.Context, fn func(l oracle.Line) (bool, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // a stream left early is abandoned, which releases the sandbox's lock
 	body, err := s.Truth(ctx)
@@ -47,11 +40,11 @@ func (s *Sandbox) eachTruthLine(ctx context.Context, fn func(l *truthLine) (bool
 	for {
 		line, err := rd.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			var l truthLine
+			var l oracle.Line
 			if err := json.Unmarshal(line, &l); err != nil {
 				return fmt.Errorf("decode truth line: %w", err)
 			}
-			more, ferr := fn(&l)
+			more, ferr := fn(l)
 			if ferr != nil || !more {
 				return ferr
 			}
@@ -66,20 +59,18 @@ func (s *Sandbox) eachTruthLine(ctx context.Context, fn func(l *truthLine) (bool
 }
 
 // Head reads the truth up to its communications (which it does not
-// download) and counts the e-mails from the stats.
+// download), counts its first sync's inventory (oracle.Truth.FirstSync) and
+// the e-mails from the stats.
 func (s *Sandbox) Head(ctx context.Context) (*TruthHead, error) {
-	h := &TruthHead{Inventory: Inventory{ContactsByBrand: map[string]int{}}}
-	inv := &h.Inventory
-	err := s.eachTruthLine(ctx, func(l *truthLine) (bool, error) {
-		switch l.Stream {
-		case "communications":
+	h := &TruthHead{}
+	tr := oracle.Truth{}
+	err := s.eachTruthLine(ctx, func(l oracle.Line) (bool, error) {
+		if l.Stream == "communications" {
 			return false, nil
-		case "brands":
-			inv.Brands++
-		case "contacts":
-			inv.ContactsByBrand[l.BrandID]++
+		}
+		tr[l.Stream] = append(tr[l.Stream], l)
+		switch l.Stream {
 		case "projects":
-			inv.Projects++
 			h.Projects = append(h.Projects, l.Key)
 		case "budgets", "invoices", "collections", "payments":
 			var rec struct {
@@ -91,24 +82,6 @@ func (s *Sandbox) Head(ctx context.Context) (*TruthHead, error) {
 				return false, fmt.Errorf("decode truth %s %s: %w", l.Stream, l.Key, err)
 			}
 			h.Finance = append(h.Finance, FinanceRecord{Kind: l.Stream, ID: l.Key, Amount: rec.Amount})
-			switch l.Stream {
-			case "budgets":
-				inv.Budgets++
-			case "invoices":
-				inv.Invoices++
-			case "collections":
-				inv.Collections++
-			default:
-				inv.Payments++
-			}
-		case "profitability":
-			if strings.HasPrefix(l.Key, "brand:") {
-				inv.ProfitabilityBrand++
-			} else {
-				inv.ProfitabilityProject++
-			}
-		case "summary":
-			inv.Summary++
 		}
 		return true, nil
 	})
@@ -119,37 +92,33 @@ func (s *Sandbox) Head(ctx context.Context) (*TruthHead, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv.Emails = st.Emails
+	h.Inventory = tr.FirstSync()
+	h.Inventory.Emails = st.Emails
 	return h, nil
 }
 
-// CommsPages streams the truth's communications as page bodies of the
-// communications endpoint (keyed rows, perPage records each) and calls fn
-// with each; fn must not keep the body.
-func (s *Sandbox) CommsPages(ctx context.Context, perPage int, fn func(body []byte) error) error {
-	var body bytes.Buffer
+// CommsPages streams the truth's communications in pages of perPage
+// records and calls fn with each page's rows as the oracle builds them
+// (oracle.Comms: emails, email_recipients, users, rejects; users merged
+// within the page, as a page commit merges them).
+func (s *Sandbox) CommsPages(ctx context.Context, perPage int, fn func(page *oracle.Comms) error) error {
+	page := oracle.NewComms()
 	n := 0
 	flush := func() error {
 		if n == 0 {
 			return nil
 		}
-		fmt.Fprintf(&body, `},"total":%d,"per_page":%d,"current_page":1,"last_page":1}}`, n, n)
-		err := fn(body.Bytes())
-		body.Reset()
-		n = 0
+		err := fn(page)
+		page, n = oracle.NewComms(), 0
 		return err
 	}
-	err := s.eachTruthLine(ctx, func(l *truthLine) (bool, error) {
+	err := s.eachTruthLine(ctx, func(l oracle.Line) (bool, error) {
 		if l.Stream != "communications" {
 			return true, nil
 		}
-		if n == 0 {
-			body.WriteString(`{"data":{"rows":{`)
-		} else {
-			body.WriteByte(',')
+		if err := page.Add(l); err != nil {
+			return false, err
 		}
-		fmt.Fprintf(&body, "%q:", l.Key)
-		body.Write(l.Record)
 		n++
 		if n == perPage {
 			return true, flush()

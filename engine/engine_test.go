@@ -30,6 +30,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/oracle"
 	"github.com/agencysync/agencysync/sandbox"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse/warehousetest"
@@ -173,6 +174,30 @@ func (h *harness) truth() map[string][]truthLine {
 	return out
 }
 
+// inventory counts the sandbox's ground truth as a first sync's work, for
+// oracle.MinimumRequests.
+func (h *harness) inventory() oracle.Inventory {
+	h.t.Helper()
+	var buf bytes.Buffer
+	if err := h.sb.Truth(&buf); err != nil {
+		h.t.Fatal(err)
+	}
+	tr, err := oracle.Parse(buf.Bytes())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tr.FirstSync()
+}
+
+// nothingChanged is the work of a sync that finds nothing changed since the
+// last one over inv: every list again, the four finance lists filtered by
+// updated_since (so empty), no details, and one page of the communications
+// increment.
+func nothingChanged(inv oracle.Inventory) oracle.Inventory {
+	return oracle.Inventory{Brands: inv.Brands, Projects: inv.Projects, ProfitabilityProject: inv.ProfitabilityProject,
+		ProfitabilityBrand: inv.ProfitabilityBrand, Summary: inv.Summary}
+}
+
 // expectedEmails decodes and transforms the truth's communications, as the
 // warehouse should hold them.
 func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
@@ -289,10 +314,10 @@ func TestFullSyncEqualsTruthThenNoOp(t *testing.T) {
 	if res.RequestsUsed != int(h.sent.Load()) {
 		t.Errorf("requests used %d, client sent %d", res.RequestsUsed, h.sent.Load())
 	}
-	// Minimal first run: 3 comms pages (2500/1000), 1 brands, 1 projects,
-	// 7 finance lists, 4 brands × (detail + contacts), 12 project details.
-	if want := 3 + 1 + 1 + 7 + 4*2 + 12; res.RequestsUsed != want {
-		t.Errorf("first run used %d requests, minimum is %d", res.RequestsUsed, want)
+	// A minimal first run: every list paged once, every detail fetched once.
+	inv := h.inventory()
+	if want := oracle.MinimumRequests(inv); res.RequestsUsed != want.Total {
+		t.Errorf("first run used %d requests (%v), minimum is %d (%v)", res.RequestsUsed, h.sb.Stats().ByEndpoint, want.Total, want.ByEndpoint)
 	}
 	var ledger int
 	if err := h.pool.QueryRow(context.Background(), "SELECT requests FROM "+h.table("api_quota_usage")).Scan(&ledger); err != nil || ledger != res.RequestsUsed {
@@ -308,8 +333,7 @@ func TestFullSyncEqualsTruthThenNoOp(t *testing.T) {
 	if w := res2.Counts.Written(); w != 0 {
 		t.Errorf("unchanged re-run wrote %d rows: %v", w, res2.Counts.RowsByTable())
 	}
-	// 1 increment + 1 brands + 1 projects + 4 finance updated_since + 2 profitability + 1 summary.
-	if want := 1 + 1 + 1 + 7; res2.RequestsUsed != want {
+	if want := oracle.MinimumRequests(nothingChanged(inv)).Total; res2.RequestsUsed != want {
 		t.Errorf("unchanged re-run used %d requests, want %d", res2.RequestsUsed, want)
 	}
 	if again := h.count("SELECT count(*) FROM " + h.table("emails") + " WHERE _synced_at < now() - interval '0'"); again != syncedAt {
@@ -377,9 +401,15 @@ func TestChangesAreReflected(t *testing.T) {
 	if n := h.count("SELECT count(*) FROM "+h.table("projects")+" WHERE project_id = $1 AND status = 'finalizat'", fmt.Sprint(projectID)); n != 1 {
 		t.Errorf("changed project detail not synced")
 	}
-	// Only the changed project's and brand's details were fetched: 1 increment page,
-	// 1+1 lists, 7 finance, brand 2 (detail + contacts), project 1.
-	if want := 1 + 2 + 7 + 2 + 1; res.RequestsUsed != want {
+	// Only the changed project's and brand's details were fetched, besides
+	// the lists and the increment (the 40 new e-mails, the edited one and
+	// the lookback's re-reads).
+	after := h.inventory()
+	changed := nothingChanged(after)
+	changed.BrandContacts = map[string]int{tr["brands"][1].Key: after.BrandContacts[tr["brands"][1].Key]}
+	changed.ProjectDetails = 1
+	changed.Emails = 41
+	if want := oracle.MinimumRequests(changed).Total; res.RequestsUsed != want {
 		t.Errorf("incremental run used %d requests, want %d", res.RequestsUsed, want)
 	}
 	// The brand returns: undeleted.
@@ -495,13 +525,14 @@ func crashMidPage(t *testing.T, noPrefetch, spool bool) {
 		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
 	}
 	total := h.sb.Stats().ByEndpoint["communications"]
-	// 6 pages are the minimum. Without the spool the crashed page (and,
-	// with prefetch, at most the one being prefetched) are fetched again;
-	// with it, the crashed page and a prefetched page that had arrived come
-	// from the spool, and only a prefetch still in flight is lost.
-	bound := map[[2]bool]int{{false, false}: 6 + 2, {true, false}: 6 + 1, {false, true}: 6 + 1, {true, true}: 6}[[2]bool{noPrefetch, spool}]
-	if total > int64(bound) {
-		t.Errorf("%d communications requests (first run %d); minimum 6, bound %d", total, firstComms, bound)
+	// Without the spool the crashed page (and, with prefetch, at most the
+	// one being prefetched) are fetched again; with it, the crashed page and
+	// a prefetched page that had arrived come from the spool, and only a
+	// prefetch still in flight is lost.
+	minimum := oracle.MinimumRequests(h.inventory()).ByEndpoint["communications"]
+	refetched := map[[2]bool]int{{false, false}: 2, {true, false}: 1, {false, true}: 1, {true, true}: 0}[[2]bool{noPrefetch, spool}]
+	if total > int64(minimum+refetched) {
+		t.Errorf("%d communications requests (first run %d); minimum %d, %d more allowed", total, firstComms, minimum, refetched)
 	}
 	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 6000-h.badCount() {
 		t.Errorf("%d e-mails stored, want %d", n, 6000-h.badCount())
@@ -556,8 +587,10 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 8000-h.badCount() {
 		t.Errorf("%d e-mails after resume", n)
 	}
-	if total := h.sb.Stats().ByEndpoint["communications"]; total > 8+2 {
-		t.Errorf("%d communications requests for 8 pages", total)
+	// At most the page in hand and one prefetched page are fetched again.
+	minimum := oracle.MinimumRequests(h.inventory()).ByEndpoint["communications"]
+	if total := h.sb.Stats().ByEndpoint["communications"]; total > int64(minimum+2) {
+		t.Errorf("%d communications requests for %d pages", total, minimum)
 	}
 }
 
@@ -700,8 +733,8 @@ func TestPlanSendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Estimated() != 10 {
-		t.Errorf("after a full sync the plan estimates %d requests, want 10 (lists, finance, one increment page)", p.Estimated())
+	if want := oracle.MinimumRequests(nothingChanged(h.inventory())).Total; p.Estimated() != want {
+		t.Errorf("after a full sync the plan estimates %d requests, want %d (lists, finance, one increment page)", p.Estimated(), want)
 		p.Print(testWriter{t})
 	}
 }
@@ -719,8 +752,8 @@ func TestFullRefreshAndManualBackfill(t *testing.T) {
 	if res.Status != StatusSucceeded || res.Counts.Written() != 0 {
 		t.Fatalf("full refresh %s wrote %d rows: %v", res.Status, res.Counts.Written(), res.Err)
 	}
-	if got := h.sent.Load() - before; got != 3 {
-		t.Errorf("full refresh of 2500 e-mails sent %d requests, want 3", got)
+	if got, want := h.sent.Load()-before, oracle.MinimumRequests(h.inventory()).ByEndpoint["communications"]; got != int64(want) {
+		t.Errorf("full refresh of %d e-mails sent %d requests, want %d", h.opts.Emails, got, want)
 	}
 	from := h.opts.Start.AddDate(0, 0, -10)
 	res = h.run(Request{Trigger: TriggerBackfill, Backfill: &Range{From: from, To: h.opts.Start}})

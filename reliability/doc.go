@@ -2,8 +2,11 @@
 // It holds tests only: each scenario runs the real agencysync binary against
 // the real agencysandbox binary and PostgreSQL, then compares the warehouse
 // with the sandbox's ground truth table by table — row counts and a content
-// checksum computed in SQL over both the warehouse and the rows that the
-// project's own decoders and transforms make of the truth.
+// checksum computed in SQL over both the warehouse and the rows package
+// oracle builds from the truth. The oracle shares no code with the worker's
+// decoders and transforms (TestOracleSharesNothingWithTheWorker), so a
+// transform bug cannot appear on both sides; TestOracleCatchesPlantedTransformBugs
+// is its control.
 //
 // The scenarios, one test each:
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/oracle"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -46,7 +47,7 @@ func TestS01CrashResume(t *testing.T) {
 	r := newRig(t, sc, o)
 	tr := r.sb.truth()
 	ids, bad := tr.emailIDs()
-	pages := (len(ids) + 999) / 1000
+	pages := oracle.Pages(len(ids), oracle.PageSize)
 	lockID := warehouse.SyncLockID(r.schema)
 
 	// committed reports the backfill pages committed so far, and whether the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/oracle"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -73,7 +74,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 		env["DATABASE_URL"] = proxy.dsn(t, r.dsn)
 		tr := r.sb.truth()
 		ids, bad := tr.emailIDs()
-		pages := (len(ids) + 999) / 1000
+		pages := oracle.Pages(len(ids), oracle.PageSize)
 		lock := warehouse.SyncLockID(r.schema)
 		terminated := 0
 		for k := 1; k <= sz.dbTerminations; k++ {
@@ -127,7 +128,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 		env := sb.workerEnv(proxy.dsn(t, cluster.DSN()), schema)
 		tr := sb.truth()
 		ids, bad := tr.emailIDs()
-		pages := (len(ids) + 999) / 1000
+		pages := oracle.Pages(len(ids), oracle.PageSize)
 		var down time.Duration
 		o, hit := interrupt(t, env, func() *pgxpool.Pool { return pool }, schema, ids, bad, pages/2, func() {
 			start := time.Now()

@@ -1,41 +1,25 @@
 package reliability
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/transform"
+	"github.com/agencysync/agencysync/oracle"
 )
 
-// truthLine is one line of GET /_sandbox/truth.
-type truthLine struct {
-	Stream  string          `json:"stream"`
-	Key     string          `json:"key"`
-	BrandID string          `json:"brand_id"`
-	Bad     bool            `json:"bad"`
-	Record  json.RawMessage `json:"record"`
-}
-
-// truth is the sandbox's dataset at one moment, by stream.
-type truth map[string][]truthLine
+// truth is the sandbox's dataset at one moment, by stream (oracle.Truth
+// with the suite's helpers).
+type truth map[string][]oracle.Line
 
 // truth fetches the sandbox's ground truth. The answer is read whole first
-// (hundreds of megabytes at soak sizes), then split: each line's record is
-// its last field, so only the small head of a line is decoded.
+// (hundreds of megabytes at soak sizes), then split by oracle.Parse.
 func (s *sandboxProc) truth() truth {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -45,106 +29,34 @@ func (s *sandboxProc) truth() truth {
 		s.t.Fatal(err)
 	}
 	defer rc.Close()
-	body, err := io.ReadAll(rc)
+	tr, err := oracle.Read(rc)
 	if err != nil {
 		s.t.Fatalf("fetch the truth: %v", err)
 	}
-	out := truth{}
-	marker := []byte(`,"record":`)
-	for line := range bytes.Lines(body) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		var l truthLine
-		i := bytes.Index(line, marker)
-		if i < 0 || !bytes.HasSuffix(line, []byte("}")) {
-			s.t.Fatalf("truth line %.200q: no record", line)
-		}
-		if err := json.Unmarshal(append(bytes.Clone(line[:i]), '}'), &l); err != nil {
-			s.t.Fatalf("truth line %.200q: %v", line, err)
-		}
-		l.Record = json.RawMessage(line[i+len(marker) : len(line)-1])
-		if !json.Valid(l.Record) {
-			s.t.Fatalf("truth line %.200q: the record is not JSON", line)
-		}
-		out[l.Stream] = append(out[l.Stream], l)
-	}
-	return out
+	return truth(tr)
 }
 
 // counts returns the good and bad records of a stream.
-func (tr truth) counts(stream string) (good, bad int) {
-	for _, l := range tr[stream] {
-		if l.Bad {
-			bad++
-		} else {
-			good++
-		}
-	}
-	return good, bad
-}
+func (tr truth) counts(stream string) (good, bad int) { return oracle.Truth(tr).Counts(stream) }
 
 // bad counts the malformed records of every stream.
-func (tr truth) bad() int {
-	n := 0
-	for s := range tr {
-		_, b := tr.counts(s)
-		n += b
-	}
-	return n
-}
+func (tr truth) bad() int { return oracle.Truth(tr).Bad() }
 
 // emailIDs returns the record ids of the communications, ascending, with
 // whether each is malformed.
 func (tr truth) emailIDs() (ids []int64, bad []bool) {
-	type e struct {
-		id  int64
-		bad bool
-	}
-	var es []e
-	for _, l := range tr["communications"] {
-		id, _ := strconv.ParseInt(l.Key, 10, 64)
-		es = append(es, e{id, l.Bad})
-	}
-	slices.SortFunc(es, func(a, b e) int { return cmp.Compare(a.id, b.id) })
-	for _, x := range es {
-		ids = append(ids, x.id)
-		bad = append(bad, x.bad)
+	ids, bad, err := oracle.Truth(tr).EmailIDs()
+	if err != nil {
+		panic(err) // the sandbox's keys are its ids
 	}
 	return ids, bad
 }
 
-// minimumRequests is what a complete first sync of the truth costs at 1000
-// rows a page: one request per list page (brands, projects, each finance
-// list, profitability per level), per communications page, per brand detail
-// and contacts list, and per project detail.
+// minimumRequests is what a complete first sync of the truth costs at best
+// (oracle.MinimumRequests), in total and by endpoint.
 func (tr truth) minimumRequests() (total int, byEndpoint map[string]int) {
-	pages := func(n int) int { return max(1, (n+999)/1000) }
-	n := func(s string) int { return len(tr[s]) }
-	levels := map[string]int{}
-	for _, l := range tr["profitability"] {
-		level, _, _ := strings.Cut(l.Key, ":")
-		levels[level]++
-	}
-	contacts := 0
-	for _, b := range tr["brands"] {
-		c := 0
-		for _, l := range tr["contacts"] {
-			if l.BrandID == b.Key {
-				c++
-			}
-		}
-		contacts += pages(c)
-	}
-	byEndpoint = map[string]int{
-		"brands": pages(n("brands")), "projects": pages(n("projects")),
-		"budgets": pages(n("budgets")), "invoices": pages(n("invoices")), "collections": pages(n("collections")),
-		"payments": pages(n("payments")), "profitability": pages(levels["project"]) + pages(levels["brand"]),
-		"summary": pages(n("summary")), "communications": pages(n("communications")),
-		"brand_detail": n("brands"), "contacts": contacts, "project_detail": n("projects"),
-	}
-	for _, v := range byEndpoint {
-		total += v
-	}
-	return total, byEndpoint
+	m := oracle.MinimumRequests(oracle.Truth(tr).FirstSync())
+	return m.Total, m.ByEndpoint
 }
 
 // col is a compared column: its name and how its values are encoded.
@@ -226,282 +138,6 @@ var compared = []cmpTable{
 	{name: "rejected_records", nkey: 2, cols: cols("stream", "record_key", "payload:jsonb")},
 }
 
-// Value encoders for COPY: nil pointers are NULL.
-func sv(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func iv(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func tv(p *time.Time) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func jv(r json.RawMessage) any {
-	if r == nil {
-		return nil
-	}
-	return r
-}
-
-// numerics turns exact decimal text into pgtype.Numeric (the first error is kept).
-type numerics struct{ err error }
-
-func (n *numerics) of(p *string) any {
-	if p == nil {
-		return nil
-	}
-	var v pgtype.Numeric
-	if err := v.ScanScientific(*p); err != nil {
-		if n.err == nil {
-			n.err = fmt.Errorf("decimal %q: %w", *p, err)
-		}
-		return nil
-	}
-	return v
-}
-
-// listBody wraps records into a canonical list answer for extract.DecodeList.
-func listBody(records []json.RawMessage) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"data":[`)
-	for k, r := range records {
-		if k > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(r)
-	}
-	fmt.Fprintf(&b, `],"total":%d,"per_page":%d,"current_page":1,"last_page":1}`, len(records), max(len(records), 1))
-	return b.Bytes()
-}
-
-func records(lines []truthLine) []json.RawMessage {
-	out := make([]json.RawMessage, len(lines))
-	for k, l := range lines {
-		out[k] = l.Record
-	}
-	return out
-}
-
-// expectedRows builds, from the truth, the rows every compared table should
-// hold: the records go through the project's own decoders (package extract)
-// and transforms (package transform), as the worker's pages do. day is the
-// snapshot day of brand_financial_snapshots.
-func expectedRows(t *testing.T, tr truth, day time.Time) map[string][][]any {
-	t.Helper()
-	var b transform.Batch
-	// Brands: the list's rows, with general_info and metadata of the details.
-	brandPage, err := extract.DecodeList[extract.Brand](listBody(records(tr["brands"])))
-	if err != nil {
-		t.Fatalf("decode the truth's brands: %v", err)
-	}
-	brands := transform.Brands(brandPage.Records, day)
-	brands.Rejects = append(brands.Rejects, transform.RecordErrors(transform.StreamBrands, brandPage.Rejects)...)
-	var details []extract.BrandDetail
-	for _, l := range tr["brand_details"] {
-		d, err := extract.DecodeBrandDetail(l.Record)
-		if err != nil {
-			t.Fatalf("decode the truth's brand detail %s: %v", l.Key, err)
-		}
-		details = append(details, *d)
-	}
-	detailRows := map[string]transform.Brand{}
-	for _, r := range transform.BrandDetails(details, day).Brands {
-		detailRows[r.BrandID] = r
-	}
-	for k := range brands.Brands {
-		d := detailRows[brands.Brands[k].BrandID]
-		brands.Brands[k].GeneralInfo, brands.Brands[k].Metadata = d.GeneralInfo, d.Metadata
-	}
-	b.Append(brands)
-
-	// Contacts, per brand.
-	byBrand := map[string][]json.RawMessage{}
-	var brandOrder []string
-	for _, l := range tr["contacts"] {
-		if _, ok := byBrand[l.BrandID]; !ok {
-			brandOrder = append(brandOrder, l.BrandID)
-		}
-		byBrand[l.BrandID] = append(byBrand[l.BrandID], l.Record)
-	}
-	for _, id := range brandOrder {
-		p, err := extract.DecodeList[extract.Contact](listBody(byBrand[id]))
-		if err != nil {
-			t.Fatalf("decode the truth's contacts of brand %s: %v", id, err)
-		}
-		c := transform.Contacts(extract.ID(id), p.Records)
-		c.Rejects = append(c.Rejects, transform.RecordErrors(transform.StreamBrandContacts, p.Rejects)...)
-		b.Append(c)
-	}
-
-	// Projects: the truth holds their details.
-	var projects []extract.Project
-	for _, l := range tr["projects"] {
-		p, err := extract.DecodeProject(l.Record)
-		if err != nil {
-			t.Fatalf("decode the truth's project %s: %v", l.Key, err)
-		}
-		projects = append(projects, *p)
-	}
-	b.Append(transform.ProjectDetails(projects))
-
-	b.Append(decodeList(t, tr, "budgets", transform.StreamBudgets, transform.Budgets))
-	b.Append(decodeList(t, tr, "invoices", transform.StreamInvoices, transform.Invoices))
-	b.Append(decodeList(t, tr, "collections", transform.StreamCollections, transform.Collections))
-	b.Append(decodeList(t, tr, "payments", transform.StreamPayments, transform.Payments))
-	b.Append(decodeList(t, tr, "profitability", transform.StreamProfitability, transform.Profitabilities))
-	b.Append(decodeList(t, tr, "summary", transform.StreamAgencySummary, transform.AgencySummaries))
-
-	// Communications, in chunks of 2000 records in id order; a person seen in
-	// several chunks keeps each attribute's last known value, as the
-	// warehouse's users merge does.
-	comms := tr["communications"]
-	users := map[string]int{}
-	for from := 0; from < len(comms); from += 2000 {
-		chunk := comms[from:min(from+2000, len(comms))]
-		var body bytes.Buffer
-		body.WriteString(`{"data":{"rows":{`)
-		for k, l := range chunk {
-			if k > 0 {
-				body.WriteByte(',')
-			}
-			fmt.Fprintf(&body, "%q:%s", l.Key, l.Record)
-		}
-		fmt.Fprintf(&body, `},"total":%d,"per_page":%d,"current_page":1,"last_page":1}}`, len(chunk), max(len(chunk), 1))
-		page, err := extract.DecodeCommunications(body.Bytes())
-		if err != nil {
-			t.Fatalf("decode the truth's communications: %v", err)
-		}
-		cb := transform.Communications(page.Records)
-		b.Emails = append(b.Emails, cb.Emails...)
-		b.EmailRecipients = append(b.EmailRecipients, cb.EmailRecipients...)
-		b.Rejects = append(b.Rejects, cb.Rejects...)
-		b.Rejects = append(b.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
-		for _, u := range cb.Users {
-			if k, ok := users[u.UserKey]; ok {
-				mergeUser(&b.Users[k], u)
-				continue
-			}
-			users[u.UserKey] = len(b.Users)
-			b.Users = append(b.Users, u)
-		}
-	}
-	return encodeExpected(t, &b)
-}
-
-// decodeList decodes the truth's records of a list stream as one list answer
-// and transforms them; records that do not decode are rejects of rejStream.
-func decodeList[T any, P extract.Record[T]](t *testing.T, tr truth, stream, rejStream string, conv func([]T) transform.Batch) transform.Batch {
-	t.Helper()
-	p, err := extract.DecodeList[T, P](listBody(records(tr[stream])))
-	if err != nil {
-		t.Fatalf("decode the truth's %s: %v", stream, err)
-	}
-	b := conv(p.Records)
-	b.Rejects = append(b.Rejects, transform.RecordErrors(rejStream, p.Rejects)...)
-	return b
-}
-
-// mergeUser keeps each attribute's last known value.
-func mergeUser(u *transform.User, later transform.User) {
-	for _, f := range []struct{ dst, src **string }{{&u.FirstName, &later.FirstName}, {&u.LastName, &later.LastName},
-		{&u.FullName, &later.FullName}, {&u.Email, &later.Email}, {&u.Phone, &later.Phone},
-		{&u.AvatarURL, &later.AvatarURL}, {&u.Status, &later.Status}} {
-		if *f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	if later.PlatformUserID != nil {
-		u.PlatformUserID = later.PlatformUserID
-	}
-}
-
-// encodeExpected lays out the batch's rows in the columns of compared.
-func encodeExpected(t *testing.T, b *transform.Batch) map[string][][]any {
-	t.Helper()
-	var n numerics
-	out := map[string][][]any{}
-	add := func(table string, row ...any) { out[table] = append(out[table], row) }
-	for _, r := range b.Brands {
-		add("brands", r.BrandID, sv(r.Name), sv(r.Status), tv(r.DateCreated), sv(r.AccountManager), iv(r.ProjectsCount),
-			n.of(r.TotalBudget), n.of(r.Invoiced), n.of(r.Collected), sv(r.Currency), jv(r.GeneralInfo), jv(r.Metadata))
-	}
-	for _, r := range b.BrandFinancialSnapshots {
-		add("brand_financial_snapshots", r.BrandID, r.SnapshotDate, n.of(r.TotalBudget), n.of(r.Invoiced),
-			n.of(r.Collected), sv(r.Currency))
-	}
-	for _, r := range b.BrandContacts {
-		add("brand_contacts", r.BrandID, r.ContactID, sv(r.FirstName), sv(r.LastName), sv(r.FullName), sv(r.Email),
-			sv(r.Phone), sv(r.Position), r.IsPrimary, jv(r.Raw))
-	}
-	for _, r := range b.Projects {
-		add("projects", r.ProjectID, sv(r.BrandID), sv(r.Name), sv(r.Status), tv(r.StartDate), tv(r.Deadline),
-			tv(r.ClosedAt), tv(r.UpdatedAt), n.of(r.BudgetAmount), sv(r.BudgetCurrency))
-	}
-	for _, r := range b.ProjectTeamMembers {
-		add("project_team_members", r.ProjectID, r.UserID, iv(r.PlatformUserID), sv(r.FullName), sv(r.Role))
-	}
-	for _, r := range b.ProjectDeliverables {
-		add("project_deliverables", r.ProjectID, r.DeliverableID, sv(r.Name), tv(r.DueDate), sv(r.Status), tv(r.DeliveredAt))
-	}
-	for _, r := range b.ProjectHistory {
-		add("project_history", r.ProjectID, r.At, r.Field, r.Seq, sv(r.FromValue), sv(r.ToValue), sv(r.ByUserID))
-	}
-	for _, r := range b.Budgets {
-		add("budgets", r.BudgetID, sv(r.ProjectID), sv(r.BrandID), n.of(r.Amount), sv(r.Currency), tv(r.PeriodStart),
-			tv(r.PeriodEnd), tv(r.UpdatedAt), jv(r.Raw))
-	}
-	for _, r := range b.Invoices {
-		add("invoices", r.InvoiceID, sv(r.Number), sv(r.ProjectID), sv(r.BrandID), tv(r.IssueDate), tv(r.DueDate),
-			n.of(r.Amount), sv(r.Currency), sv(r.Status), tv(r.UpdatedAt), jv(r.Raw))
-	}
-	for _, r := range b.Collections {
-		add("collections", r.CollectionID, sv(r.InvoiceID), tv(r.CollectedOn), n.of(r.Amount), sv(r.Currency),
-			tv(r.UpdatedAt), jv(r.Raw))
-	}
-	for _, r := range b.Payments {
-		add("payments", r.PaymentID, sv(r.ProjectID), sv(r.BrandID), sv(r.Payee), tv(r.PaidOn), n.of(r.Amount),
-			sv(r.Currency), sv(r.Status), tv(r.UpdatedAt), jv(r.Raw))
-	}
-	for _, r := range b.Profitability {
-		add("profitability", r.Level, r.EntityID, r.Period, n.of(r.Revenue), n.of(r.Cost), n.of(r.Margin),
-			sv(r.Currency), jv(r.Raw))
-	}
-	for _, r := range b.AgencyFinanceSummary {
-		add("agency_finance_summary", r.Period, n.of(r.TotalBudget), n.of(r.Invoiced), n.of(r.Collected),
-			n.of(r.Paid), n.of(r.Profit), sv(r.Currency), jv(r.Raw))
-	}
-	for _, r := range b.Emails {
-		add("emails", r.RecordID, iv(r.TypeID), sv(r.TypeName), sv(r.BrandID), sv(r.ProjectID), r.Subject, sv(r.Message),
-			r.HasAttachments, iv(r.SizeBytes), sv(r.MailboxID), sv(r.MailboxThread), r.EmailAt, jv(r.Raw))
-	}
-	for _, r := range b.Users {
-		add("users", r.UserKey, iv(r.PlatformUserID), sv(r.FirstName), sv(r.LastName), sv(r.FullName), sv(r.Email),
-			sv(r.Phone), sv(r.AvatarURL), sv(r.Status))
-	}
-	for _, r := range b.EmailRecipients {
-		add("email_recipients", r.RecordID, r.Role, r.UserKey)
-	}
-	for _, r := range b.Rejects {
-		add("rejected_records", r.Stream, r.Key, jv(r.Payload))
-	}
-	if n.err != nil {
-		t.Fatalf("encode the expected rows: %v", n.err)
-	}
-	return out
-}
-
 // tableCheck is the comparison of one table with the truth.
 type tableCheck struct {
 	table                        string
@@ -517,7 +153,7 @@ func (c tableCheck) ok() bool {
 
 // compareWithTruth compares the warehouse in schema with the truth, table by
 // table: the rows and a content checksum of each side, computed by the same
-// SQL. The expected side is the truth's rows (expectedRows) copied into a
+// SQL. The expected side is the truth's rows (oracle.Expected) copied into a
 // scratch schema. Any difference fails the test, naming up to five keys.
 // It returns the checks and the sum of the compared rows.
 func compareWithTruth(t *testing.T, pool *pgxpool.Pool, schema string, tr truth) ([]tableCheck, int) {
@@ -543,10 +179,10 @@ func diffWithTruth(t *testing.T, pool *pgxpool.Pool, schema string, tr truth) ([
 	if err := pool.QueryRow(ctx, "SELECT coalesce(max(snapshot_date), current_date) FROM "+w+".brand_financial_snapshots").Scan(&day); err != nil {
 		t.Fatalf("read the snapshot day: %v", err)
 	}
-	exp := expectedRows(t, tr, day)
-	// The expected side must agree with the sandbox on which records are bad:
-	// otherwise the comparison below would hold the worker to a wrong standard.
-	checkRejectsMatchTruth(t, tr, exp["rejected_records"])
+	exp, err := oracle.Expected(oracle.Truth(tr), day)
+	if err != nil {
+		t.Fatalf("the truth's expected rows: %v", err)
+	}
 
 	expSchema := "expected_" + randomHex(6)
 	e := pgx.Identifier{expSchema}.Sanitize()
@@ -572,6 +208,9 @@ func diffWithTruth(t *testing.T, pool *pgxpool.Pool, schema string, tr truth) ([
 		colNames := make([]string, len(ct.cols))
 		for k, c := range ct.cols {
 			colNames[k] = c.name
+		}
+		if !slices.Equal(colNames, oracle.Columns[ct.name]) {
+			t.Fatalf("%s: compared columns %v, the oracle's rows have %v", ct.name, colNames, oracle.Columns[ct.name])
 		}
 		if _, err := pool.CopyFrom(ctx, pgx.Identifier{expSchema, ct.name}, colNames, pgx.CopyFromRows(exp[ct.name])); err != nil {
 			t.Fatalf("copy the expected %s: %v", ct.name, err)
@@ -648,40 +287,6 @@ func clip(s string) string {
 		return s[:400] + "…"
 	}
 	return s
-}
-
-// truthRejectStreams maps the truth's streams to rejected_records.stream.
-var truthRejectStreams = map[string]string{
-	"communications": transform.StreamCommunications, "budgets": transform.StreamBudgets,
-	"invoices": transform.StreamInvoices, "collections": transform.StreamCollections, "payments": transform.StreamPayments,
-}
-
-// checkRejectsMatchTruth checks that the decoders and transforms reject
-// exactly the records the sandbox made malformed.
-func checkRejectsMatchTruth(t *testing.T, tr truth, rejects [][]any) {
-	t.Helper()
-	want := map[string]bool{}
-	for stream, rs := range truthRejectStreams {
-		for _, l := range tr[stream] {
-			if l.Bad {
-				want[rs+"/"+l.Key] = true
-			}
-		}
-	}
-	got := map[string]bool{}
-	for _, r := range rejects {
-		got[r[0].(string)+"/"+r[1].(string)] = true
-	}
-	for k := range want {
-		if !got[k] {
-			t.Errorf("the truth marks %s bad, but the decoders and transforms accept it", k)
-		}
-	}
-	for k := range got {
-		if !want[k] {
-			t.Errorf("the decoders and transforms reject %s, which the truth does not mark bad", k)
-		}
-	}
 }
 
 // summarize renders the checks for the results table: tables and rows compared.

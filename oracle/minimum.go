@@ -1,0 +1,115 @@
+package oracle
+
+import "strings"
+
+// PageSize is the largest page the service answers: 1000 rows a request.
+const PageSize = 1000
+
+// Inventory is the work a sync has to do, as counted from the ground truth:
+// the rows of every list it pages through and the entities whose details it
+// fetches. For a first sync, FirstSync counts it from the truth; a test of
+// a later sync states what changed.
+type Inventory struct {
+	// Brands and Projects are the rows of the brands and projects lists.
+	Brands   int
+	Projects int
+	// BrandContacts holds, for each brand whose detail the sync fetches, its
+	// number of contacts (0 for none): such a brand costs its detail and its
+	// contacts list.
+	BrandContacts map[string]int
+	// ProjectDetails is the number of projects whose detail the sync fetches.
+	ProjectDetails int
+	// Budgets, Invoices, Collections and Payments are the rows of the four
+	// finance lists.
+	Budgets     int
+	Invoices    int
+	Collections int
+	Payments    int
+	// ProfitabilityProject and ProfitabilityBrand are the rows of the two
+	// levels of the profitability list, which is listed once per level.
+	ProfitabilityProject int
+	ProfitabilityBrand   int
+	// Summary is the rows of the agency summary list.
+	Summary int
+	// Emails is the rows of the communications list.
+	Emails int
+}
+
+// FirstSync counts what a complete first sync of the truth has to do: every
+// list whole (bad records are rows of their pages too) and the details of
+// every brand and project.
+func (t Truth) FirstSync() Inventory {
+	inv := Inventory{
+		Brands: len(t["brands"]), Projects: len(t["projects"]), ProjectDetails: len(t["projects"]),
+		BrandContacts: make(map[string]int, len(t["brands"])),
+		Budgets:       len(t["budgets"]), Invoices: len(t["invoices"]),
+		Collections: len(t["collections"]), Payments: len(t["payments"]),
+		Summary: len(t["summary"]), Emails: len(t["communications"]),
+	}
+	for _, l := range t["brands"] {
+		inv.BrandContacts[l.Key] = 0
+	}
+	for _, l := range t["contacts"] {
+		inv.BrandContacts[l.BrandID]++
+	}
+	for _, l := range t["profitability"] {
+		if strings.HasPrefix(l.Key, "brand:") {
+			inv.ProfitabilityBrand++
+		} else {
+			inv.ProfitabilityProject++
+		}
+	}
+	return inv
+}
+
+// Pages is the number of requests a list of rows costs at perPage rows a
+// request (PageSize when perPage is not positive): ceil(rows/perPage), and
+// one for an empty list, whose one request says it is empty.
+func Pages(rows, perPage int) int {
+	if perPage <= 0 {
+		perPage = PageSize
+	}
+	return max(1, (rows+perPage-1)/perPage)
+}
+
+// Minimum is the fewest requests that can do an inventory's work.
+type Minimum struct {
+	// Total is the sum of ByEndpoint.
+	Total int
+	// ByEndpoint uses the sandbox's endpoint names (sandbox.Stats.ByEndpoint):
+	// brands, brand_detail, contacts, projects, project_detail, budgets,
+	// invoices, collections, payments, profitability, summary, communications.
+	ByEndpoint map[string]int
+}
+
+// MinimumRequests is the one statement of what a sync costs at best, at
+// PageSize rows a page: each list paged once — brands, projects, budgets,
+// invoices, collections, payments, profitability by project and by brand,
+// the agency summary, the communications — ceil(rows ÷ PageSize) requests
+// each (one for an empty list); plus one request per detail: per brand its
+// detail and ceil(contacts ÷ PageSize) contacts requests, per project its
+// detail.
+func MinimumRequests(inv Inventory) Minimum {
+	contacts := 0
+	for _, n := range inv.BrandContacts {
+		contacts += Pages(n, PageSize)
+	}
+	m := Minimum{ByEndpoint: map[string]int{
+		"brands":         Pages(inv.Brands, PageSize),
+		"projects":       Pages(inv.Projects, PageSize),
+		"budgets":        Pages(inv.Budgets, PageSize),
+		"invoices":       Pages(inv.Invoices, PageSize),
+		"collections":    Pages(inv.Collections, PageSize),
+		"payments":       Pages(inv.Payments, PageSize),
+		"profitability":  Pages(inv.ProfitabilityProject, PageSize) + Pages(inv.ProfitabilityBrand, PageSize),
+		"summary":        Pages(inv.Summary, PageSize),
+		"communications": Pages(inv.Emails, PageSize),
+		"brand_detail":   len(inv.BrandContacts),
+		"contacts":       contacts,
+		"project_detail": inv.ProjectDetails,
+	}}
+	for _, n := range m.ByEndpoint {
+		m.Total += n
+	}
+	return m
+}
