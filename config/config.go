@@ -311,6 +311,26 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
+// RedactionSecrets returns what logs and errors must never show, in the
+// form a logging.Redactor matches pieces of: the two keys, and the
+// password of DATABASE_URL (not the whole URL: its host and database name
+// are no secret, and redacting every 8 characters of it would garble
+// ordinary text such as "postgres://").
+func (c *Config) RedactionSecrets() []string {
+	var out []string
+	for _, s := range []Secret{c.APIKey, c.CommsKey} {
+		if s.Value() != "" {
+			out = append(out, s.Value())
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL.Value()); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
 // Variable describes one configuration variable, from the Config struct tags.
 type Variable struct {
 	Name    string // environment variable

@@ -142,6 +142,8 @@ type ResponseError struct {
 	Page     int
 	Reason   string // what was unexpected, e.g. "HTML page where JSON was expected"
 	Kind     error
+
+	notJSON *notJSONError // the body's start, for the client to redact before cutting
 }
 
 // Error describes what was wrong with the body.
@@ -256,4 +258,28 @@ func errorClass(err error) string {
 func retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrServer) ||
 		errors.Is(err, ErrNetwork) || errors.Is(err, ErrMalformedResponse)
+}
+
+// redactedError is an error whose text held a key: the redacted text, and
+// the class sentinels of the original (errors.Is still matches them).
+type redactedError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *redactedError) Error() string   { return e.msg }
+func (e *redactedError) Unwrap() []error { return e.kinds }
+
+// classSentinels lists the sentinels of this package that err matches.
+func classSentinels(err error) []error {
+	var out []error
+	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrDailyQuota,
+		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
+		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
+		ErrInvalidRecord, ErrIDOutOfRange, ErrInsecureURL, ErrNotConfigured} {
+		if errors.Is(err, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
