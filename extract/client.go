@@ -834,10 +834,10 @@ func parseErrorBody(body []byte) *errorBody {
 			if s.peek() == '"' {
 				msg = bytesToString(s.stringBytes())
 			} else {
-				s.skip()
+				s.skipAll()
 			}
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	if s.err != nil {

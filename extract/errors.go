@@ -63,6 +63,11 @@ var (
 	// ErrIDOutOfRange: a communication record id or platform user id does not
 	// fit int64. Matches ErrInvalidRecord too (through *RecordError).
 	ErrIDOutOfRange = errors.New("id out of int64 range")
+	// ErrTooDeep: a record holds a value nested deeper than the decoder keeps
+	// (9 000 levels; see the package documentation). Such a record is
+	// rejected alone (a *RecordError that matches ErrInvalidRecord too); the
+	// rest of its page proceeds.
+	ErrTooDeep = errors.New("nested too deep")
 	// ErrInsecureURL: New refused a plain http:// address that is not loopback
 	// (set Options.AllowInsecureHTTP to allow it).
 	ErrInsecureURL = errors.New("insecure URL")
@@ -276,7 +281,7 @@ func classSentinels(err error) []error {
 	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrDailyQuota,
 		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
 		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
-		ErrInvalidRecord, ErrIDOutOfRange, ErrInsecureURL, ErrNotConfigured} {
+		ErrInvalidRecord, ErrIDOutOfRange, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {
 		if errors.Is(err, k) {
 			out = append(out, k)
 		}

@@ -210,7 +210,7 @@ func (d *decoder) envObject(pg *paging, onRow rowFunc, level int) {
 			if len(other) < 6 {
 				other = append(other, strconv.Quote(k))
 			}
-			s.skip()
+			s.skipAll()
 		}
 	}
 	if s.err != nil || pg.rows != hadRows {
@@ -281,7 +281,7 @@ func (d *decoder) pagingObject(pg *paging, level int) {
 		if s.err != nil && !s.syntax {
 			// A meta that is not an object carries no paging: ignore it.
 			s.err = nil
-			s.skip()
+			s.skipAll()
 		}
 		return
 	}
@@ -293,10 +293,10 @@ func (d *decoder) pagingObject(pg *paging, level int) {
 			if level < 2 {
 				d.pagingObject(pg, level+1)
 			} else {
-				s.skip()
+				s.skipAll()
 			}
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 }
@@ -310,7 +310,7 @@ func (d *decoder) errorObject(pg *paging) {
 		return
 	case '{':
 	default:
-		s.skip() // null, false, ...: no error
+		s.skipAll() // null, false, ...: no error
 		return
 	}
 	eb := &errorBody{}
@@ -322,12 +322,12 @@ func (d *decoder) errorObject(pg *paging) {
 				eb.Message = v
 			} else if s.err != nil && !s.syntax {
 				s.err = nil
-				s.skip()
+				s.skipAll()
 			}
 		case "details":
 			eb.Details = d.details()
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	pg.errMsg = eb
@@ -343,14 +343,14 @@ func (d *decoder) details() []string {
 			if s.peek() == '"' {
 				out = append(out, bytesToString(s.stringBytes()))
 			} else {
-				st, en := s.skip()
+				st, en := s.skipAll()
 				out = append(out, string(s.data[st:en]))
 			}
 		}
 	case '"':
 		out = append(out, bytesToString(s.stringBytes()))
 	default:
-		s.skip()
+		s.skipAll()
 	}
 	return out
 }
@@ -386,7 +386,7 @@ func decodeRow[T any, P Record[T]](d *decoder, r P, key []byte, idx int, endpoin
 		cause = s.err
 		s.err = nil
 		s.pos = start
-		s.skip()
+		s.skipAll() // validates the record's syntax, whatever its depth
 		if s.err != nil {
 			return nil
 		}
@@ -543,7 +543,7 @@ func singleObject(endpoint string, body []byte, decodeFn func(d *decoder) bool) 
 		keys++
 		switch string(s.key) {
 		case "data":
-			st, en := s.skip()
+			st, en := s.skipAll()
 			if s.err == nil && s.data[st] == '{' {
 				dataSpan = s.data[st:en:en]
 			}
@@ -551,7 +551,7 @@ func singleObject(endpoint string, body []byte, decodeFn func(d *decoder) bool) 
 			d.errorObject(&pg)
 			eb = pg.errMsg
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	s.end()
