@@ -29,8 +29,8 @@ var ErrShortListing = fmt.Errorf("listing saw fewer rows than the service announ
 // across its pages. Rejected records with a key count as seen: a record the
 // warehouse could not load is not a deleted one.
 type Listing struct {
-	spec    *spec
-	scope   []scopeValue
+	spec     *spec
+	scope    []scopeValue
 	seen     map[rowKey]struct{}
 	unkeyed  int
 	expected int // the largest total the service announced for the listing
