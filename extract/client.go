@@ -559,15 +559,17 @@ func (c *Client) execute(ctx context.Context, cl *call, onOK func(body []byte) e
 			zap.String("error_class", errorClass(err)), zap.String("error", c.redact(err.Error())))
 	}
 	err := backoff.RetryNotify(op, bo, notify)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	what := c.redact(cl.what) // it may name an id the server gave
+	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", cl.what, ctx.Err())
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case retryable(err):
-		return fmt.Errorf("%s: giving up after %d attempts: %w", cl.what, attempt, err)
+		return fmt.Errorf("%s: giving up after %d attempts: %w", what, attempt, err)
 	default:
-		return fmt.Errorf("%s: %w", cl.what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 }
 

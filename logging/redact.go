@@ -102,21 +102,35 @@ func (r *Redactor) String(s string) string {
 
 // Clip redacts s and then cuts it to at most n bytes (on a UTF-8 boundary),
 // adding "…" when it cut. Only the first n+ClipMargin bytes are read, which
-// bounds the work on a huge text without cutting a secret that reaches into
-// the kept part.
+// bounds the work on a huge text without missing a secret that reaches into
+// the kept part; and only text from the first n bytes of s is kept, so what
+// the redaction saves never pulls the piece of a secret that the read limit
+// cut in two into the result.
 func (r *Redactor) Clip(s string, n int) string {
-	cut := len(s) > n
-	if len(s) > n+ClipMargin {
-		s = s[:n+ClipMargin]
+	if len(s) <= n {
+		return r.String(s)
 	}
-	s = r.String(s)
-	if cut || len(s) > n {
-		if len(s) > n {
-			s = s[:n]
+	pre := s[:min(len(s), n+ClipMargin)]
+	var b strings.Builder
+	at := 0
+	if r != nil && len(pre) >= r.win {
+		for _, sp := range r.find(pre) {
+			if sp[0] >= n {
+				break
+			}
+			b.WriteString(pre[at:sp[0]])
+			b.WriteString(Redacted)
+			at = sp[1]
 		}
-		return strings.ToValidUTF8(s, "") + "…"
 	}
-	return s
+	if at < n {
+		b.WriteString(pre[at:n])
+	}
+	out := b.String()
+	if len(out) > n {
+		out = out[:n]
+	}
+	return r.String(strings.ToValidUTF8(out, "")) + "…"
 }
 
 // Contains reports whether s holds a piece of a secret (in any encoding

@@ -104,3 +104,17 @@ func TestLoggerRedacts(t *testing.T) {
 		t.Fatalf("nothing redacted: %s", out)
 	}
 }
+
+// TestClipKeepsOnlyTheStart: when redaction shortens the text, nothing
+// from past the cut — where the read limit may split a key — moves in.
+func TestClipKeepsOnlyTheStart(t *testing.T) {
+	r := NewRedactor(secret)
+	in := strings.Repeat(secret, 20) + strings.Repeat("z", 300+ClipMargin-20*len(secret)-5) + secret
+	got := r.Clip(in, 300)
+	if strings.Contains(got, "z") || strings.Contains(got, secret[:5]) {
+		t.Fatalf("clip took text from past the cut: %q", got)
+	}
+	if got := r.Clip("short "+secret, 300); got != "short "+Redacted {
+		t.Fatalf("short text: %q", got)
+	}
+}
