@@ -413,15 +413,7 @@ func (s *scanner) skipDepth(limit int) (start, end int) {
 	start = s.pos
 	stack := s.stack[:0]
 	deepest := 0
-	defer func() {
-		if cap(stack) > maxKeptStack {
-			stack = nil
-		}
-		s.stack = stack[:0]
-		if limit > 0 && deepest > limit && s.err == nil {
-			s.failShape(depthError())
-		}
-	}()
+loop:
 	for s.err == nil {
 		// A value is expected at s.pos.
 		s.ws()
@@ -438,7 +430,9 @@ func (s *scanner) skipDepth(limit int) (start, end int) {
 				break
 			}
 			stack = append(stack, c)
-			deepest = max(deepest, len(stack))
+			if len(stack) > deepest {
+				deepest = len(stack)
+			}
 			if c == '{' {
 				s.objectKey()
 			}
@@ -459,7 +453,7 @@ func (s *scanner) skipDepth(limit int) (start, end int) {
 		// After a value: close containers or move on to the next element.
 		for s.err == nil {
 			if len(stack) == 0 {
-				return start, s.pos
+				break loop
 			}
 			s.ws()
 			if s.pos >= len(s.data) {
@@ -483,6 +477,13 @@ func (s *scanner) skipDepth(limit int) (start, end int) {
 			}
 			s.failSyntaxf("unexpected %s after a value", kindName(c))
 		}
+	}
+	if cap(stack) > maxKeptStack {
+		stack = nil
+	}
+	s.stack = stack[:0]
+	if limit > 0 && deepest > limit && s.err == nil {
+		s.failShape(depthError())
 	}
 	return start, s.pos
 }
