@@ -78,7 +78,7 @@ type app struct {
 
 // Main runs agencysync with args (without the program name) and returns the
 // process exit code.
-func Main(ctx context.Context, args []string, env Env) int {
+func Main(ctx context.Context, args []string, env Env) (code int) {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printUsage(env.Stdout)
 		if len(args) == 0 {
@@ -97,13 +97,14 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	}
 	a := &app{env: env}
+	defer reportPanic(env.Stderr, func() *config.Config { return a.cfg }, &code)
 	if cmd.name != "config" && cmd.name != "version" {
 		cfg, err := config.LoadFrom(ctx, env.Lookup, env.ReadFile)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "agencysync: bad configuration: %v\n", err)
 			return ExitUsage
 		}
-		log, err := logging.New(env.Stderr, cfg.LogLevel, cfg.LogFormat)
+		log, err := logging.New(env.Stderr, cfg.LogLevel, cfg.LogFormat, cfg.RedactionSecrets()...)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "agencysync: bad configuration: %v\n", err)
 			return ExitUsage
@@ -112,7 +113,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		a.cfg, a.log = cfg, log
 	}
 	err := cmd.run(ctx, a, args[1:])
-	code := exitCode(err)
+	code = exitCode(err)
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		err = nil
@@ -154,11 +155,11 @@ func redact(s string, cfg *config.Config) string {
 		return s
 	}
 	for _, secret := range cfg.Secrets() {
-		if len(secret) >= 4 {
-			s = strings.ReplaceAll(s, secret, "[REDACTED]")
+		if len(secret) >= logging.MinSecretLen {
+			s = strings.ReplaceAll(s, secret, logging.Redacted)
 		}
 	}
-	return s
+	return logging.NewRedactor(cfg.RedactionSecrets()...).String(s)
 }
 
 func printUsage(w io.Writer) {

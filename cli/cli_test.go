@@ -105,3 +105,30 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("config reference incomplete: %s", out)
 	}
 }
+
+// TestKeyWithLineBreakExits2AtStart: a key with a line break is a
+// configuration error before any request: exit 2, the variable named, the
+// key never printed.
+func TestKeyWithLineBreakExits2AtStart(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"AGENCY_API_KEY", "AGENCY_COMMS_KEY"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			value := testAPIKey + "\n"
+			if name == "AGENCY_COMMS_KEY" {
+				value = "\t" + testCommsKey
+			}
+			// No service address either: had the key passed, the error
+			// would name AGENCY_BASE_URL instead.
+			env, out, errb := testEnv(map[string]string{name: value})
+			code := Main(context.Background(), []string{"plan"}, env)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb)
+			}
+			if !strings.Contains(errb.String(), name+":") {
+				t.Fatalf("stderr does not name %s: %s", name, errb)
+			}
+			assertNoSecrets(t, out.String(), errb.String())
+		})
+	}
+}

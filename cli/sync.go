@@ -63,7 +63,8 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 			return nil, err
 		}
 	}
-	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log})
+	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
+		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
 	if err != nil {
 		return nil, err
 	}

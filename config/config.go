@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 	"github.com/sethvargo/go-envconfig"
@@ -156,6 +158,14 @@ func ValidSchema(name string) bool {
 }
 
 func (c *Config) validate() error {
+	for _, k := range []struct {
+		field string
+		value Secret
+	}{{"APIKey", c.APIKey}, {"CommsKey", c.CommsKey}} {
+		if err := checkKey(k.field, k.value.Value()); err != nil {
+			return err
+		}
+	}
 	if !ValidSchema(c.WarehouseSchema) {
 		return fieldError("WarehouseSchema", fmt.Sprintf("%q is not a plain identifier", c.WarehouseSchema))
 	}
@@ -241,6 +251,31 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// checkKey refuses a key that holds a control character (a line break, a
+// tab, NUL, DEL, ...) or white space (including surrounding spaces and
+// Unicode spaces such as U+00A0): such a key is a paste or file mistake, and
+// HTTP refuses it in a header only at the first request, after retries that
+// count against the quota. The error names the variable, never the value.
+func checkKey(field, v string) error {
+	if !utf8.ValidString(v) {
+		return fieldError(field, "is not valid UTF-8")
+	}
+	for i, r := range v {
+		what := ""
+		switch {
+		case unicode.IsControl(r):
+			what = "a control character"
+		case unicode.IsSpace(r):
+			what = "white space"
+		default:
+			continue
+		}
+		return fieldError(field, fmt.Sprintf("contains %s at character %d (a line break or space from a paste or a file?); "+
+			"the key must be one word of printable characters", what, utf8.RuneCountInString(v[:i])+1))
+	}
+	return nil
+}
+
 // RequireSource checks that every variable needed to talk to the Agency Data
 // Service is set (run, serve, plan and backfill need them; migrate does not).
 func (c *Config) RequireSource() error {
@@ -271,6 +306,26 @@ func (c *Config) Secrets() []string {
 	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey} {
 		if s.Value() != "" {
 			out = append(out, s.Value())
+		}
+	}
+	return out
+}
+
+// RedactionSecrets returns what logs and errors must never show, in the
+// form a logging.Redactor matches pieces of: the two keys, and the
+// password of DATABASE_URL (not the whole URL: its host and database name
+// are no secret, and redacting every 8 characters of it would garble
+// ordinary text such as "postgres://").
+func (c *Config) RedactionSecrets() []string {
+	var out []string
+	for _, s := range []Secret{c.APIKey, c.CommsKey} {
+		if s.Value() != "" {
+			out = append(out, s.Value())
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL.Value()); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
 		}
 	}
 	return out

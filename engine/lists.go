@@ -43,6 +43,9 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 		if err != nil {
 			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
 		}
+		if wl != nil && page.Paged {
+			wl.Expect(page.Total)
+		}
 		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
 		if l.then != nil {
 			p.Then = l.then(page)
@@ -57,11 +60,21 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 		r.progress.Update(l.name(), pages, page.LastPage)
 	}
 	end := load.Page{Stream: l.stream, Then: l.atEnd}
-	if wl != nil {
+	short := wl != nil && wl.Short()
+	if short {
+		// The service announced more rows than the listing saw (paging
+		// fields that lie, rows that moved between pages): the unseen rows
+		// may exist, so nothing is soft-deleted, and the listing is not
+		// complete (the next run lists again).
+		msg := fmt.Sprintf("%s: listed %d distinct rows of the %d the service announced; soft deletes skipped", l.name(), wl.Seen(), wl.Expected())
+		r.log.Warn("listing shorter than its announced total; nothing soft-deleted",
+			zap.String("list", l.name()), zap.Int("seen", wl.Seen()), zap.Int("announced", wl.Expected()))
+		r.note(msg)
+	} else if wl != nil {
 		end.Listing, end.EndsListing = wl, true
 	}
 	if l.state != nil {
-		end.State = l.state(true)
+		end.State = l.state(!short)
 	}
 	if _, err := r.commit(ctx, end); err != nil {
 		return pages, err

@@ -3,6 +3,7 @@ package extract
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/logging"
 )
 
 // Endpoint names, as used in errors, RequestInfo and logs.
@@ -284,12 +287,12 @@ type Client struct {
 	hc                   *http.Client
 	log                  *zap.Logger
 	budget               *RequestBudget
-	redactor             *strings.Replacer
+	redactor             *logging.Redactor
 }
 
-// minRedactLen: keys shorter than this are not secrets worth garbling every
-// message for; real keys are far longer.
-const minRedactLen = 4
+// maxMessageLen bounds the server's error message and each detail as kept
+// in errors: they are redacted first, then cut.
+const maxMessageLen = 300
 
 // New validates opts and returns a client.
 func New(opts Options) (*Client, error) {
@@ -380,13 +383,7 @@ func New(opts Options) (*Client, error) {
 	}
 	hc.CheckRedirect = checkRedirect
 	c.hc = &hc
-	var pairs []string
-	for _, k := range []string{opts.APIKey, opts.CommsKey} {
-		if len(k) >= minRedactLen {
-			pairs = append(pairs, k, "[REDACTED]")
-		}
-	}
-	c.redactor = strings.NewReplacer(pairs...)
+	c.redactor = logging.NewRedactor(opts.APIKey, opts.CommsKey)
 	return c, nil
 }
 
@@ -465,7 +462,42 @@ func (c *Client) WithLogger(log *zap.Logger) *Client {
 // RequestBudget returns the client's request budget (nil when unlimited).
 func (c *Client) RequestBudget() *RequestBudget { return c.budget }
 
-func (c *Client) redact(s string) string { return c.redactor.Replace(s) }
+// redact removes the configured keys from s in every encoding a server could
+// echo them in, and any 8 consecutive characters of them (see
+// logging.Redactor).
+func (c *Client) redact(s string) string { return c.redactor.String(s) }
+
+// Redact removes the client's keys from s (raw, URL-encoded, JSON-escaped,
+// whole or in part; see logging.Redactor), for text that reaches a log or
+// the warehouse by another way than the client's errors.
+func (c *Client) Redact(s string) string { return c.redact(s) }
+
+// redactError returns err, or when its text holds a key an error with the
+// redacted text that still matches err's class sentinels.
+func (c *Client) redactError(err error) error {
+	if err == nil || !c.redactor.Contains(err.Error()) {
+		return err
+	}
+	return &redactedError{msg: c.redact(err.Error()), kinds: classSentinels(err)}
+}
+
+// redactRecord removes the keys from a rejected record's text and bytes. Raw
+// stays JSON unless a key spanned its syntax (the warehouse then stores it
+// as a JSON string).
+func (c *Client) redactRecord(re *RecordError) {
+	if c.redactor.Contains(string(re.Raw)) {
+		re.Raw = json.RawMessage(c.redact(string(re.Raw)))
+	}
+	re.Key = c.redact(re.Key)
+	re.Err = c.redactError(re.Err)
+}
+
+// redactRejects redacts every reject of a page.
+func redactRejects[T any](c *Client, p *Page[T]) {
+	for i := range p.Rejects {
+		c.redactRecord(&p.Rejects[i])
+	}
+}
 
 // call is one logical request (retried as a unit).
 type call struct {
@@ -541,15 +573,17 @@ func (c *Client) execute(ctx context.Context, cl *call, onOK func(body []byte) e
 			zap.String("error_class", errorClass(err)), zap.String("error", c.redact(err.Error())))
 	}
 	err := backoff.RetryNotify(op, bo, notify)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	what := c.redact(cl.what) // it may name an id the server gave
+	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", cl.what, ctx.Err())
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case retryable(err):
-		return fmt.Errorf("%s: giving up after %d attempts: %w", cl.what, attempt, err)
+		return fmt.Errorf("%s: giving up after %d attempts: %w", what, attempt, err)
 	default:
-		return fmt.Errorf("%s: %w", cl.what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 }
 
@@ -700,7 +734,16 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	if err := onOK(buf.Bytes()); err != nil {
 		var re *ResponseError
 		if errors.As(err, &re) {
-			re.Reason = c.redact(re.Reason)
+			if re.notJSON != nil {
+				re.Reason = re.notJSON.reason(func(h string) string { return c.redactor.Clip(h, snippetLen) })
+				re.notJSON = nil
+			} else {
+				re.Reason = c.redact(re.Reason)
+			}
+		}
+		var rec *RecordError
+		if errors.As(err, &rec) {
+			c.redactRecord(rec)
 		}
 		var ae *APIError
 		if errors.As(err, &ae) {
@@ -771,18 +814,14 @@ func (c *Client) transportError(ctx, rctx context.Context, cl *call, op string, 
 	return &NetworkError{Endpoint: cl.endpoint, Page: cl.page, Timeout: timeout, msg: msg, cause: cause}
 }
 
+// redactAPIError redacts the server's message and details, then cuts each
+// to maxMessageLen: redaction always comes first, so a cut cannot split a
+// key into pieces that escape it.
 func (c *Client) redactAPIError(e *APIError) {
-	e.Message = c.redact(clip(e.Message))
+	e.Message = c.redactor.Clip(e.Message, maxMessageLen)
 	for i, d := range e.Details {
-		e.Details[i] = c.redact(clip(d))
+		e.Details[i] = c.redactor.Clip(d, maxMessageLen)
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 300 {
-		return strings.ToValidUTF8(s[:300], "") + "…"
-	}
-	return s
 }
 
 // statusError builds the *APIError of a non-2xx answer.
@@ -838,10 +877,10 @@ func parseErrorBody(body []byte) *errorBody {
 			if s.peek() == '"' {
 				msg = bytesToString(s.stringBytes())
 			} else {
-				s.skip()
+				s.skipAll()
 			}
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	if s.err != nil {

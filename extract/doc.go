@@ -42,8 +42,11 @@
 //     ErrUnexpectedShape, ErrBudgetExhausted, ... and reach details with
 //     errors.As (*APIError, *ResponseError, *NetworkError, *RecordError).
 //     Errors name the endpoint and page ("fetch invoices page 3: ...") and never
-//     contain a key: every configured key is redacted from messages, including
-//     what a server echoes back and transport errors.
+//     contain a key: every configured key is redacted (logging.Redactor) from
+//     what a server echoes back — error messages and details, bodies that are
+//     not JSON, rejected records' reasons and bytes — and from transport
+//     errors, raw, URL-encoded or JSON-escaped, whole or any 8 characters of
+//     it, and always before a message is cut to its 300 bytes.
 //   - Safety: plain http:// is refused unless the host is loopback (tests, the
 //     sandbox) or Options.AllowInsecureHTTP is set; redirects to another host
 //     or scheme are refused so that no key follows them.

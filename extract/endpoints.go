@@ -213,6 +213,7 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 		if err != nil {
 			return err
 		}
+		redactRejects(c, p)
 		finishPage(p, per)
 		out, sig = p, maphash.Bytes(hashSeed, body)
 		return nil
@@ -337,6 +338,7 @@ func fetchList[T any, P Record[T]](c *Client, ctx context.Context, ep, path stri
 		if err != nil {
 			return err
 		}
+		redactRejects(c, p)
 		finishPage(p, per)
 		out, sig = p, maphash.Bytes(hashSeed, body)
 		return nil

@@ -63,6 +63,11 @@ var (
 	// ErrIDOutOfRange: a communication record id or platform user id does not
 	// fit int64. Matches ErrInvalidRecord too (through *RecordError).
 	ErrIDOutOfRange = errors.New("id out of int64 range")
+	// ErrTooDeep: a record holds a value nested deeper than the decoder keeps
+	// (9 000 levels; see the package documentation). Such a record is
+	// rejected alone (a *RecordError that matches ErrInvalidRecord too); the
+	// rest of its page proceeds.
+	ErrTooDeep = errors.New("nested too deep")
 	// ErrInsecureURL: New refused a plain http:// address that is not loopback
 	// (set Options.AllowInsecureHTTP to allow it).
 	ErrInsecureURL = errors.New("insecure URL")
@@ -142,6 +147,8 @@ type ResponseError struct {
 	Page     int
 	Reason   string // what was unexpected, e.g. "HTML page where JSON was expected"
 	Kind     error
+
+	notJSON *notJSONError // the body's start, for the client to redact before cutting
 }
 
 // Error describes what was wrong with the body.
@@ -256,4 +263,28 @@ func errorClass(err error) string {
 func retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrServer) ||
 		errors.Is(err, ErrNetwork) || errors.Is(err, ErrMalformedResponse)
+}
+
+// redactedError is an error whose text held a key: the redacted text, and
+// the class sentinels of the original (errors.Is still matches them).
+type redactedError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *redactedError) Error() string   { return e.msg }
+func (e *redactedError) Unwrap() []error { return e.kinds }
+
+// classSentinels lists the sentinels of this package that err matches.
+func classSentinels(err error) []error {
+	var out []error
+	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrDailyQuota,
+		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
+		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
+		ErrInvalidRecord, ErrIDOutOfRange, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {
+		if errors.Is(err, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

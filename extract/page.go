@@ -54,7 +54,8 @@ type errorBody struct {
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // prepare strips a UTF-8 byte order mark and classifies bodies that are not
-// JSON at all. It does not copy: decoders copy what records keep.
+// JSON at all (a *notJSONError). It does not copy: decoders copy what
+// records keep.
 func prepare(body []byte) ([]byte, error) {
 	b := bytes.TrimPrefix(body, utf8BOM)
 	t := bytes.TrimLeft(b, " \t\r\n")
@@ -63,19 +64,59 @@ func prepare(body []byte) ([]byte, error) {
 	}
 	switch c := t[0]; {
 	case c == '<':
-		return nil, fmt.Errorf("HTML page where JSON was expected (starts with %q)", snippet(t))
+		return nil, &notJSONError{what: "HTML page where JSON was expected", head: head(t)}
 	case c == '{' || c == '[' || c == '"' || c == 'n' || c == 't' || c == 'f' || c == '-' || isDigit(c):
 	default:
-		return nil, fmt.Errorf("not JSON (starts with %q)", snippet(t))
+		return nil, &notJSONError{what: "not JSON", head: head(t)}
 	}
 	return b, nil
 }
 
-func snippet(b []byte) string {
-	if len(b) > 40 {
-		b = b[:40]
+// snippetLen is how much of a body that is not JSON an error quotes.
+const snippetLen = 40
+
+// notJSONError is a body that is not JSON. It keeps the body's first bytes
+// uncut (well past snippetLen) so that the client can redact them before
+// cutting the snippet: a key cut in two by the snippet would otherwise leak
+// its first part.
+type notJSONError struct {
+	what string
+	head string
+}
+
+func (e *notJSONError) Error() string { return e.reason(snippet) }
+
+// reason names the problem and quotes the body's start as cut by clip.
+func (e *notJSONError) reason(clip func(string) string) string {
+	return fmt.Sprintf("%s (starts with %q)", e.what, clip(e.head))
+}
+
+// head is the start of a body, copied, long enough to redact a key that
+// reaches into the snippet.
+func head(b []byte) string {
+	if len(b) > snippetLen+headMargin {
+		b = b[:snippetLen+headMargin]
 	}
-	return strings.ToValidUTF8(string(b), "?")
+	return string(b)
+}
+
+// headMargin: bytes kept beyond the snippet (see logging.ClipMargin).
+const headMargin = 1024
+
+func snippet(s string) string {
+	if len(s) > snippetLen {
+		s = s[:snippetLen]
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// malformed is the *ResponseError of a body prepare refused.
+func malformed(endpoint string, page int, err error) *ResponseError {
+	re := &ResponseError{Endpoint: endpoint, Page: page, Reason: err.Error(), Kind: ErrMalformedResponse}
+	if nj, ok := err.(*notJSONError); ok {
+		re.notJSON = nj
+	}
+	return re
 }
 
 // pageError turns a scanner error at the envelope level into a page error.
@@ -169,7 +210,7 @@ func (d *decoder) envObject(pg *paging, onRow rowFunc, level int) {
 			if len(other) < 6 {
 				other = append(other, strconv.Quote(k))
 			}
-			s.skip()
+			s.skipAll()
 		}
 	}
 	if s.err != nil || pg.rows != hadRows {
@@ -240,7 +281,7 @@ func (d *decoder) pagingObject(pg *paging, level int) {
 		if s.err != nil && !s.syntax {
 			// A meta that is not an object carries no paging: ignore it.
 			s.err = nil
-			s.skip()
+			s.skipAll()
 		}
 		return
 	}
@@ -252,10 +293,10 @@ func (d *decoder) pagingObject(pg *paging, level int) {
 			if level < 2 {
 				d.pagingObject(pg, level+1)
 			} else {
-				s.skip()
+				s.skipAll()
 			}
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 }
@@ -269,7 +310,7 @@ func (d *decoder) errorObject(pg *paging) {
 		return
 	case '{':
 	default:
-		s.skip() // null, false, ...: no error
+		s.skipAll() // null, false, ...: no error
 		return
 	}
 	eb := &errorBody{}
@@ -281,12 +322,12 @@ func (d *decoder) errorObject(pg *paging) {
 				eb.Message = v
 			} else if s.err != nil && !s.syntax {
 				s.err = nil
-				s.skip()
+				s.skipAll()
 			}
 		case "details":
 			eb.Details = d.details()
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	pg.errMsg = eb
@@ -302,14 +343,14 @@ func (d *decoder) details() []string {
 			if s.peek() == '"' {
 				out = append(out, bytesToString(s.stringBytes()))
 			} else {
-				st, en := s.skip()
+				st, en := s.skipAll()
 				out = append(out, string(s.data[st:en]))
 			}
 		}
 	case '"':
 		out = append(out, bytesToString(s.stringBytes()))
 	default:
-		s.skip()
+		s.skipAll()
 	}
 	return out
 }
@@ -345,7 +386,7 @@ func decodeRow[T any, P Record[T]](d *decoder, r P, key []byte, idx int, endpoin
 		cause = s.err
 		s.err = nil
 		s.pos = start
-		s.skip()
+		s.skipAll() // validates the record's syntax, whatever its depth
 		if s.err != nil {
 			return nil
 		}
@@ -369,7 +410,7 @@ func decodeRow[T any, P Record[T]](d *decoder, r P, key []byte, idx int, endpoin
 func decodePage[T any, P Record[T]](endpoint string, page int, body []byte, capHint int) (*Page[T], error) {
 	data, err := prepare(body)
 	if err != nil {
-		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: err.Error(), Kind: ErrMalformedResponse}
+		return nil, malformed(endpoint, page, err)
 	}
 	d := newDecoder(data)
 	p := &Page[T]{Number: page, Bytes: len(body)}
@@ -482,7 +523,7 @@ func DecodeCommunications(body []byte) (*Page[Communication], error) {
 func singleObject(endpoint string, body []byte, decodeFn func(d *decoder) bool) ([]byte, error) {
 	data, err := prepare(body)
 	if err != nil {
-		return nil, &ResponseError{Endpoint: endpoint, Reason: err.Error(), Kind: ErrMalformedResponse}
+		return nil, malformed(endpoint, 0, err)
 	}
 	data = bytes.Clone(data) // the detail's Raw fields alias this copy
 	d := newDecoder(data)
@@ -502,7 +543,7 @@ func singleObject(endpoint string, body []byte, decodeFn func(d *decoder) bool) 
 		keys++
 		switch string(s.key) {
 		case "data":
-			st, en := s.skip()
+			st, en := s.skipAll()
 			if s.err == nil && s.data[st] == '{' {
 				dataSpan = s.data[st:en:en]
 			}
@@ -510,7 +551,7 @@ func singleObject(endpoint string, body []byte, decodeFn func(d *decoder) bool) 
 			d.errorObject(&pg)
 			eb = pg.errMsg
 		default:
-			s.skip()
+			s.skipAll()
 		}
 	}
 	s.end()

@@ -18,8 +18,11 @@ import (
 // either a syntax error (the bytes are not JSON: fatal for the whole page) or a
 // shape error (valid JSON of an unexpected type: fatal for one record).
 //
-// Skipping is iterative with an explicit, bounded stack, so hostile nesting can
-// neither overflow the goroutine stack nor hang the decoder.
+// Skipping is iterative with an explicit stack (one byte per level), so
+// hostile nesting can neither overflow the goroutine stack nor hang the
+// decoder. Nesting is valid JSON at any depth: a value nested deeper than
+// maxDepth is a shape error of its record (ErrTooDeep), never a syntax
+// error of the page.
 type scanner struct {
 	data   []byte
 	pos    int
@@ -32,8 +35,28 @@ type scanner struct {
 	ascii  bool   // the last string scanned had only ASCII bytes (escapes aside)
 }
 
-// maxDepth bounds the nesting of skipped values.
-const maxDepth = 512
+// maxDepth bounds the nesting of a value a record keeps (its raw JSON lands
+// in a jsonb column): deeper, the record is rejected alone (ErrTooDeep) and
+// the rest of its page proceeds.
+//
+// The limits it stays under: PostgreSQL 15's jsonb input, with the default
+// max_stack_depth of 2MB, takes objects nested 12 000 levels and refuses
+// 14 000 ("stack depth limit exceeded"; arrays alike); encoding/json (the
+// page spool, transform.CleanJSON) refuses past 10 000. 9 000 levels, plus
+// the few a record's own decoder reads and the spool's envelope adds, fit
+// all three, so any record that jsonb can store is stored, save for the
+// band from 9 000 to about 13 000 levels.
+const maxDepth = 9000
+
+// maxKeptStack: a skip stack larger than this (a value nested deeper) is
+// not kept for the next skip.
+const maxKeptStack = 64 << 10
+
+// depthError is a value nested deeper than maxDepth. It is valid JSON: the
+// record is rejected, not the page.
+func depthError() error {
+	return &shapeError{msg: fmt.Sprintf("value nested deeper than %d levels (more than the warehouse's jsonb columns are kept to)", maxDepth), kind: ErrTooDeep}
+}
 
 // syntaxError reports bytes that are not JSON.
 type syntaxError struct {
@@ -373,12 +396,24 @@ func (s *scanner) null() bool {
 	return false
 }
 
-// skip validates and skips the next value, returning its span.
-func (s *scanner) skip() (start, end int) {
+// skip validates and skips the next value, returning its span. A value
+// nested deeper than maxDepth is skipped whole, then reported as a shape
+// error (ErrTooDeep) with the scanner after it.
+func (s *scanner) skip() (start, end int) { return s.skipDepth(maxDepth) }
+
+// skipAll validates and skips the next value whatever its depth: for values
+// that are not kept (envelope members, a rejected record being stepped
+// over), where depth is no reason to refuse. The stack costs one byte per
+// level: at most the size of the body.
+func (s *scanner) skipAll() (start, end int) { return s.skipDepth(0) }
+
+// skipDepth is skip with a depth limit (0: none).
+func (s *scanner) skipDepth(limit int) (start, end int) {
 	s.ws()
 	start = s.pos
 	stack := s.stack[:0]
-	defer func() { s.stack = stack[:0] }()
+	deepest := 0
+loop:
 	for s.err == nil {
 		// A value is expected at s.pos.
 		s.ws()
@@ -394,11 +429,10 @@ func (s *scanner) skip() (start, end int) {
 				s.pos++
 				break
 			}
-			if len(stack) >= maxDepth {
-				s.failSyntax("nesting too deep")
-				return start, s.pos
-			}
 			stack = append(stack, c)
+			if len(stack) > deepest {
+				deepest = len(stack)
+			}
 			if c == '{' {
 				s.objectKey()
 			}
@@ -419,7 +453,7 @@ func (s *scanner) skip() (start, end int) {
 		// After a value: close containers or move on to the next element.
 		for s.err == nil {
 			if len(stack) == 0 {
-				return start, s.pos
+				break loop
 			}
 			s.ws()
 			if s.pos >= len(s.data) {
@@ -443,6 +477,13 @@ func (s *scanner) skip() (start, end int) {
 			}
 			s.failSyntaxf("unexpected %s after a value", kindName(c))
 		}
+	}
+	if cap(stack) > maxKeptStack {
+		stack = nil
+	}
+	s.stack = stack[:0]
+	if limit > 0 && deepest > limit && s.err == nil {
+		s.failShape(depthError())
 	}
 	return start, s.pos
 }

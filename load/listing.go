@@ -17,15 +17,23 @@ import (
 // so it cannot tell which stored rows are really gone: MarkDeleted refuses.
 var ErrIncompleteListing = errors.New("listing saw a rejected record without key")
 
+// ErrShortListing means a listing saw fewer distinct rows than the total the
+// service announced for it (paging fields that lie, rows that moved between
+// pages): MarkDeleted refuses, since the rows it did not see may exist. It
+// wraps ErrIncompleteListing, so a page that ends such a listing commits
+// without deletions.
+var ErrShortListing = fmt.Errorf("listing saw fewer rows than the service announced (%w)", ErrIncompleteListing)
+
 // Listing collects the keys seen by one complete listing of a soft-deletable
 // table (brands, projects, brand_contacts of one brand, the finance lists),
 // across its pages. Rejected records with a key count as seen: a record the
 // warehouse could not load is not a deleted one.
 type Listing struct {
-	spec    *spec
-	scope   []scopeValue
-	seen    map[rowKey]struct{}
-	unkeyed int
+	spec     *spec
+	scope    []scopeValue
+	seen     map[rowKey]struct{}
+	unkeyed  int
+	expected int // the largest total the service announced for the listing
 }
 
 type scopeValue struct {
@@ -68,6 +76,18 @@ func (l *Listing) String() string {
 // Seen returns the number of distinct keys seen so far.
 func (l *Listing) Seen() int { return len(l.seen) }
 
+// Expect records the total number of rows the service announced for the
+// listing (a page's total); the largest one counts. 0 announces nothing.
+func (l *Listing) Expect(total int) { l.expected = max(l.expected, total) }
+
+// Expected is the largest total announced (0 when none was).
+func (l *Listing) Expected() int { return l.expected }
+
+// Short reports whether the listing saw fewer distinct rows (keyed, plus
+// rejected ones without a key) than the service announced: then it must not
+// soft-delete.
+func (l *Listing) Short() bool { return len(l.seen)+l.unkeyed < l.expected }
+
 // See records the keys of b's rows of the listing's table, and of b's rejects
 // of the table's stream. CommitPage calls it for a page's Listing once the
 // page has committed.
@@ -96,7 +116,7 @@ func (l *Listing) See(b *transform.Batch) {
 
 // with returns a copy of l that has also seen b.
 func (l *Listing) with(b *transform.Batch) *Listing {
-	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), unkeyed: l.unkeyed}
+	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), unkeyed: l.unkeyed, expected: l.expected}
 	c.See(b)
 	return c
 }
@@ -105,10 +125,14 @@ func (l *Listing) with(b *transform.Batch) *Listing {
 // that it did not see get _deleted_at (and _synced_at) set to the
 // transaction's time; rows already marked keep their time. Rows are never
 // removed, and the merge clears _deleted_at of a row that comes back. It
-// returns the number of rows marked, or ErrIncompleteListing.
+// returns the number of rows marked, or ErrIncompleteListing (or
+// ErrShortListing, which wraps it).
 func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, error) {
 	if l.unkeyed > 0 {
 		return 0, fmt.Errorf("mark deleted in %s: %w", l, ErrIncompleteListing)
+	}
+	if l.Short() {
+		return 0, fmt.Errorf("mark deleted in %s: %w: saw %d of %d", l, ErrShortListing, len(l.seen), l.expected)
 	}
 	t := s.byName[l.spec.name]
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }

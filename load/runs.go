@@ -60,7 +60,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, r RunResult) error 
 	if rows == nil {
 		rows = map[string]int64{}
 	}
-	tag, err := s.pool.Exec(ctx, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, r.Error)
+	tag, err := s.pool.Exec(ctx, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, s.red.String(r.Error)) // redacted: analysts read it
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", runID, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/logging"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -50,6 +51,10 @@ type Config struct {
 	// Logger receives warnings (a listing whose deletions were skipped); nil
 	// logs nothing.
 	Logger *zap.Logger
+	// Redactor removes the keys from rejected records (key, payload and
+	// reason: server text that may echo a key) before they are stored; nil
+	// stores them as they are.
+	Redactor *logging.Redactor
 }
 
 // Store writes pages into one warehouse schema and reads and writes its
@@ -59,6 +64,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	schema string
 	log    *zap.Logger
+	red    *logging.Redactor
 	tables []*table // in write order
 	byName map[string]*table
 
@@ -77,7 +83,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.StatementTimeout < 0 {
 		return nil, fmt.Errorf("create store: negative statement timeout %s", cfg.StatementTimeout)
 	}
-	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, byName: make(map[string]*table, len(specs))}
+	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, red: cfg.Redactor, byName: make(map[string]*table, len(specs))}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -307,6 +313,14 @@ func (s *Store) upsertRejects(ctx context.Context, tx pgx.Tx, runID string, reje
 	var streams, keys, payloads, errs []string
 	var occurrences []int32
 	for _, r := range rejects {
+		if s.red != nil {
+			// A payload the redaction leaves invalid JSON is stored by
+			// CleanJSON as a JSON string.
+			if raw := string(r.Payload); s.red.Contains(raw) {
+				r.Payload = json.RawMessage(s.red.String(raw))
+			}
+			r.Key, r.Error = s.red.String(r.Key), s.red.String(r.Error)
+		}
 		k := key{r.Stream, r.Key}
 		payload := string(transform.CleanJSON(r.Payload))
 		if i, ok := index[k]; ok {

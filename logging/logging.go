@@ -14,8 +14,9 @@ import (
 
 // New returns a logger writing to w at level ("debug", "info", "warn",
 // "error") in format ("json", "console" or "auto": console when w is a
-// terminal, JSON otherwise).
-func New(w io.Writer, level, format string) (*zap.Logger, error) {
+// terminal, JSON otherwise). Every line is redacted of the given secrets (in
+// every encoding a Redactor knows) as a last line of defence.
+func New(w io.Writer, level, format string, secrets ...string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("parse log level: %w", err)
@@ -43,8 +44,9 @@ func New(w io.Writer, level, format string) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("parse log format: %q is not json, console or auto", format)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+	out := RedactWriter(zapcore.Lock(zapcore.AddSync(w)), secrets...)
+	core := zapcore.NewCore(enc, out, lvl)
+	return zap.New(core, zap.ErrorOutput(out)), nil
 }
 
 // IsTerminal reports whether w is a terminal.

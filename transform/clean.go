@@ -161,8 +161,11 @@ func period(s string) (time.Time, error) {
 // CleanJSON returns raw as a jsonb column can store it: unchanged when it is
 // valid JSON that PostgreSQL accepts; re-encoded with NUL characters and lone
 // surrogates replaced by U+FFFD (and invalid UTF-8 repaired) when it needs
-// that; a JSON string of the bytes when they are not JSON at all; JSON null
-// when empty.
+// that; a JSON string of the bytes when they are not JSON at all, or JSON
+// nested deeper than encoding/json's 10 000 levels (PostgreSQL 15's jsonb
+// takes about 13 000 with the default max_stack_depth; extract keeps
+// records up to 9 000 and rejects deeper ones, whose payload lands here as
+// such a string); JSON null when empty.
 func CleanJSON(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return json.RawMessage("null")

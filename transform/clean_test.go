@@ -2,6 +2,7 @@ package transform
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -45,4 +46,23 @@ func FuzzRecordJSON(f *testing.F) {
 			t.Fatalf("recordJSON(%q) = %s: not JSON", in, got)
 		}
 	})
+}
+
+// TestCleanJSONDeepNesting: JSON nested as deep as extract keeps (9 000
+// levels) is stored as it is; deeper than encoding/json takes, it is stored
+// as a JSON string of its bytes (still a valid jsonb value) — never lost.
+func TestCleanJSONDeepNesting(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat(`{"a":`, n) + `"\u0000"` + strings.Repeat(`}`, n) }
+	plain := strings.Repeat(`[`, 9000) + strings.Repeat(`]`, 9000)
+	if got := string(CleanJSON(json.RawMessage(plain))); got != plain {
+		t.Fatalf("9000 levels changed")
+	}
+	if got := CleanJSON(json.RawMessage(deep(9000))); !json.Valid(got) || !strings.HasPrefix(string(got), `{"a":{"a":`) {
+		t.Fatalf("9000 levels with a NUL: %.40s", got)
+	}
+	got := CleanJSON(json.RawMessage(deep(12000)))
+	var s string
+	if err := json.Unmarshal(got, &s); err != nil || !strings.HasPrefix(s, `{"a":{"a":`) {
+		t.Fatalf("12000 levels: %.40s (%v)", got, err)
+	}
 }

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestListingThatLiesAboutPagingSoftDeletesNothing: a brand list that
+// answers last_page 1 and total 3 with only 2 rows must not soft-delete the
+// third brand; the run says so (a warning and a run note). A later honest
+// listing of 2 brands does delete it.
+func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	var mode atomic.Int32 // 0: 3 brands, 1: 2 rows of a claimed 3, 2: 2 brands
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		brand := func(id int) string {
+			return fmt.Sprintf(`{"brand_info":{"id":"%d","name":"Brand %d","status":"active"}}`, id, id)
+		}
+		switch p := r.URL.Path; {
+		case p == "/v1/brands":
+			if r.URL.Query().Get("page") != "1" {
+				http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
+				return
+			}
+			switch mode.Load() {
+			case 0:
+				fmt.Fprintf(w, `{"data":[%s,%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2), brand(3))
+			case 1:
+				fmt.Fprintf(w, `{"data":[%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2))
+			default:
+				fmt.Fprintf(w, `{"data":[%s,%s],"total":2,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2))
+			}
+		case strings.HasSuffix(p, "/contacts"):
+			fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
+		case strings.HasPrefix(p, "/v1/brands/"):
+			id := strings.TrimPrefix(p, "/v1/brands/")
+			fmt.Fprintf(w, `{"brand_info":{"id":"%s","name":"Brand %s","status":"active"},"general_info":{},"metadata":{}}`, id, id)
+		default:
+			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h.apiURL = srv.URL
+	h.eng = h.engine(nil)
+	live := func() int {
+		return h.count("SELECT count(*) FROM " + h.table("brands") + " WHERE _deleted_at IS NULL")
+	}
+
+	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 3 {
+		t.Fatalf("first run %s (%v): %d live brands, want 3", res.Status, res.Err, live())
+	}
+	mode.Store(1)
+	res := h.run(Request{Streams: []string{StreamBrands}})
+	if n := live(); n != 3 {
+		t.Fatalf("a listing of 2 rows that announced 3 soft-deleted %d brand(s)", 3-n)
+	}
+	noted := false
+	for _, n := range res.Notes {
+		noted = noted || strings.Contains(n, "brands") && strings.Contains(n, "listed 2 distinct rows of the 3")
+	}
+	if !noted {
+		t.Fatalf("run notes %q do not tell of the short listing", res.Notes)
+	}
+	if res.Status == StatusSucceeded && len(res.Notes) == 0 {
+		t.Fatal("a short listing ended succeeded without a note")
+	}
+	mode.Store(2)
+	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 2 {
+		t.Fatalf("honest listing of 2: run %s (%v), %d live brands, want 2", res.Status, res.Err, live())
+	}
+}

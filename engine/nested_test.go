@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+)
+
+// engineVia builds an engine like harness.engine whose client reaches the
+// communications endpoint at commsURL (a proxy in front of the sandbox).
+func (h *harness) engineVia(commsURL string) *Engine {
+	t := h.t
+	log := zaptest.NewLogger(t)
+	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, h.sb.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng *Engine
+	client, err := extract.New(extract.Options{
+		BaseURL: h.sb.APIURL(), APIKey: h.opts.APIKey, CommsURL: commsURL, CommsKey: h.opts.CommsKey,
+		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]int64, h.opts.Users)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
+		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: h.sb.Now}
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// TestDeeplyNestedEmailLandsOrIsRejectedAlone: on the first communications
+// page, one e-mail carries a member nested 700 levels (jsonb stores it: it
+// lands, raw intact) and another one nested deeper than the decoder keeps
+// (rejected alone, with its reason). Every other e-mail lands; no page is
+// retried.
+func TestDeeplyNestedEmailLandsOrIsRejectedAlone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	target, err := url.Parse(h.sb.CommsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nest := func(n int) string { return strings.Repeat(`{"a":`, n) + `1` + strings.Repeat(`}`, n) }
+	record := regexp.MustCompile(`"(\d+)":\{"email":\{`)
+	var modified atomic.Int32
+	var keptID, rejectedID atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.StatusCode != 200 || !modified.CompareAndSwap(0, 1) {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		locs := record.FindAllSubmatchIndex(body, 2)
+		if len(locs) < 2 {
+			t.Errorf("first communications page has %d records", len(locs))
+			return nil
+		}
+		id := func(i int) int64 { n, _ := strconv.ParseInt(string(body[locs[i][2]:locs[i][3]]), 10, 64); return n }
+		keptID.Store(id(0))
+		rejectedID.Store(id(1))
+		var out bytes.Buffer
+		out.Write(body[:locs[0][1]-len(`"email":{`)])
+		out.WriteString(`"extra":` + nest(700) + `,`)
+		out.Write(body[locs[0][1]-len(`"email":{`) : locs[1][1]-len(`"email":{`)])
+		out.WriteString(`"extra":` + nest(extractMaxDepth+500) + `,`)
+		out.Write(body[locs[1][1]-len(`"email":{`):])
+		resp.Body = io.NopCloser(&out)
+		resp.ContentLength = int64(out.Len())
+		resp.Header.Set("Content-Length", strconv.Itoa(out.Len()))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	h.eng = h.engineVia(srv.URL)
+
+	res := h.run(Request{Streams: []string{StreamCommunications}})
+	if modified.Load() == 0 {
+		t.Fatal("no communications page passed the proxy")
+	}
+	if res.Retries != 0 {
+		t.Fatalf("%d retries, want none: %v", res.Retries, res.Err)
+	}
+	if res.Err != nil {
+		t.Fatalf("run %s: %v", res.Status, res.Err)
+	}
+	good := 0
+	for _, l := range h.truth()["communications"] {
+		if !l.Bad {
+			good++
+		}
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != good-1 {
+		t.Fatalf("%d e-mails landed, want %d (all but the one too deep)", n, good-1)
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("emails")+" WHERE record_id = $1 AND raw ? 'extra'", keptID.Load()); n != 1 {
+		t.Fatalf("the e-mail nested 700 levels did not land with its raw JSON")
+	}
+	if n := h.count("SELECT count(*) FROM "+h.table("rejected_records")+
+		" WHERE stream = 'communications' AND record_key = $1 AND error LIKE '%nested deeper than%'",
+		strconv.FormatInt(rejectedID.Load(), 10)); n != 1 {
+		t.Fatalf("the e-mail nested too deep is not in rejected_records with its reason")
+	}
+}
+
+// extractMaxDepth is the decoder's depth limit (extract's maxDepth).
+const extractMaxDepth = 9000

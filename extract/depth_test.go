@@ -1,0 +1,130 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// nested is a JSON value nested levels deep: objects, or arrays.
+func nested(levels int, arrays bool) string {
+	if arrays {
+		return strings.Repeat(`[`, levels) + `1` + strings.Repeat(`]`, levels)
+	}
+	return strings.Repeat(`{"a":`, levels) + `1` + strings.Repeat(`}`, levels)
+}
+
+// commsPageWithNested is a canonical page of 10 e-mails (ids 1..10) whose
+// record 5 carries an extra member nested levels deep.
+func commsPageWithNested(t *testing.T, levels int, arrays bool) []byte {
+	t.Helper()
+	body := string(genCommsPage(10, 1, 1, 1000, 10))
+	const at = `"5":{"email":{`
+	if !strings.Contains(body, at) {
+		t.Fatalf("generated page lacks %s", at)
+	}
+	return []byte(strings.Replace(body, at, `"5":{"extra":`+nested(levels, arrays)+`,"email":{`, 1))
+}
+
+// TestDeeplyNestedRecordIsRejectedAlone: a communications record nested
+// deeper than the decoder keeps (valid JSON) is rejected alone, with its
+// reason; the other nine land, from one request — no retry, no page error.
+func TestDeeplyNestedRecordIsRejectedAlone(t *testing.T) {
+	for _, arrays := range []bool{false, true} {
+		t.Run(fmt.Sprintf("arrays=%v", arrays), func(t *testing.T) {
+			body := commsPageWithNested(t, maxDepth+700, arrays)
+			srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				w.Write(body)
+			})
+			c := newClient(t, fastOptions("", srv.URL))
+			pages, err := collect(t, c.Communications(context.Background(), CommsQuery{DomainID: 1, UserIDs: []int64{1}}))
+			if err != nil {
+				t.Fatalf("page failed: %v", err)
+			}
+			if len(pages) != 1 || len(pages[0].Records) != 9 || len(pages[0].Rejects) != 1 {
+				t.Fatalf("pages %d, want 1 page of 9 records and 1 reject", len(pages))
+			}
+			rj := pages[0].Rejects[0]
+			if rj.Key != "5" || !errors.Is(&rj, ErrTooDeep) || !errors.Is(&rj, ErrInvalidRecord) ||
+				!strings.Contains(rj.Error(), "nested deeper than") {
+				t.Fatalf("reject %s: %v", rj.Key, rj.Error())
+			}
+			if !strings.Contains(string(rj.Raw), `"extra":`) || !strings.HasSuffix(string(rj.Raw), "}") {
+				t.Fatalf("reject's raw bytes are not the record: %.80s…", rj.Raw)
+			}
+			if n := rec.count(); n != 1 {
+				t.Fatalf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestNestedRecordThatJSONBTakesIsKept: a record nested 700 levels (the
+// issue's case; PostgreSQL's jsonb stores it) and one at the decoder's limit
+// are decoded and kept with their raw bytes.
+func TestNestedRecordThatJSONBTakesIsKept(t *testing.T) {
+	for _, levels := range []int{700, maxDepth} {
+		p, err := DecodeCommunications(commsPageWithNested(t, levels, false))
+		if err != nil {
+			t.Fatalf("%d levels: %v", levels, err)
+		}
+		if len(p.Records) != 10 || len(p.Rejects) != 0 {
+			t.Fatalf("%d levels: %d records, %d rejects (%v)", levels, len(p.Records), len(p.Rejects), p.Rejects)
+		}
+		for _, r := range p.Records {
+			if r.RecordID == 5 && !strings.Contains(string(r.Raw), nested(levels, false)) {
+				t.Fatalf("%d levels: raw of record 5 lacks the nested member", levels)
+			}
+		}
+	}
+}
+
+// TestDeeplyNestedListRecordAndDetail: the same on a list endpoint (the
+// record rejected alone, one request) and a detail (rejected, not retried).
+func TestDeeplyNestedListRecordAndDetail(t *testing.T) {
+	deep := nested(maxDepth+1, false)
+	srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/brands":
+			writeJSON(w, 200, `{"data":[{"id":1,"name":"A"},{"id":2,"name":"B","meta":`+deep+`},{"id":3,"name":"C"}],"total":3,"per_page":1000,"current_page":1,"last_page":1}`)
+		case "/v1/projects/7":
+			writeJSON(w, 200, `{"id":7,"name":"P","history":[],"custom":`+deep+`}`)
+		default:
+			writeJSON(w, 404, errBody("Data not found", r.URL.Path))
+		}
+	})
+	c := newClient(t, fastOptions(srv.URL, ""))
+	pages, err := collect(t, c.Brands(context.Background()))
+	if err != nil {
+		t.Fatalf("brands: %v", err)
+	}
+	if len(pages) != 1 || len(pages[0].Records) != 2 || len(pages[0].Rejects) != 1 || pages[0].Rejects[0].Key != "2" ||
+		!errors.Is(&pages[0].Rejects[0], ErrTooDeep) {
+		t.Fatalf("brands: %+v", pages)
+	}
+	if n := rec.count(); n != 1 {
+		t.Fatalf("%d requests for the brands list, want 1", n)
+	}
+	_, err = c.Project(context.Background(), "7")
+	var re *RecordError
+	if !errors.As(err, &re) || !errors.Is(err, ErrTooDeep) || re.Key != "7" {
+		t.Fatalf("project detail: %v, want a *RecordError of ErrTooDeep", err)
+	}
+	if n := rec.count(); n != 2 {
+		t.Fatalf("%d requests in all, want 2 (the detail not retried)", n)
+	}
+}
+
+// TestDeepEnvelopeMemberIsIgnored: a member of the envelope the decoder
+// does not keep (here a debug trace) may be nested at any depth.
+func TestDeepEnvelopeMemberIsIgnored(t *testing.T) {
+	body := `{"debug":` + nested(50000, true) + `,"data":[{"id":1,"name":"A"}],"total":1,"last_page":1}`
+	p, err := DecodeList[Brand]([]byte(body))
+	if err != nil || len(p.Records) != 1 {
+		t.Fatalf("DecodeList: %v, %+v", err, p)
+	}
+}

@@ -1,0 +1,351 @@
+package logging
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Redacted replaces a secret, or a part of one, in redacted text.
+const Redacted = "[REDACTED]"
+
+// MinSecretLen is the length under which a secret is not redacted: shorter
+// values are not secrets worth garbling every message for (real keys are far
+// longer).
+const MinSecretLen = 4
+
+// PartialLen is the length of the shortest piece of a secret that is
+// redacted on its own: any PartialLen consecutive bytes of a secret (in any
+// of the encodings below) are removed wherever they appear, so a key cut
+// short by someone else's truncation, or echoed in part, is removed too. A
+// secret shorter than PartialLen is matched whole.
+const PartialLen = 8
+
+// redactLayers is how many encodings deep a secret is looked for: the text
+// as it is, once decoded (a URL-encoded or JSON-escaped key) and twice
+// decoded (a JSON-escaped copy of a URL-encoded key, %25-escaped escapes).
+const redactLayers = 3
+
+// ClipMargin is what Clip reads beyond the bytes it keeps, so that a secret
+// that starts before the cut is recognised whole: more than PartialLen
+// bytes of a secret in the longest encoding decoded here (a \u escape of a
+// \u escape of a byte is 36 bytes).
+const ClipMargin = 64 * PartialLen
+
+// A Redactor removes secrets from text in every form a server could echo
+// them in: raw; URL-encoded (%XX in either case, as url.QueryEscape and
+// url.PathEscape write it, '+' for a space); JSON-escaped (\uXXXX escapes of
+// any character in either case, surrogate pairs, \/ for a slash and the
+// other backslash escapes); and these nested up to two deep. A secret split
+// by a cut is removed as far as PartialLen of its bytes remain. Redaction
+// always comes before truncation: Clip redacts, then cuts.
+//
+// The zero value and a nil *Redactor redact nothing. A Redactor is
+// immutable and safe for concurrent use.
+type Redactor struct {
+	win     int                 // window length: PartialLen, or the shortest secret's length
+	windows map[string]struct{} // every win-byte piece of every secret
+}
+
+// NewRedactor returns a redactor of the given secrets; empty ones and ones
+// shorter than MinSecretLen are ignored.
+func NewRedactor(secrets ...string) *Redactor {
+	r := &Redactor{win: PartialLen, windows: map[string]struct{}{}}
+	for _, s := range secrets {
+		if len(s) >= MinSecretLen && len(s) < r.win {
+			r.win = len(s)
+		}
+	}
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			continue
+		}
+		for i := 0; i+r.win <= len(s); i++ {
+			w := s[i : i+r.win]
+			r.windows[w] = struct{}{}
+			// url.QueryEscape writes a space as '+'.
+			r.windows[strings.ReplaceAll(w, " ", "+")] = struct{}{}
+		}
+	}
+	if len(r.windows) == 0 {
+		return nil
+	}
+	return r
+}
+
+// unit is one decoded byte and the span of source bytes it came from.
+type unit struct {
+	b          byte
+	start, end int32
+}
+
+// String returns s with every secret removed (each run of source bytes that
+// holds a piece of a secret becomes Redacted).
+func (r *Redactor) String(s string) string {
+	if r == nil || len(s) < r.win {
+		return s
+	}
+	for range 3 {
+		spans := r.find(s)
+		if len(spans) == 0 {
+			return s
+		}
+		s = replaceSpans(s, spans)
+	}
+	if len(r.find(s)) > 0 {
+		// Only a secret made of the replacement text itself gets here.
+		return Redacted + " (text withheld: it kept matching a secret)"
+	}
+	return s
+}
+
+// Clip redacts s and then cuts it to at most n bytes (on a UTF-8 boundary),
+// adding "…" when it cut. Only the first n+ClipMargin bytes are read, which
+// bounds the work on a huge text without missing a secret that reaches into
+// the kept part; and only text from the first n bytes of s is kept, so what
+// the redaction saves never pulls the piece of a secret that the read limit
+// cut in two into the result.
+func (r *Redactor) Clip(s string, n int) string {
+	if len(s) <= n {
+		return r.String(s)
+	}
+	pre := s[:min(len(s), n+ClipMargin)]
+	var b strings.Builder
+	at := 0
+	if r != nil && len(pre) >= r.win {
+		for _, sp := range r.find(pre) {
+			if sp[0] >= n {
+				break
+			}
+			b.WriteString(pre[at:sp[0]])
+			b.WriteString(Redacted)
+			at = sp[1]
+		}
+	}
+	if at < n {
+		b.WriteString(pre[at:n])
+	}
+	out := b.String()
+	if len(out) > n {
+		out = out[:n]
+	}
+	return r.String(strings.ToValidUTF8(out, "")) + "…"
+}
+
+// Contains reports whether s holds a piece of a secret (in any encoding
+// String removes).
+func (r *Redactor) Contains(s string) bool {
+	return r != nil && len(s) >= r.win && len(r.find(s)) > 0
+}
+
+// find returns the merged source spans of s that hold secret pieces.
+func (r *Redactor) find(s string) [][2]int {
+	units := make([]unit, len(s))
+	for i := range len(s) {
+		units[i] = unit{b: s[i], start: int32(i), end: int32(i + 1)}
+	}
+	var spans [][2]int
+	buf := make([]byte, 0, len(s))
+	for layer := 0; layer < redactLayers && len(units) >= r.win; layer++ {
+		if layer > 0 {
+			var changed bool
+			units, changed = decodeUnits(units)
+			if !changed {
+				break
+			}
+		}
+		buf = buf[:0]
+		for _, u := range units {
+			buf = append(buf, u.b)
+		}
+		for i := 0; i+r.win <= len(buf); i++ {
+			if _, ok := r.windows[string(buf[i:i+r.win])]; ok {
+				spans = append(spans, [2]int{int(units[i].start), int(units[i+r.win-1].end)})
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	// Widen to whole UTF-8 characters, sort and merge.
+	for i := range spans {
+		for spans[i][0] > 0 && !utf8.RuneStart(s[spans[i][0]]) {
+			spans[i][0]--
+		}
+		for spans[i][1] < len(s) && !utf8.RuneStart(s[spans[i][1]]) {
+			spans[i][1]++
+		}
+	}
+	sortSpans(spans)
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		if sp[0] <= last[1] {
+			last[1] = max(last[1], sp[1])
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func sortSpans(spans [][2]int) {
+	// Insertion sort: spans come nearly sorted (layer by layer).
+	for i := 1; i < len(spans); i++ {
+		for j := i; j > 0 && spans[j][0] < spans[j-1][0]; j-- {
+			spans[j], spans[j-1] = spans[j-1], spans[j]
+		}
+	}
+}
+
+func replaceSpans(s string, spans [][2]int) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	at := 0
+	for _, sp := range spans {
+		b.WriteString(s[at:sp[0]])
+		b.WriteString(Redacted)
+		at = sp[1]
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// hex4 reads four hex digits from units[i:].
+func hex4(units []unit, i int) (rune, bool) {
+	if i+4 > len(units) {
+		return 0, false
+	}
+	var r rune
+	for _, u := range units[i : i+4] {
+		d, ok := hexDigit(u.b)
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}
+
+// decodeUnits decodes one layer of %XX and backslash escapes; each decoded
+// byte spans the source bytes of its whole escape.
+func decodeUnits(in []unit) ([]unit, bool) {
+	out := make([]unit, 0, len(in))
+	changed := false
+	for i := 0; i < len(in); {
+		u := in[i]
+		switch {
+		case u.b == '%' && i+2 < len(in):
+			hi, ok1 := hexDigit(in[i+1].b)
+			lo, ok2 := hexDigit(in[i+2].b)
+			if ok1 && ok2 {
+				out = append(out, unit{b: hi<<4 | lo, start: u.start, end: in[i+2].end})
+				i += 3
+				changed = true
+				continue
+			}
+		case u.b == '\\' && i+1 < len(in):
+			c := in[i+1].b
+			if c == 'u' {
+				r, ok := hex4(in, i+2)
+				if !ok {
+					break
+				}
+				end := in[i+5].end
+				next := i + 6
+				if r >= 0xD800 && r < 0xDC00 && next+1 < len(in) && in[next].b == '\\' && in[next+1].b == 'u' {
+					if lo, ok := hex4(in, next+2); ok && lo >= 0xDC00 && lo < 0xE000 {
+						r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+						end = in[next+5].end
+						next += 6
+					}
+				}
+				var enc [utf8.UTFMax]byte
+				n := utf8.EncodeRune(enc[:], r)
+				for _, b := range enc[:n] {
+					out = append(out, unit{b: b, start: u.start, end: end})
+				}
+				i = next
+				changed = true
+				continue
+			}
+			if c == 'x' && i+3 < len(in) { // Go's %q form
+				hi, ok1 := hexDigit(in[i+2].b)
+				lo, ok2 := hexDigit(in[i+3].b)
+				if ok1 && ok2 {
+					out = append(out, unit{b: hi<<4 | lo, start: u.start, end: in[i+3].end})
+					i += 4
+					changed = true
+					continue
+				}
+			}
+			var d byte
+			switch c {
+			case '/', '\\', '"', '\'':
+				d = c
+			case 'n':
+				d = '\n'
+			case 't':
+				d = '\t'
+			case 'r':
+				d = '\r'
+			case 'b':
+				d = '\b'
+			case 'f':
+				d = '\f'
+			}
+			if d != 0 {
+				out = append(out, unit{b: d, start: u.start, end: in[i+1].end})
+				i += 2
+				changed = true
+				continue
+			}
+		}
+		out = append(out, u)
+		i++
+	}
+	return out, changed
+}
+
+// redactingWriter redacts each write: zap writes one log entry per Write,
+// so a secret anywhere in an entry (message, field, error, stack) is seen
+// whole.
+type redactingWriter struct {
+	w zapcore.WriteSyncer
+	r *Redactor
+}
+
+func (rw redactingWriter) Write(p []byte) (int, error) {
+	if !rw.r.Contains(string(p)) {
+		return rw.w.Write(p)
+	}
+	if _, err := rw.w.Write([]byte(rw.r.String(string(p)))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (rw redactingWriter) Sync() error { return rw.w.Sync() }
+
+// RedactWriter returns w redacting every write of the given secrets (w
+// itself when there are none).
+func RedactWriter(w zapcore.WriteSyncer, secrets ...string) zapcore.WriteSyncer {
+	r := NewRedactor(secrets...)
+	if r == nil {
+		return w
+	}
+	return redactingWriter{w: w, r: r}
+}
