@@ -27,7 +27,7 @@ import (
 //   - Store.CommitPage: asynchronous unless Config.SyncCommit. A page's rows
 //     and the checkpoint that says they are stored commit together, so a
 //     crash that loses a page loses its checkpoint too and the next run
-//     fetches the page again (its request was counted). The next request's
+//     fetches the page again (its request was counted). A later request's
 //     count or FinishRun flushes it.
 //   - Everything else (StartRun, RecordSkipped, SetState, the ANALYZE after
 //     bulk loads): the session's setting; losing one costs a repeated step.

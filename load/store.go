@@ -43,10 +43,10 @@ type Config struct {
 	StatementTimeout time.Duration
 	// SyncCommit makes each page commit with the server's synchronous_commit
 	// (normally: wait for its WAL to reach disk). By default a page commits
-	// with synchronous_commit off: still all or
-	// nothing, and the next synchronous commit — the ledger's count of the
-	// next request, or FinishRun — flushes it; a crash in between loses only
-	// pages whose checkpoint it loses too, so they are fetched again.
+	// with synchronous_commit off: still all or nothing, and a later
+	// synchronous commit — the ledger's count of a request, or FinishRun —
+	// flushes it; a crash in between loses only pages whose checkpoint it
+	// loses too, so they are fetched again (see durability.go).
 	SyncCommit bool
 	// Logger receives warnings (a listing whose deletions were skipped); nil
 	// logs nothing.
