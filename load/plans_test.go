@@ -342,3 +342,19 @@ func TestBulkLoadAnalysed(t *testing.T) {
 	}
 	t.Logf("%d ANALYZE statements over %d pages", analyses, pages)
 }
+
+// BenchmarkCountRequest measures the ledger's durable count of one request.
+func BenchmarkCountRequest(b *testing.B) {
+	_, pool, schema := newStore(b)
+	l, err := NewLedger(pool, schema, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if err := l.CountRequest(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
