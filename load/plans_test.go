@@ -220,12 +220,16 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	}
 	s.analyzeMinRows = -1 // this test is about plans without statistics
 	explained := 0
+	kinds := map[string]int{} // statements explained, by their first line
 	page := func(what string, p Page) Counts {
 		t.Helper()
 		rec.take()
 		p.Then = func(ctx context.Context, tx pgx.Tx) error {
 			stmts := rec.take()
 			explained += len(stmts)
+			for _, st := range stmts {
+				kinds[strings.Join(strings.Fields(firstLine(st.sql)), " ")]++
+			}
 			return explainAll(t, ctx, tx, what, stmts)
 		}
 		c, err := s.CommitPage(ctx, p)
@@ -289,8 +293,24 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	for n := range 20 {
 		page(fmt.Sprintf("emails page %d", n), Page{Stream: "communications", Batch: g.page(n)})
 	}
-	page("emails page re-sent", Page{Stream: "communications", Batch: g.page(7)})
+	resent := g.page(7)
+	resent.Rejects = append(resent.Rejects, transform.Reject{Stream: transform.StreamCommunications, Key: "7001",
+		Payload: json.RawMessage(`{"id":7001}`), Error: "bad"})
+	page("emails page re-sent", Page{Stream: "communications", Batch: resent,
+		State: &Checkpoint{Cursor: json.RawMessage(`{"page":8}`)}})
 	t.Logf("explained %d statements", explained)
+	for k, n := range kinds {
+		t.Logf("%4d × %.110s", n, k)
+	}
+	for _, want := range []string{"UPDATE", "INSERT INTO", "DELETE FROM", "SELECT EXISTS", "WITH w AS"} {
+		found := false
+		for k := range kinds {
+			found = found || strings.HasPrefix(k, want)
+		}
+		if !found {
+			t.Errorf("no %s statement was explained", want)
+		}
+	}
 	if explained < 100 {
 		t.Errorf("explained only %d statements: the recorder missed the Store's statements", explained)
 	}
