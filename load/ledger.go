@@ -60,9 +60,11 @@ func (l *Ledger) Day(t time.Time) time.Time {
 func (l *Ledger) Today() time.Time { return l.Day(l.now()) }
 
 // CountRequest counts one request on the current quota day, durably, before
-// the request is sent (it implements extract's request counter).
+// the request is sent (it implements extract's request counter): its commit
+// waits for the WAL flush even where the server commits asynchronously by
+// default (see durableBegin).
 func (l *Ledger) CountRequest(ctx context.Context) error {
-	if _, err := l.pool.Exec(ctx, l.countSQL, l.Today()); err != nil {
+	if _, err := durableExec(ctx, l.pool, l.countSQL, l.Today()); err != nil {
 		return fmt.Errorf("count request: %w", err)
 	}
 	return nil

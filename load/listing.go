@@ -127,6 +127,17 @@ func (l *Listing) with(b *transform.Batch) *Listing {
 // removed, and the merge clears _deleted_at of a row that comes back. It
 // returns the number of rows marked, or ErrIncompleteListing (or
 // ErrShortListing, which wraps it).
+//
+// The rows to mark are found with a set difference (EXCEPT) of the stored
+// keys and the seen ones, then updated through the primary key. EXCEPT is
+// computed by hashing or sorting both inputs once, whatever the planner
+// believes about their sizes, so the statement does not depend on
+// statistics. The NOT EXISTS (… unnest …) it replaces was planned, on a table
+// filled seconds earlier and never analysed, as a nested-loop anti-join that
+// re-scanned the seen keys for every stored row: 90 s instead of 19 ms at
+// 20 000 rows in EXPLAIN ANALYZE on the test machine (a finance sync of 200
+// brands × 20 projects failed on its 10 s page timeout and now completes in
+// 1.9 s). TestStatementsPlanWithoutStatistics checks the plan's shape.
 func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, error) {
 	if l.unkeyed > 0 {
 		return 0, fmt.Errorf("mark deleted in %s: %w", l, ErrIncompleteListing)
@@ -134,9 +145,23 @@ func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, 
 	if l.Short() {
 		return 0, fmt.Errorf("mark deleted in %s: %w: saw %d of %d", l, ErrShortListing, len(l.seen), l.expected)
 	}
+	sql, args, err := s.markDeletedSQL(l)
+	if err != nil {
+		return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
+	}
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// markDeletedSQL returns MarkDeleted's statement and its arguments: one typed
+// array per key column of the keys l has seen, then the scope's values.
+func (s *Store) markDeletedSQL(l *Listing) (string, []any, error) {
 	t := s.byName[l.spec.name]
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	var conds, arrays, names, match []string
+	var conds, arrays, stored, names, match []string
 	var args []any
 	keys := slices.Collect(maps.Keys(l.seen))
 	vals := make([]any, len(keys))
@@ -146,27 +171,25 @@ func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, 
 		}
 		arr, err := typedArray(c.typ, vals)
 		if err != nil {
-			return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
+			return "", nil, err
 		}
 		args = append(args, arr)
 		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", len(args), c.typ))
+		stored = append(stored, "s."+q(c.name))
 		names = append(names, q(c.name))
-		match = append(match, fmt.Sprintf("t.%s = k.%s", q(c.name), q(c.name)))
+		match = append(match, fmt.Sprintf("t.%s = gone.%s", q(c.name), q(c.name)))
 	}
 	for _, sc := range l.scope {
 		args = append(args, sc.value)
-		conds = append(conds, fmt.Sprintf("t.%s = $%d::%s", q(sc.col.name), len(args), sc.col.typ))
+		conds = append(conds, fmt.Sprintf("s.%s = $%d::%s", q(sc.col.name), len(args), sc.col.typ))
 	}
 	sql := fmt.Sprintf(`UPDATE %s AS t SET _deleted_at = now(), _synced_at = now()
-WHERE t._deleted_at IS NULL%s
-	AND NOT EXISTS (SELECT 1 FROM unnest(%s) AS k(%s) WHERE %s)`,
-		t.target.Sanitize(), prefixAll(" AND ", conds), strings.Join(arrays, ", "), strings.Join(names, ", "),
-		strings.Join(match, " AND "))
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, fmt.Errorf("mark deleted in %s: %w", l, err)
-	}
-	return tag.RowsAffected(), nil
+FROM (SELECT %s FROM %s AS s WHERE s._deleted_at IS NULL%s
+	EXCEPT SELECT * FROM unnest(%s)) AS gone(%s)
+WHERE %s AND t._deleted_at IS NULL`,
+		t.target.Sanitize(), strings.Join(stored, ", "), t.target.Sanitize(), prefixAll(" AND ", conds),
+		strings.Join(arrays, ", "), strings.Join(names, ", "), strings.Join(match, " AND "))
+	return sql, args, nil
 }
 
 func prefixAll(prefix string, parts []string) string {

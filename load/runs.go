@@ -49,7 +49,8 @@ func (s *Store) StartRun(ctx context.Context, r Run) (string, error) {
 	return id, nil
 }
 
-// FinishRun records how run runID ended.
+// FinishRun records how run runID ended. It commits synchronously (see
+// durableBegin), which also flushes every page the run committed before.
 func (s *Store) FinishRun(ctx context.Context, runID string, r RunResult) error {
 	switch r.Status {
 	case RunSucceeded, RunPartial, RunFailed:
@@ -60,7 +61,7 @@ func (s *Store) FinishRun(ctx context.Context, runID string, r RunResult) error 
 	if rows == nil {
 		rows = map[string]int64{}
 	}
-	tag, err := s.pool.Exec(ctx, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, s.red.String(r.Error)) // redacted: analysts read it
+	tag, err := durableExec(ctx, s.pool, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, s.red.String(r.Error)) // redacted: analysts read it
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", runID, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,10 +44,10 @@ type Config struct {
 	StatementTimeout time.Duration
 	// SyncCommit makes each page commit with the server's synchronous_commit
 	// (normally: wait for its WAL to reach disk). By default a page commits
-	// with synchronous_commit off: still all or
-	// nothing, and the next synchronous commit — the ledger's count of the
-	// next request, or FinishRun — flushes it; a crash in between loses only
-	// pages whose checkpoint it loses too, so they are fetched again.
+	// with synchronous_commit off: still all or nothing, and a later
+	// synchronous commit — the ledger's count of a request, or FinishRun —
+	// flushes it; a crash in between loses only pages whose checkpoint it
+	// loses too, so they are fetched again (see durability.go).
 	SyncCommit bool
 	// Logger receives warnings (a listing whose deletions were skipped); nil
 	// logs nothing.
@@ -70,6 +71,22 @@ type Store struct {
 
 	rejectsSQL, stateSQL, getStateSQL, statesSQL string
 	startRunSQL, finishRunSQL, skippedSQL, begin string
+
+	// analyzeMinRows: a table is analysed after pages wrote at least this
+	// many rows to it and at least as many as it held when last analysed;
+	// negative: never (see analyzeGrown).
+	analyzeMinRows int64
+	growthMu       sync.Mutex
+	growth         map[string]*tableGrowth
+}
+
+// tableGrowth is what this process wrote to a table since it last had
+// statistics.
+type tableGrowth struct {
+	known    bool  // base has been read from pg_class
+	base     int64 // rows when last analysed (0: never)
+	written  int64 // rows written since
+	analysis bool  // an ANALYZE is running
 }
 
 // New returns a Store for cfg.Schema on pool. The schema must be migrated.
@@ -83,7 +100,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.StatementTimeout < 0 {
 		return nil, fmt.Errorf("create store: negative statement timeout %s", cfg.StatementTimeout)
 	}
-	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, red: cfg.Redactor, byName: make(map[string]*table, len(specs))}
+	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, red: cfg.Redactor, byName: make(map[string]*table, len(specs)),
+		analyzeMinRows: defaultAnalyzeMinRows, growth: make(map[string]*tableGrowth)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -240,6 +258,7 @@ func (s *Store) CommitPage(ctx context.Context, p Page) (Counts, error) {
 			if p.Listing != nil {
 				p.Listing.See(&p.Batch) // recorded once the page is durable
 			}
+			s.analyzeGrown(ctx, conn, counts)
 			return counts, nil
 		}
 		stages.rolledBack()
