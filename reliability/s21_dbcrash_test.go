@@ -17,7 +17,7 @@ import (
 	"github.com/agencysync/agencysync/warehouse"
 )
 
-// TestS13DatabaseCrash: the database server crashes (immediate shutdown:
+// TestS21DatabaseCrash: the database server crashes (immediate shutdown:
 // every backend killed, shared memory and unwritten WAL buffers lost) while
 // the worker waits on a request of the e-mail backfill. The private cluster
 // commits asynchronously by default (synchronous_commit=off, as an operator
@@ -25,7 +25,7 @@ import (
 // so whatever is not flushed by a synchronous commit is lost. Afterwards: no
 // e-mail lost, none twice, and no request uncounted — the quota ledger
 // counts at least every request the service answered, across the crash.
-func TestS13DatabaseCrash(t *testing.T) {
+func TestS21DatabaseCrash(t *testing.T) {
 	sc := newScenario(t, 21, "Database crash (immediate shutdown) mid-backfill")
 	t.Parallel()
 	ctx := context.Background()
