@@ -32,7 +32,7 @@ import (
 //   - Everything else (StartRun, RecordSkipped, SetState, the ANALYZE after
 //     bulk loads): the session's setting; losing one costs a repeated step.
 //
-// reliability/s13_dbcrash_test.go crashes the server mid-sync with
+// reliability/s21_dbcrash_test.go crashes the server mid-sync with
 // asynchronous commit as the server's default and checks this.
 
 // durableBegin starts a transaction whose commit waits for its WAL to reach
