@@ -168,8 +168,12 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if d.Progress == nil {
 		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
 	}
+	book, err := newBookkeeping(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("create engine: %w", err)
+	}
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, metrics: d.Metrics,
-		progress: d.Progress, log: d.Logger, set: s, book: newBookkeeping(s.Schema)}
+		progress: d.Progress, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
 	return e, nil
 }
