@@ -80,8 +80,9 @@ type Settings struct {
 	// from its answer to its commit, so that a crash loses at most the
 	// request in flight (see pageSpool); "" keeps pages in memory only.
 	SpoolDir string
-	// DetailMaxAge re-fetches a brand's or project's detail older than this
-	// even when its list entry did not change (default 7 days; 0 keeps the default).
+	// DetailMaxAge is the maximum age of a brand's or project's detail whose
+	// list entry did not change; the refreshes are staggered over its days
+	// (see load.DetailState; default 90 days, 0 keeps the default).
 	DetailMaxAge time.Duration
 	// FinanceFullEvery lists finance without updated_since at least this
 	// often, so deletions are seen (default 7 days).
@@ -148,7 +149,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		s.Lookback = 24 * time.Hour
 	}
 	if s.DetailMaxAge <= 0 {
-		s.DetailMaxAge = 7 * 24 * time.Hour
+		s.DetailMaxAge = 90 * 24 * time.Hour
 	}
 	if s.FinanceFullEvery <= 0 {
 		s.FinanceFullEvery = 7 * 24 * time.Hour

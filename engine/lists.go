@@ -76,8 +76,9 @@ func (l listing[T]) name() string {
 	return l.stream
 }
 
-// entityList lists every brand or project: their rows, the list hashes
-// that decide which details are due, and soft deletes at the end.
+// entityList lists every brand or project: their rows, the hashes of their
+// detail-owned fields (key) that decide which details are due, and soft
+// deletes at the end.
 func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, table string,
 	open func(ctx context.Context) iter.Seq2[*extract.Page[T], error],
 	rows func([]T) transform.Batch, key func(T) (extract.ID, string)) error {
@@ -115,7 +116,8 @@ func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 // projectsList lists every project. The list is complete on purpose: only a
 // complete listing shows deletions, and at up to 1000 projects a request it
 // costs what an updated_since listing would. Details are fetched for the
-// projects whose entry (updated_at included) changed.
+// projects whose detail-owned fields (updated_at included, the budget
+// aggregate not) changed: transform.ProjectListHash.
 func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamProjects, "projects",
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Project], error] {

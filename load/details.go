@@ -18,15 +18,16 @@ import (
 //   - its list entry changed: the hash of the entry's detail-owned fields
 //     differs from the one its detail was fetched with (or it was never
 //     fetched);
-//   - today is its refresh day: every entity has a fixed slot, seq mod D,
-//     where seq numbers entities in the order they were first listed and D is
-//     the maximum age in whole days; the entity is refreshed on the days whose
-//     number (days since 1970-01-01, UTC) is congruent to its slot, unless it
-//     was fetched earlier that day. Consecutive seqs fill the slots evenly, so
-//     each day refreshes at most ceil(N/D) details plus what changed, and no
-//     detail ages past D days while the worker runs daily;
-//   - it is overdue: older than the maximum age (its refresh day was missed,
-//     e.g. the worker did not run or ran out of budget that day).
+//   - it was not fetched since the start of its latest refresh day: every
+//     entity has a fixed slot, seq mod D, where seq numbers entities in the
+//     order they were first listed and D is the maximum age in whole days; its
+//     refresh days are the days whose number (days since 1970-01-01, UTC) is
+//     congruent to its slot. Consecutive seqs fill the slots evenly, so a
+//     daily run refreshes at most ceil(N/D) details plus what changed, and no
+//     detail ages past D days; a run after days without one (or that ran out
+//     of budget) catches up on the slots of the days it missed;
+//   - it is older than the maximum age (a safety net; with a maximum age
+//     under a day, every detail is due daily and whenever it is that old).
 type DetailState struct {
 	table string
 }
@@ -70,20 +71,22 @@ func dayNumber(t time.Time) int64 {
 	return n
 }
 
-func (p RefreshPolicy) args() (slot, days int64, dayStart, overdue time.Time, err error) {
+func (p RefreshPolicy) args() (today, days int64, dayStart, overdue time.Time, err error) {
 	if p.MaxAge <= 0 {
 		return 0, 0, time.Time{}, time.Time{}, ErrBadMaxAge
 	}
-	n := dayNumber(p.Now)
-	days = p.Days()
-	return n % days, days, time.Unix(n*86400, 0).UTC(), p.Now.Add(-p.MaxAge), nil
+	today = dayNumber(p.Now)
+	return today, p.Days(), time.Unix(today*86400, 0).UTC(), p.Now.Add(-p.MaxAge), nil
 }
 
-// dueWhere selects due entities: $1 stream, $2 today's slot, $3 D, $4 start of
-// today, $5 the overdue cutoff.
+// dueWhere selects due entities: $1 stream, $2 today's day number, $3 D, $4
+// the start of today, $5 the overdue cutoff. An entity's last refresh day is
+// the latest day up to today whose number is congruent to seq modulo D: it
+// is today ((today - seq) mod D = 0) or up to D-1 days ago, the days a
+// worker that did not run then catches up on.
 const dueWhere = `stream = $1 AND listed AND (detail_hash IS DISTINCT FROM list_hash
 	OR detail_synced_at <= $5
-	OR (seq % $3 = $2 AND detail_synced_at < $4))`
+	OR detail_synced_at < $4::timestamptz - ((($2::bigint - seq) % $3::bigint + $3) % $3) * interval '1 day')`
 
 // ListedEntity is one brand or project as listed: its id and the hash of
 // the list fields that belong to its detail.
@@ -94,8 +97,8 @@ type ListedEntity struct {
 
 // RecordListed upserts the list hashes of a page's entities inside the page's
 // transaction. Rows whose hash did not change and that are still listed are
-// neither rewritten nor locked. A new entity takes the next seq, its refresh
-// slot.
+// neither rewritten nor locked. A new entity takes the next seq, which
+// decides its refresh slot.
 func (d *DetailState) RecordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
 	if len(entries) == 0 {
 		return nil
@@ -105,16 +108,23 @@ func (d *DetailState) RecordListed(ctx context.Context, tx pgx.Tx, stream string
 	for i, e := range entries {
 		ids[i], hashes[i] = e.ID, e.Hash
 	}
-	// Unchanged entries are filtered out before the upsert: ON CONFLICT DO
-	// UPDATE locks the rows its WHERE refuses, which writes them (xmax) and
-	// their WAL on every run.
-	_, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s AS d (stream, entity_id, list_hash, list_seen_at, listed)
-SELECT $1, id, h, now(), true FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(id, h, n)
-WHERE NOT EXISTS (SELECT 1 FROM %[1]s AS o WHERE o.stream = $1 AND o.entity_id = u.id AND o.list_hash = u.h AND o.listed)
-ORDER BY u.n
-ON CONFLICT (stream, entity_id) DO UPDATE SET list_hash = EXCLUDED.list_hash, list_seen_at = now(), listed = true, _synced_at = now(),
+	// Known entities are updated only when their hash changed or they
+	// return (an UPDATE, not ON CONFLICT DO UPDATE, which would lock and so
+	// write the rows it leaves alone, and would draw a seq for each of them:
+	// seqs are drawn only by new entities, so consecutive ones fill the
+	// refresh slots evenly).
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET list_hash = u.h, list_seen_at = now(), listed = true, _synced_at = now(),
 	detail_hash = CASE WHEN d.listed THEN d.detail_hash END -- a returning entity's detail is fetched again
-WHERE d.list_hash <> EXCLUDED.list_hash OR NOT d.listed`, d.table), stream, ids, hashes)
+FROM unnest($2::text[], $3::text[]) AS u(id, h)
+WHERE d.stream = $1 AND d.entity_id = u.id AND (d.list_hash <> u.h OR NOT d.listed)`, d.table), stream, ids, hashes)
+	if err != nil {
+		return fmt.Errorf("record listed %s: %w", stream, err)
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s (stream, entity_id, list_hash, list_seen_at, listed)
+SELECT $1, id, h, now(), true FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(id, h, n)
+WHERE NOT EXISTS (SELECT 1 FROM %[1]s AS o WHERE o.stream = $1 AND o.entity_id = u.id)
+ORDER BY u.n
+ON CONFLICT (stream, entity_id) DO NOTHING`, d.table), stream, ids, hashes)
 	if err != nil {
 		return fmt.Errorf("record listed %s: %w", stream, err)
 	}
@@ -131,12 +141,12 @@ type DueDetail struct {
 // Due lists the entities of stream whose detail is due under p (see
 // DetailState), stalest first.
 func (d *DetailState) Due(ctx context.Context, pool *pgxpool.Pool, stream string, p RefreshPolicy) ([]DueDetail, error) {
-	slot, days, dayStart, overdue, err := p.args()
+	today, days, dayStart, overdue, err := p.args()
 	if err != nil {
 		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
 	}
 	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT entity_id, list_hash FROM %s WHERE %s
-ORDER BY detail_synced_at NULLS FIRST, entity_id`, d.table, dueWhere), stream, slot, days, dayStart, overdue)
+ORDER BY detail_synced_at NULLS FIRST, entity_id`, d.table, dueWhere), stream, today, days, dayStart, overdue)
 	if err != nil {
 		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
 	}
@@ -152,13 +162,13 @@ ORDER BY detail_synced_at NULLS FIRST, entity_id`, d.table, dueWhere), stream, s
 
 // CountDue counts what Due would return.
 func (d *DetailState) CountDue(ctx context.Context, pool *pgxpool.Pool, stream string, p RefreshPolicy) (int, error) {
-	slot, days, dayStart, overdue, err := p.args()
+	today, days, dayStart, overdue, err := p.args()
 	if err != nil {
 		return 0, fmt.Errorf("count due details of %s: %w", stream, err)
 	}
 	var n int
 	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s`, d.table, dueWhere),
-		stream, slot, days, dayStart, overdue).Scan(&n)
+		stream, today, days, dayStart, overdue).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count due details of %s: %w", stream, err)
 	}
