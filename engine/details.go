@@ -92,7 +92,9 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		p := load.Page{Stream: stream, Batch: fd.batch,
 			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
 		id, hash := fd.due.ID, fd.due.Hash
-		p.Then = func(ctx context.Context, tx pgx.Tx) error { return r.e.book.detailFetched(ctx, tx, stream, id, hash, r.e.set.Now()) }
+		p.Then = func(ctx context.Context, tx pgx.Tx) error {
+			return r.e.book.detailFetched(ctx, tx, stream, id, hash, r.e.set.Now())
+		}
 		if fd.contacts {
 			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
 			if err != nil {

@@ -76,14 +76,14 @@ func TestProjectListHash(t *testing.T) {
 		}
 	}
 	differ := map[string]func(*extract.Project){
-		"id":         func(p *extract.Project) { p.ID = "12" },
-		"brand_id":   func(p *extract.Project) { p.BrandID = "8" },
-		"name":       func(p *extract.Project) { p.Name = "Campanie 2" },
-		"status":     func(p *extract.Project) { p.Status = "finalizat" },
-		"start_date": func(p *extract.Project) { p.StartDate = day(2) },
-		"deadline":   func(p *extract.Project) { p.Deadline = day(21) },
-		"closed_at":  func(p *extract.Project) { p.ClosedAt = day(22) },
-		"updated_at": func(p *extract.Project) { p.UpdatedAt = ptrTo(p.UpdatedAt.Add(time.Second)) },
+		"id":            func(p *extract.Project) { p.ID = "12" },
+		"brand_id":      func(p *extract.Project) { p.BrandID = "8" },
+		"name":          func(p *extract.Project) { p.Name = "Campanie 2" },
+		"status":        func(p *extract.Project) { p.Status = "finalizat" },
+		"start_date":    func(p *extract.Project) { p.StartDate = day(2) },
+		"deadline":      func(p *extract.Project) { p.Deadline = day(21) },
+		"closed_at":     func(p *extract.Project) { p.ClosedAt = day(22) },
+		"updated_at":    func(p *extract.Project) { p.UpdatedAt = ptrTo(p.UpdatedAt.Add(time.Second)) },
 		"no updated_at": func(p *extract.Project) { p.UpdatedAt = nil },
 	}
 	for name, change := range differ {
