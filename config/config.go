@@ -86,8 +86,11 @@ type Config struct {
 	StreamSchedules string `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
 	// Priorities orders the planner's tasks.
 	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill" desc:"order in which the planner spends the daily budget"`
-	// DetailMaxAge re-fetches details older than this.
-	DetailMaxAge time.Duration `env:"SYNC_DETAIL_MAX_AGE, default=168h" form:"a Go duration, e.g. 168h" desc:"re-fetch a brand's or project's detail older than this even if unchanged"`
+	// DetailMaxAge is the maximum age of an unchanged brand or project
+	// detail: each day refreshes the slice of details whose day it is (an
+	// even share, 1/days of them), so every detail is re-fetched at least
+	// this often without a day on which they all come due.
+	DetailMaxAge time.Duration `env:"SYNC_DETAIL_MAX_AGE, default=2160h" form:"a Go duration, e.g. 2160h (90 days)" desc:"maximum age of a brand's or project's detail whose list entry did not change; a slice is refreshed each day (1/days of them)"`
 	// FinanceFullEvery lists finance without updated_since at least this often.
 	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
 	// Prefetch fetches the next page while the current one loads.

@@ -2,63 +2,40 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agencysync/agencysync/load"
 )
 
 // bookkeeping holds the engine's own SQL: detail_state (which details are
-// due), stream resets and the figures the planner estimates from. Tables are
+// due, its statements in load.DetailState), stream resets and the figures the planner estimates from. Tables are
 // qualified with the warehouse schema.
 type bookkeeping struct {
-	schema string
+	schema  string
+	details *load.DetailState
 }
 
-func newBookkeeping(schema string) *bookkeeping { return &bookkeeping{schema: schema} }
+func newBookkeeping(schema string) (*bookkeeping, error) {
+	ds, err := load.NewDetailState(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &bookkeeping{schema: schema, details: ds}, nil
+}
 
 func (b *bookkeeping) t(name string) string { return pgx.Identifier{b.schema, name}.Sanitize() }
 
 // listEntry is one brand or project as listed, for detail_state.
-type listEntry struct {
-	ID   string
-	Hash string
-}
-
-// hashRaw is the content hash of a list entry.
-func hashRaw(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16])
-}
+type listEntry = load.ListedEntity
 
 // recordListed upserts the list hashes of a page's entities inside the page's
-// transaction. Rows whose hash did not change and that are still listed are
-// neither rewritten nor locked.
+// transaction (see load.DetailState.RecordListed).
 func (b *bookkeeping) recordListed(ctx context.Context, tx pgx.Tx, stream string, entries []listEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	ids := make([]string, len(entries))
-	hashes := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i], hashes[i] = e.ID, e.Hash
-	}
-	// Unchanged entries are filtered out before the upsert: ON CONFLICT DO
-	// UPDATE locks the rows its WHERE refuses, which writes them (xmax) and
-	// their WAL on every run.
-	_, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s AS d (stream, entity_id, list_hash, list_seen_at, listed)
-SELECT $1, id, h, now(), true FROM unnest($2::text[], $3::text[]) AS u(id, h)
-WHERE NOT EXISTS (SELECT 1 FROM %[1]s AS o WHERE o.stream = $1 AND o.entity_id = u.id AND o.list_hash = u.h AND o.listed)
-ON CONFLICT (stream, entity_id) DO UPDATE SET list_hash = EXCLUDED.list_hash, list_seen_at = now(), listed = true, _synced_at = now(),
-	detail_hash = CASE WHEN d.listed THEN d.detail_hash END -- a returning entity's detail is fetched again
-WHERE d.list_hash <> EXCLUDED.list_hash OR NOT d.listed`, b.t("detail_state")), stream, ids, hashes)
-	if err != nil {
-		return fmt.Errorf("record listed %s: %w", stream, err)
-	}
-	return nil
+	return b.details.RecordListed(ctx, tx, stream, entries)
 }
 
 // syncUnlisted marks as unlisted the entities the warehouse soft-deleted
@@ -88,51 +65,24 @@ FROM %s AS b WHERE b.brand_id = c.brand_id AND b._deleted_at IS NOT NULL AND c._
 }
 
 // dueDetail is an entity whose detail must be fetched.
-type dueDetail struct {
-	ID   string
-	Hash string
-}
+type dueDetail = load.DueDetail
 
-// dueDetails lists the listed entities whose list entry changed since their
-// detail was fetched, or whose detail is older than maxAge, stalest first.
-func (b *bookkeeping) dueDetails(ctx context.Context, pool *pgxpool.Pool, stream string, maxAge time.Duration) ([]dueDetail, error) {
-	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT entity_id, list_hash FROM %s
-WHERE stream = $1 AND listed AND (detail_hash IS DISTINCT FROM list_hash OR detail_synced_at < now() - $2::interval)
-ORDER BY detail_synced_at NULLS FIRST, entity_id`, b.t("detail_state")), stream, maxAge.String())
-	if err != nil {
-		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dueDetail, error) {
-		var d dueDetail
-		return d, r.Scan(&d.ID, &d.Hash)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
-	}
-	return out, nil
+// dueDetails lists the listed entities whose detail-owned list fields changed
+// since their detail was fetched, whose staggered refresh day is today, or
+// whose detail is older than maxAge, stalest first (see load.DetailState).
+func (b *bookkeeping) dueDetails(ctx context.Context, pool *pgxpool.Pool, stream string, maxAge time.Duration, now time.Time) ([]dueDetail, error) {
+	return b.details.Due(ctx, pool, stream, load.RefreshPolicy{MaxAge: maxAge, Now: now})
 }
 
 // countDue counts what dueDetails would return.
-func (b *bookkeeping) countDue(ctx context.Context, pool *pgxpool.Pool, stream string, maxAge time.Duration) (int, error) {
-	var n int
-	err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s
-WHERE stream = $1 AND listed AND (detail_hash IS DISTINCT FROM list_hash OR detail_synced_at < now() - $2::interval)`,
-		b.t("detail_state")), stream, maxAge.String()).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count due details of %s: %w", stream, err)
-	}
-	return n, nil
+func (b *bookkeeping) countDue(ctx context.Context, pool *pgxpool.Pool, stream string, maxAge time.Duration, now time.Time) (int, error) {
+	return b.details.CountDue(ctx, pool, stream, load.RefreshPolicy{MaxAge: maxAge, Now: now})
 }
 
 // detailFetched records, in the detail page's transaction, that the detail of
-// an entity was fetched while its list entry had hash.
-func (b *bookkeeping) detailFetched(ctx context.Context, tx pgx.Tx, stream, id, hash string) error {
-	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET detail_hash = $3, detail_synced_at = now(), _synced_at = now()
-WHERE stream = $1 AND entity_id = $2`, b.t("detail_state")), stream, id, hash)
-	if err != nil {
-		return fmt.Errorf("record detail of %s %s: %w", stream, id, err)
-	}
-	return nil
+// an entity was fetched at instant at while its list entry had hash.
+func (b *bookkeeping) detailFetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
+	return b.details.Fetched(ctx, tx, stream, id, hash, at)
 }
 
 // resetStream forgets a stream's state, so its next sync starts from scratch

@@ -50,7 +50,7 @@ func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 }
 
 func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger) error {
-	due, err := r.e.book.dueDetails(ctx, r.e.pool, stream, r.e.set.DetailMaxAge)
+	due, err := r.e.book.dueDetails(ctx, r.e.pool, stream, r.e.set.DetailMaxAge, r.e.set.Now())
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,9 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		p := load.Page{Stream: stream, Batch: fd.batch,
 			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
 		id, hash := fd.due.ID, fd.due.Hash
-		p.Then = func(ctx context.Context, tx pgx.Tx) error { return r.e.book.detailFetched(ctx, tx, stream, id, hash) }
+		p.Then = func(ctx context.Context, tx pgx.Tx) error {
+			return r.e.book.detailFetched(ctx, tx, stream, id, hash, r.e.set.Now())
+		}
 		if fd.contacts {
 			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
 			if err != nil {

@@ -80,8 +80,9 @@ type Settings struct {
 	// from its answer to its commit, so that a crash loses at most the
 	// request in flight (see pageSpool); "" keeps pages in memory only.
 	SpoolDir string
-	// DetailMaxAge re-fetches a brand's or project's detail older than this
-	// even when its list entry did not change (default 7 days; 0 keeps the default).
+	// DetailMaxAge is the maximum age of a brand's or project's detail whose
+	// list entry did not change; the refreshes are staggered over its days
+	// (see load.DetailState; default 90 days, 0 keeps the default).
 	DetailMaxAge time.Duration
 	// FinanceFullEvery lists finance without updated_since at least this
 	// often, so deletions are seen (default 7 days).
@@ -153,7 +154,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		s.Lookback = 24 * time.Hour
 	}
 	if s.DetailMaxAge <= 0 {
-		s.DetailMaxAge = 7 * 24 * time.Hour
+		s.DetailMaxAge = 90 * 24 * time.Hour
 	}
 	if s.FinanceFullEvery <= 0 {
 		s.FinanceFullEvery = 7 * 24 * time.Hour
@@ -173,8 +174,12 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if d.Progress == nil {
 		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
 	}
+	book, err := newBookkeeping(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("create engine: %w", err)
+	}
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
-		progress: d.Progress, log: d.Logger, set: s, book: newBookkeeping(s.Schema)}
+		progress: d.Progress, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
 	return e, nil
 }

@@ -348,7 +348,9 @@ func TestFullSyncEqualsTruthThenNoOp(t *testing.T) {
 
 func TestChangesAreReflected(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, smallSandbox(), nil)
+	// A maximum age of a century: no day of the sandbox is a staggered
+	// refresh day (TestDetailRefreshIsStaggered), so only changes fetch details.
+	h := newHarness(t, smallSandbox(), func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
 	if res := h.run(Request{}); res.Status != StatusSucceeded {
 		t.Fatalf("first run %s: %v", res.Status, res.Err)
 	}

@@ -91,7 +91,7 @@ func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, er
 			if !has(s) {
 				continue
 			}
-			n, err := e.book.countDue(ctx, e.pool, s, e.set.DetailMaxAge)
+			n, err := e.book.countDue(ctx, e.pool, s, e.set.DetailMaxAge, e.set.Now())
 			if err != nil {
 				return nil, err
 			}

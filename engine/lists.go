@@ -89,11 +89,12 @@ func (l listing[T]) name() string {
 	return l.stream
 }
 
-// entityList lists every brand or project: their rows, the list hashes
-// that decide which details are due, and soft deletes at the end.
+// entityList lists every brand or project: their rows, the hashes of their
+// detail-owned fields (key) that decide which details are due, and soft
+// deletes at the end.
 func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, table string,
 	open func(ctx context.Context) iter.Seq2[*extract.Page[T], error],
-	rows func([]T) transform.Batch, key func(T) (extract.ID, []byte)) error {
+	rows func([]T) transform.Batch, key func(T) (extract.ID, string)) error {
 	pages, err := runListing(ctx, r, listing[T]{
 		stream: stream, partition: "list", table: table, complete: true, open: open,
 		rows: func(p *extract.Page[T]) transform.Batch {
@@ -104,8 +105,8 @@ func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, tab
 		then: func(p *extract.Page[T]) func(context.Context, pgx.Tx) error {
 			entries := make([]listEntry, 0, len(p.Records))
 			for _, rec := range p.Records {
-				if id, raw := key(rec); id != "" {
-					entries = append(entries, listEntry{ID: string(id), Hash: hashRaw(raw)})
+				if id, hash := key(rec); id != "" {
+					entries = append(entries, listEntry{ID: string(id), Hash: hash})
 				}
 			}
 			return func(ctx context.Context, tx pgx.Tx) error { return r.e.book.recordListed(ctx, tx, stream, entries) }
@@ -122,20 +123,21 @@ func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamBrands, "brands",
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Brand], error] { return r.client.Brands(ctx) },
 		func(list []extract.Brand) transform.Batch { return transform.Brands(list, r.serviceDay()) },
-		func(b extract.Brand) (extract.ID, []byte) { return b.ID, b.Raw })
+		func(b extract.Brand) (extract.ID, string) { return b.ID, transform.BrandListHash(b) })
 }
 
 // projectsList lists every project. The list is complete on purpose: only a
 // complete listing shows deletions, and at up to 1000 projects a request it
 // costs what an updated_since listing would. Details are fetched for the
-// projects whose entry (updated_at included) changed.
+// projects whose detail-owned fields (updated_at included, the budget
+// aggregate not) changed: transform.ProjectListHash.
 func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamProjects, "projects",
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Project], error] {
 			return r.client.Projects(ctx, extract.ProjectQuery{})
 		},
 		transform.Projects,
-		func(p extract.Project) (extract.ID, []byte) { return p.ID, p.Raw })
+		func(p extract.Project) (extract.ID, string) { return p.ID, transform.ProjectListHash(p) })
 }
 
 // financeCursor is the cursor of one finance list.

@@ -69,7 +69,12 @@ func TestS06Changes(t *testing.T) {
 	}
 	r.sb.admin(http.MethodPost, "emails", map[string]int{"append": 40}, &appended)
 	changed, gone := tr["brands"][1].Key, tr["brands"][2].Key
-	r.sb.admin(http.MethodPost, "brands/"+changed, map[string]any{"financial_summary": map[string]any{"total_budget": "123456.78", "invoiced": 1000}}, nil)
+	// A new status (a field of the brand's detail) with the new financial
+	// summary: the brand edit also bumps the detail's metadata.updated_at,
+	// which a summary change alone would leave to SYNC_DETAIL_MAX_AGE (the
+	// list's aggregates do not make a detail due).
+	r.sb.admin(http.MethodPost, "brands/"+changed, map[string]any{"status": "Inactiv",
+		"financial_summary": map[string]any{"total_budget": "123456.78", "invoiced": 1000}}, nil)
 	r.sb.admin(http.MethodPost, "brands/"+gone+"/delete", nil, nil)
 	project := tr["projects"][0].Key
 	r.sb.admin(http.MethodPost, "projects/"+project, map[string]any{"status": "finalizat"}, nil)

@@ -169,3 +169,15 @@ func Contacts(brandID extract.ID, list []extract.Contact) Batch {
 	out.BrandContacts = contacts.rows
 	return out
 }
+
+// BrandListHash is the hash of the fields of a brands-list entry that belong
+// to the brand's detail: id, name, status, date_created and account_manager.
+// A change in any of them makes the detail (and the contacts) due. The
+// aggregates the service recomputes from finance — projects_count and
+// financial_summary (total_budget, invoiced, collected, currency) — are stored
+// from the list entry and do not count: they change with every finance edit
+// and the detail adds nothing to them.
+func BrandListHash(b extract.Brand) string {
+	kind, id := "brand", string(b.ID)
+	return listHash(&kind, &id, &b.Name, &b.Status, hashTime(b.DateCreated), &b.AccountManager)
+}

@@ -1,0 +1,188 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DetailState is the bookkeeping of brand and project details (table
+// detail_state): which list entries changed since their detail was fetched,
+// and which unchanged details are due for their staggered refresh.
+//
+// Refresh policy. A detail is due when
+//   - its list entry changed: the hash of the entry's detail-owned fields
+//     differs from the one its detail was fetched with (or it was never
+//     fetched);
+//   - it was not fetched since the start of its latest refresh day: every
+//     entity has a fixed slot, seq mod D, where seq numbers entities in the
+//     order they were first listed and D is the maximum age in whole days; its
+//     refresh days are the days whose number (days since 1970-01-01, UTC) is
+//     congruent to its slot. Consecutive seqs fill the slots evenly, so a
+//     daily run refreshes at most ceil(N/D) details plus what changed, and no
+//     detail ages past D days; a run after days without one (or that ran out
+//     of budget) catches up on the slots of the days it missed;
+//   - it is older than the maximum age (a safety net; with a maximum age
+//     under a day, every detail is due daily and whenever it is that old).
+type DetailState struct {
+	table string
+}
+
+// NewDetailState returns the detail bookkeeping of schema.
+func NewDetailState(schema string) (*DetailState, error) {
+	if schema == "" {
+		return nil, errors.New("create detail state: empty schema")
+	}
+	return &DetailState{table: pgx.Identifier{schema, "detail_state"}.Sanitize()}, nil
+}
+
+// ErrBadMaxAge is returned for a maximum detail age that is not positive.
+var ErrBadMaxAge = errors.New("detail max age must be positive")
+
+// RefreshPolicy is when unchanged details are refreshed: at most MaxAge old,
+// staggered over the days of MaxAge.
+type RefreshPolicy struct {
+	// MaxAge is the maximum age of a detail (positive).
+	MaxAge time.Duration
+	// Now is the instant of the run (the engine's clock).
+	Now time.Time
+}
+
+// refreshDay is the length of a refresh day; refresh days are UTC calendar
+// days.
+const refreshDay = 24 * time.Hour
+
+// Days returns D, the number of refresh slots: MaxAge in whole days, at
+// least 1 (a maximum age under a day refreshes every detail daily and
+// whenever it is older than MaxAge).
+func (p RefreshPolicy) Days() int64 { return max(1, int64(p.MaxAge/refreshDay)) }
+
+// dayNumber is the number of the UTC day of t (days since 1970-01-01).
+func dayNumber(t time.Time) int64 {
+	s := t.Unix()
+	n := s / 86400
+	if s < 0 && s%86400 != 0 {
+		n--
+	}
+	return n
+}
+
+func (p RefreshPolicy) args() (today, days int64, dayStart, overdue time.Time, err error) {
+	if p.MaxAge <= 0 {
+		return 0, 0, time.Time{}, time.Time{}, ErrBadMaxAge
+	}
+	today = dayNumber(p.Now)
+	return today, p.Days(), time.Unix(today*86400, 0).UTC(), p.Now.Add(-p.MaxAge), nil
+}
+
+// dueWhere selects due entities: $1 stream, $2 today's day number, $3 D, $4
+// the start of today, $5 the overdue cutoff. An entity's last refresh day is
+// the latest day up to today whose number is congruent to seq modulo D: it
+// is today ((today - seq) mod D = 0) or up to D-1 days ago, the days a
+// worker that did not run then catches up on.
+const dueWhere = `stream = $1 AND listed AND (detail_hash IS DISTINCT FROM list_hash
+	OR detail_synced_at <= $5
+	OR detail_synced_at < $4::timestamptz - ((($2::bigint - seq) % $3::bigint + $3) % $3) * interval '1 day')`
+
+// ListedEntity is one brand or project as listed: its id and the hash of
+// the list fields that belong to its detail.
+type ListedEntity struct {
+	ID   string
+	Hash string
+}
+
+// RecordListed upserts the list hashes of a page's entities inside the page's
+// transaction. Rows whose hash did not change and that are still listed are
+// neither rewritten nor locked. A new entity takes the next seq, which
+// decides its refresh slot.
+func (d *DetailState) RecordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ids := make([]string, len(entries))
+	hashes := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i], hashes[i] = e.ID, e.Hash
+	}
+	// Known entities are updated only when their hash changed or they
+	// return (an UPDATE, not ON CONFLICT DO UPDATE, which would lock and so
+	// write the rows it leaves alone, and would draw a seq for each of them:
+	// seqs are drawn only by new entities, so consecutive ones fill the
+	// refresh slots evenly).
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET list_hash = u.h, list_seen_at = now(), listed = true, _synced_at = now(),
+	detail_hash = CASE WHEN d.listed THEN d.detail_hash END -- a returning entity's detail is fetched again
+FROM unnest($2::text[], $3::text[]) AS u(id, h)
+WHERE d.stream = $1 AND d.entity_id = u.id AND (d.list_hash <> u.h OR NOT d.listed)`, d.table), stream, ids, hashes)
+	if err != nil {
+		return fmt.Errorf("record listed %s: %w", stream, err)
+	}
+	_, err = tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %[1]s (stream, entity_id, list_hash, list_seen_at, listed)
+SELECT $1, id, h, now(), true FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(id, h, n)
+WHERE NOT EXISTS (SELECT 1 FROM %[1]s AS o WHERE o.stream = $1 AND o.entity_id = u.id)
+ORDER BY u.n
+ON CONFLICT (stream, entity_id) DO NOTHING`, d.table), stream, ids, hashes)
+	if err != nil {
+		return fmt.Errorf("record listed %s: %w", stream, err)
+	}
+	return nil
+}
+
+// DueDetail is an entity whose detail must be fetched, with the list hash
+// to record once it is.
+type DueDetail struct {
+	ID   string
+	Hash string
+}
+
+// Due lists the entities of stream whose detail is due under p (see
+// DetailState), stalest first.
+func (d *DetailState) Due(ctx context.Context, pool *pgxpool.Pool, stream string, p RefreshPolicy) ([]DueDetail, error) {
+	today, days, dayStart, overdue, err := p.args()
+	if err != nil {
+		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
+	}
+	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT entity_id, list_hash FROM %s WHERE %s
+ORDER BY detail_synced_at NULLS FIRST, entity_id`, d.table, dueWhere), stream, today, days, dayStart, overdue)
+	if err != nil {
+		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DueDetail, error) {
+		var dd DueDetail
+		return dd, r.Scan(&dd.ID, &dd.Hash)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list due details of %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+// CountDue counts what Due would return.
+func (d *DetailState) CountDue(ctx context.Context, pool *pgxpool.Pool, stream string, p RefreshPolicy) (int, error) {
+	today, days, dayStart, overdue, err := p.args()
+	if err != nil {
+		return 0, fmt.Errorf("count due details of %s: %w", stream, err)
+	}
+	var n int
+	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s`, d.table, dueWhere),
+		stream, today, days, dayStart, overdue).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count due details of %s: %w", stream, err)
+	}
+	return n, nil
+}
+
+// Fetched records, in the detail page's transaction, that the detail of an
+// entity was fetched at instant at (the engine's clock) while its list entry
+// had hash.
+func (d *DetailState) Fetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET detail_hash = $3, detail_synced_at = $4, _synced_at = now()
+WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
+	if err != nil {
+		return fmt.Errorf("record detail of %s %s: %w", stream, id, err)
+	}
+	return nil
+}
