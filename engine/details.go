@@ -23,6 +23,9 @@ type fetchedDetail struct {
 	// contacts: the brand's contact list was fetched whole, so contacts
 	// absent from it are soft-deleted.
 	contacts bool
+	// contactsShort: the contact list delivered fewer records than its
+	// pages announced, so its absentees must not be soft-deleted.
+	contactsShort bool
 }
 
 // details fetches the due details of the selected streams: brands (detail
@@ -64,14 +67,14 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 				var sd spooledDetail
 				if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
 					log.Info("detail from the spool", zap.String("id", d.ID))
-					if !yield(fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts}, nil) {
+					if !yield(fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort}, nil) {
 						return
 					}
 					continue
 				}
 				fd, err := r.fetchDetail(ctx, stream, d)
 				if err == nil && sp != nil && !fd.gone {
-					sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts})
+					sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort})
 				}
 				if !yield(fd, err) || err != nil {
 					return
@@ -100,7 +103,11 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			if err != nil {
 				return err
 			}
-			p.Listing, p.EndsListing = l, true
+			p.Listing, p.EndsListing = l, !fd.contactsShort
+			if fd.contactsShort {
+				log.Warn("a brand's contact list delivered fewer records than it announced: none of its contacts is marked deleted", zap.String("brand_id", id))
+				r.note(fmt.Sprintf("contacts of brand %s: fewer records than the service announced; nothing soft-deleted", id))
+			}
 		}
 		if _, err := r.commit(ctx, p); err != nil {
 			return err
@@ -159,6 +166,7 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 	fd.batch = transform.BrandDetails([]extract.BrandDetail{*b}, r.serviceDay())
 	var contacts []extract.Contact
 	var rejects []extract.RecordError
+	var announced int
 	for page, err := range r.client.BrandContacts(ctx, id) {
 		if errors.Is(err, extract.ErrNotFound) {
 			fd.gone = true
@@ -169,7 +177,13 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 		}
 		contacts = append(contacts, page.Records...)
 		rejects = append(rejects, page.Rejects...)
+		announced = max(announced, page.Total)
 	}
+	seen := map[string]bool{}
+	for _, c := range contacts {
+		seen[string(c.ID)] = true
+	}
+	fd.contactsShort = len(seen)+len(rejects) < announced
 	fd.batch.Append(transform.Contacts(id, contacts))
 	fd.contacts = true
 	fd.batch.Rejects = append(fd.batch.Rejects, transform.RecordErrors(transform.StreamBrandContacts, rejects)...)

@@ -75,3 +75,59 @@ func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
 		t.Fatalf("honest listing of 2: run %s (%v), %d live brands, want 2", res.Status, res.Err, live())
 	}
 }
+
+// TestShortContactListSoftDeletesNothing: a brand's contact list that
+// announces 3 contacts but delivers 2 must not soft-delete the third; an
+// honest list of 2 does.
+func TestShortContactListSoftDeletesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	var mode atomic.Int32 // 0: 3 contacts, 1: 2 rows of a claimed 3, 2: 2 contacts
+	var brandStatus atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		contact := func(id int) string { return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id) }
+		// Each mode changes the brand's status, so its detail (and contacts) is due again.
+		status := fmt.Sprintf("s%d", brandStatus.Load())
+		switch p := r.URL.Path; {
+		case p == "/v1/brands":
+			fmt.Fprintf(w, `{"data":[{"brand_info":{"id":"1","name":"Brand 1","status":%q}}],"total":1,"per_page":1000,"current_page":1,"last_page":1}`, status)
+		case p == "/v1/brands/1/contacts":
+			switch mode.Load() {
+			case 0:
+				fmt.Fprintf(w, `{"data":[%s,%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2), contact(3))
+			case 1:
+				fmt.Fprintf(w, `{"data":[%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2))
+			default:
+				fmt.Fprintf(w, `{"data":[%s,%s],"total":2,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2))
+			}
+		case p == "/v1/brands/1":
+			fmt.Fprintf(w, `{"brand_info":{"id":"1","name":"Brand 1","status":%q},"general_info":{},"metadata":{}}`, status)
+		default:
+			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h.apiURL = srv.URL
+	h.eng = h.engine(nil)
+	live := func() int {
+		return h.count("SELECT count(*) FROM " + h.table("brand_contacts") + " WHERE _deleted_at IS NULL")
+	}
+	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 3 {
+		t.Fatalf("first run %s (%v): %d live contacts, want 3", res.Status, res.Err, live())
+	}
+	mode.Store(1)
+	brandStatus.Store(1)
+	res := h.run(Request{Streams: []string{StreamBrands}})
+	if n := live(); n != 3 {
+		t.Fatalf("a contact list of 2 rows that announced 3 soft-deleted %d contact(s) (run %s, %v)", 3-n, res.Status, res.Err)
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, ";"), "contacts of brand 1") {
+		t.Fatalf("run notes %q do not tell of the short contact list", res.Notes)
+	}
+	mode.Store(2)
+	brandStatus.Store(2)
+	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 2 {
+		t.Fatalf("honest list of 2: run %s (%v), %d live contacts, want 2", res.Status, res.Err, live())
+	}
+}

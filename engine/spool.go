@@ -102,8 +102,9 @@ type spooledPage struct {
 
 // spooledDetail is a transformed brand or project detail, as spooled.
 type spooledDetail struct {
-	Batch    transform.Batch
-	Contacts bool
+	Batch         transform.Batch
+	Contacts      bool
+	ContactsShort bool
 }
 
 // pageKey is the key of a communications page: the range's request and
