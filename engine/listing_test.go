@@ -86,7 +86,9 @@ func TestShortContactListSoftDeletesNothing(t *testing.T) {
 	var brandStatus atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		contact := func(id int) string { return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id) }
+		contact := func(id int) string {
+			return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id)
+		}
 		// Each mode changes the brand's status, so its detail (and contacts) is due again.
 		status := fmt.Sprintf("s%d", brandStatus.Load())
 		switch p := r.URL.Path; {
