@@ -1,0 +1,99 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Reconciler holds the statements of the communications reconciliation
+// (agencysync verify): how many e-mails the warehouse holds per calendar day
+// of a time zone, and the soft deletion of the e-mails a re-fetched day no
+// longer holds.
+type Reconciler struct {
+	pool   *pgxpool.Pool
+	emails string // qualified emails table
+}
+
+// NewReconciler returns the reconciliation statements of schema.
+func NewReconciler(pool *pgxpool.Pool, schema string) (*Reconciler, error) {
+	if pool == nil || schema == "" {
+		return nil, errors.New("create reconciler: pool and schema are required")
+	}
+	return &Reconciler{pool: pool, emails: pgx.Identifier{schema, "emails"}.Sanitize()}, nil
+}
+
+// DayStart is the first instant of the calendar day of d (its year, month
+// and day, whatever its location) in loc.
+func DayStart(d time.Time, loc *time.Location) time.Time {
+	y, m, dd := d.Date()
+	return time.Date(y, m, dd, 0, 0, 0, 0, loc)
+}
+
+// EmailDayCounts counts the e-mails not soft-deleted whose email_at falls on
+// each calendar day from..to (inclusive; their dates are taken as calendar
+// dates) of loc. Days without e-mails are absent; keys are YYYY-MM-DD.
+// The days are cut in Go (time.Date in loc), so the count never depends on
+// the database's time zone data or session zone.
+func (r *Reconciler) EmailDayCounts(ctx context.Context, from, to time.Time, loc *time.Location) (map[string]int, error) {
+	if loc == nil {
+		return nil, errors.New("count e-mails per day: nil time zone")
+	}
+	if to.Before(from) {
+		return nil, fmt.Errorf("count e-mails per day: range ends (%s) before it starts (%s)", to.Format(time.DateOnly), from.Format(time.DateOnly))
+	}
+	// One bound per day boundary; the statement buckets each e-mail by the
+	// last boundary not after it (width_bucket over a sorted array).
+	var bounds []time.Time
+	var days []string
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		bounds = append(bounds, DayStart(d, loc))
+		days = append(days, d.Format(time.DateOnly))
+	}
+	end := DayStart(to.AddDate(0, 0, 1), loc)
+	q := fmt.Sprintf(`SELECT width_bucket(email_at, $1::timestamptz[]) AS b, count(*)
+FROM %s WHERE _deleted_at IS NULL AND email_at >= $2 AND email_at < $3 GROUP BY 1`, r.emails)
+	rows, err := r.pool.Query(ctx, q, bounds, bounds[0], end)
+	if err != nil {
+		return nil, fmt.Errorf("count e-mails per day: %w", err)
+	}
+	out := make(map[string]int)
+	var b, n int
+	_, err = pgx.ForEachRow(rows, []any{&b, &n}, func() error {
+		if b < 1 || b > len(days) {
+			return fmt.Errorf("bucket %d outside 1..%d", b, len(days))
+		}
+		out[days[b-1]] += n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count e-mails per day: %w", err)
+	}
+	return out, nil
+}
+
+// SoftDeleteEmailsNotIn sets _deleted_at on the live e-mails with email_at in
+// [start, end) whose record_id is not in keep: the e-mails of a re-fetched
+// day that the service no longer returned. It returns how many it marked.
+// Call it only after the day's paging completed with a stable total.
+func (r *Reconciler) SoftDeleteEmailsNotIn(ctx context.Context, start, end time.Time, keep []int64) (int64, error) {
+	if !start.Before(end) {
+		return 0, fmt.Errorf("soft-delete e-mails: empty window %s..%s", start, end)
+	}
+	if keep == nil {
+		keep = []int64{}
+	}
+	// The email_at index narrows the statement to one day's rows; the
+	// array test runs per row of that day (no join a plan could get wrong).
+	q := fmt.Sprintf(`UPDATE %s SET _deleted_at = now(), _synced_at = now()
+WHERE _deleted_at IS NULL AND email_at >= $1 AND email_at < $2 AND NOT (record_id = ANY($3::bigint[]))`, r.emails)
+	tag, err := r.pool.Exec(ctx, q, start, end, keep)
+	if err != nil {
+		return 0, fmt.Errorf("soft-delete e-mails: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
