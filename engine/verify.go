@@ -20,8 +20,8 @@ import (
 // Reconciliation proves that the warehouse holds what the service holds:
 // for a range of calendar days it compares the service's total (from a
 // closing range's own pages, or one per_page=1 request) with the number of
-// e-mails the warehouse holds (not soft-deleted, email_at on those days in
-// Settings.CommsTZ). Where they differ it bisects: it asks the total of the
+// records the warehouse holds (e-mails not soft-deleted, and rejected
+// records not also e-mails, with email_at on those days in Settings.CommsTZ). Where they differ it bisects: it asks the total of the
 // left half (one per_page=1 request; the right half's is the rest of the
 // parent's), recurses into the halves that differ, and re-fetches the days
 // that differ, all their pages. E-mails the warehouse holds for a
@@ -57,8 +57,9 @@ type DayRepair struct {
 	// Service is the day's total: from the re-fetch when it completed, else
 	// as the bisection derived it.
 	Service int `json:"service"`
-	// WarehouseBefore and WarehouseAfter are the warehouse's live e-mails of
-	// the day before and after the re-fetch.
+	// WarehouseBefore and WarehouseAfter are the records the warehouse holds
+	// for the day (live e-mails and dated rejected records) before and after
+	// the re-fetch.
 	WarehouseBefore int `json:"warehouse_before"`
 	WarehouseAfter  int `json:"warehouse_after"`
 	Pages           int `json:"pages"`    // pages re-fetched
@@ -68,8 +69,8 @@ type DayRepair struct {
 	// SoftDeleted is the e-mails marked deleted because the service no
 	// longer returned them.
 	SoftDeleted int64 `json:"soft_deleted"`
-	// Resolved: after the re-fetch the warehouse's count plus the day's
-	// rejected records equals the service's total.
+	// Resolved: after the re-fetch the warehouse's count equals the
+	// service's total.
 	Resolved bool   `json:"resolved"`
 	Reason   string `json:"reason,omitempty"` // why not resolved
 }
@@ -392,9 +393,9 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 	}
 	d.WarehouseAfter = after[d.Day]
 	if d.Reason == "" {
-		d.Resolved = d.WarehouseAfter+d.Rejected == d.Service
+		d.Resolved = d.WarehouseAfter == d.Service
 		if !d.Resolved {
-			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d and rejected %d of the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
+			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d (%d of them rejected records) for the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
 		}
 	}
 	log.Info("communications day re-fetched", zap.String("day", d.Day), zap.Int("service", d.Service), zap.Int("warehouse_before", before),

@@ -15,8 +15,9 @@ import (
 // of a time zone, and the soft deletion of the e-mails a re-fetched day no
 // longer holds.
 type Reconciler struct {
-	pool   *pgxpool.Pool
-	emails string // qualified emails table
+	pool    *pgxpool.Pool
+	emails  string // qualified emails table
+	rejects string // qualified rejected_records table
 }
 
 // NewReconciler returns the reconciliation statements of schema.
@@ -24,7 +25,8 @@ func NewReconciler(pool *pgxpool.Pool, schema string) (*Reconciler, error) {
 	if pool == nil || schema == "" {
 		return nil, errors.New("create reconciler: pool and schema are required")
 	}
-	return &Reconciler{pool: pool, emails: pgx.Identifier{schema, "emails"}.Sanitize()}, nil
+	return &Reconciler{pool: pool, emails: pgx.Identifier{schema, "emails"}.Sanitize(),
+		rejects: pgx.Identifier{schema, "rejected_records"}.Sanitize()}, nil
 }
 
 // DayStart is the first instant of the calendar day of d (its year, month
@@ -34,9 +36,13 @@ func DayStart(d time.Time, loc *time.Location) time.Time {
 	return time.Date(y, m, dd, 0, 0, 0, 0, loc)
 }
 
-// EmailDayCounts counts the e-mails not soft-deleted whose email_at falls on
-// each calendar day from..to (inclusive; their dates are taken as calendar
-// dates) of loc. Days without e-mails are absent; keys are YYYY-MM-DD.
+// EmailDayCounts counts the records the warehouse holds for each calendar
+// day from..to (inclusive; their dates are taken as calendar dates) of loc:
+// the e-mails not soft-deleted whose email_at falls on the day, plus the
+// rejected communications records (not also live e-mails) whose payload's
+// email.email_at does — a record the service returns is in the warehouse
+// either way. Rejected records without a readable email_at count nowhere.
+// Days without records are absent; keys are YYYY-MM-DD.
 // The days are cut in Go (time.Date in loc), so the count never depends on
 // the database's time zone data or session zone.
 func (r *Reconciler) EmailDayCounts(ctx context.Context, from, to time.Time, loc *time.Location) (map[string]int, error) {
@@ -72,6 +78,28 @@ FROM %s WHERE _deleted_at IS NULL AND email_at >= $2 AND email_at < $3 GROUP BY 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count e-mails per day: %w", err)
+	}
+	// Rejected records are few: their dates are read in Go, which also
+	// skips the ones that are not timestamps.
+	rq := fmt.Sprintf(`SELECT r.payload->'email'->>'email_at' FROM %s AS r
+WHERE (r.stream = 'communications' OR r.stream LIKE 'communications.%%') AND jsonb_typeof(r.payload->'email'->'email_at') = 'string'
+AND NOT EXISTS (SELECT 1 FROM %s AS e WHERE e._deleted_at IS NULL
+	AND e.record_id = CASE WHEN r.record_key ~ '^[0-9]{1,18}$' THEN r.record_key::bigint END)`, r.rejects, r.emails)
+	rows, err = r.pool.Query(ctx, rq)
+	if err != nil {
+		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
+	}
+	var at string
+	_, err = pgx.ForEachRow(rows, []any{&at}, func() error {
+		t, perr := time.Parse(time.RFC3339Nano, at)
+		if perr != nil || t.Before(bounds[0]) || !t.Before(end) {
+			return nil
+		}
+		out[t.In(loc).Format(time.DateOnly)]++
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
 	}
 	return out, nil
 }
