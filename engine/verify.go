@@ -73,6 +73,7 @@ type DayRepair struct {
 	// service's total.
 	Resolved bool   `json:"resolved"`
 	Reason   string `json:"reason,omitempty"` // why not resolved
+	moved    bool   // the service's total moved while the day was paged
 }
 
 // VerifyReport is what one reconciliation found and did.
@@ -287,6 +288,12 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	rep.Proved = true
 	for _, s := range differ {
 		d, err := r.refetchDay(ctx, log, s.a, s.svc, wh[dateString(s.a)])
+		if err == nil && d.moved {
+			// Paged while the service changed: once more, to a stable total.
+			pages := d.Pages
+			d, err = r.refetchDay(ctx, log, s.a, s.svc, wh[dateString(s.a)])
+			d.Pages += pages
+		}
 		rep.Days = append(rep.Days, d)
 		rep.Filled += d.Filled
 		rep.SoftDeleted += d.SoftDeleted
@@ -296,6 +303,7 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		}
 		rep.Proved = rep.Proved && d.Resolved
 	}
+	rep.Requests = r.budget.Spent() - spent
 	log.Info("communications reconciliation done", zap.String("summary", rep.Summary()))
 	return rep, nil
 }
@@ -371,6 +379,7 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 	}
 	switch {
 	case !stable:
+		d.moved = true
 		d.Reason = fmt.Sprintf("the service's total moved while the day was paged (%d records seen, total %d); nothing soft-deleted", seen, total)
 	case outside > 0:
 		d.Reason = fmt.Sprintf("the service returned %d e-mail(s) dated outside %s in %s: is AGENCY_COMMS_TZ the service's zone? nothing soft-deleted", outside, d.Day, loc)
