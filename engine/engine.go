@@ -221,7 +221,8 @@ type Request struct {
 	// the normal tasks.
 	Backfill *Range
 	// Verify, when set, reconciles this range of communications with the
-	// warehouse (agencysync verify) instead of the normal tasks.
+	// warehouse (agencysync verify) instead of the normal tasks; a zero
+	// From is AGENCY_COMMS_START_DATE, a zero To today.
 	Verify *Range
 }
 
@@ -314,7 +315,7 @@ func normaliseStreams(req Request) ([]string, error) {
 		if req.Backfill != nil {
 			return nil, errors.New("run: backfill and verify are separate runs")
 		}
-		if req.Verify.To.Before(req.Verify.From) {
+		if !req.Verify.To.IsZero() && req.Verify.To.Before(req.Verify.From) {
 			return nil, fmt.Errorf("verify: range ends (%s) before it starts (%s)", req.Verify.To.Format(time.DateOnly), req.Verify.From.Format(time.DateOnly))
 		}
 		streams = []string{StreamCommunications}

@@ -458,6 +458,25 @@ func (e *Engine) historyRange() (Range, error) {
 	return Range{From: utcDate(e.set.StartDate), To: time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}, nil
 }
 
+// fillRange fills a verification range's zero ends from the whole history.
+func (e *Engine) fillRange(rg Range) (Range, error) {
+	if !rg.From.IsZero() && !rg.To.IsZero() {
+		return rg, nil
+	}
+	h, err := e.historyRange()
+	if err != nil && rg.From.IsZero() {
+		return rg, err
+	}
+	if rg.From.IsZero() {
+		rg.From = h.From
+	}
+	if rg.To.IsZero() {
+		y, m, d := e.set.Now().In(e.set.CommsTZ).Date()
+		rg.To = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	}
+	return rg, nil
+}
+
 // verifyDue says whether the scheduled verification is due: once a day
 // (UTC date of the last one), after the backfill is complete, and again at
 // the next run while the last one did not prove equality.
@@ -511,6 +530,11 @@ func (e *Engine) verifyEstimate(ctx context.Context, rg *Range) (Estimate, error
 		rg = &h
 		est.Note = why + "; "
 	}
+	filled, err := e.fillRange(*rg)
+	if err != nil {
+		return est, err
+	}
+	rg = &filled
 	est.Requests = 1
 	est.Note += fmt.Sprintf("%s..%s: one count request; a differing day costs about log2(days) counts plus its pages", dateString(rg.From), dateString(rg.To))
 	return est, nil
@@ -540,12 +564,20 @@ func (r *run) verifyTask(ctx context.Context, log *zap.Logger) error {
 
 // verifyRange reconciles rg (agencysync verify, or the scheduled task),
 // records the result in sync_state and the run, and records a gap when it
-// could not prove equality.
+// could not prove equality. A zero From is AGENCY_COMMS_START_DATE, a zero
+// To today.
 func (r *run) verifyRange(ctx context.Context, log *zap.Logger, rg Range) error {
+	rg, err := r.e.fillRange(rg)
+	if err != nil {
+		return err
+	}
 	if rg.To.Before(rg.From) {
 		return fmt.Errorf("verify communications: range ends (%s) before it starts (%s)", dateString(rg.To), dateString(rg.From))
 	}
 	rep, err := r.reconcile(ctx, log, rg.From, rg.To, -1)
+	if rep == nil {
+		return err
+	}
 	r.mu.Lock()
 	r.verified = rep
 	r.mu.Unlock()

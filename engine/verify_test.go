@@ -376,3 +376,100 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 		t.Errorf("%d count requests to bisect a 3-day closing range, want at most 2", c)
 	}
 }
+
+// TestVerifyTwoYearsThreeGaps is the acceptance: on a two-year
+// history, a complete warehouse costs one request and writes nothing;
+// three single-day gaps made behind the worker's back are found and filled
+// for at most 3 × (2·log2(730) + the gaps' pages) requests.
+func TestVerifyTwoYearsThreeGaps(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.HistoryDays, o.Emails = 730, 3000
+	h := newHarness(t, o, nil)
+	ctx := context.Background()
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("first sync: %s %v", res.Status, res.Err)
+	}
+	emails := h.table("emails")
+	versions := func() string {
+		var s string
+		if err := h.pool.QueryRow(ctx, "SELECT coalesce(string_agg(record_id || ':' || xmin::text, ',' ORDER BY record_id), '') FROM "+emails).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// A complete warehouse: one request for the whole history, nothing written.
+	v0, sent := versions(), h.sent.Load()
+	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	if res.Status != StatusSucceeded || res.Verify == nil || !res.Verify.Proved {
+		t.Fatalf("verify of a complete warehouse: %s %v %+v", res.Status, res.Err, res.Verify)
+	}
+	if n := h.sent.Load() - sent; n != 1 || res.RequestsUsed != 1 {
+		t.Errorf("verify of a complete warehouse sent %d requests (%d counted), want 1", n, res.RequestsUsed)
+	}
+	if res.Counts.Written() != 0 || versions() != v0 {
+		t.Errorf("verify of a complete warehouse wrote %d rows (versions changed: %v)", res.Counts.Written(), versions() != v0)
+	}
+	if days := res.Verify.To; days != dateString(h.sb.Now()) || res.Verify.From != dateString(h.eng.set.StartDate) {
+		t.Errorf("whole history = %s..%s, want %s..%s", res.Verify.From, res.Verify.To, dateString(h.eng.set.StartDate), dateString(h.sb.Now()))
+	}
+
+	// Three single-day gaps, deleted straight from the warehouse.
+	rows, err := h.pool.Query(ctx, "SELECT d, n FROM (SELECT (email_at AT TIME ZONE 'UTC')::date AS d, count(*) AS n FROM "+emails+" GROUP BY 1) x ORDER BY d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type dayCount struct {
+		d time.Time
+		n int
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dayCount, error) {
+		var dc dayCount
+		err := r.Scan(&dc.d, &dc.n)
+		return dc, err
+	})
+	if err != nil || len(all) < 100 {
+		t.Fatalf("days with e-mails: %d, %v", len(all), err)
+	}
+	gaps := []dayCount{all[len(all)/5], all[len(all)/2], all[len(all)*4/5]}
+	var want []string
+	pages := 0
+	for _, g := range gaps {
+		from := time.Date(g.d.Year(), g.d.Month(), g.d.Day(), 0, 0, 0, 0, time.UTC)
+		if _, err := h.pool.Exec(ctx, "DELETE FROM "+h.table("email_recipients")+" WHERE record_id IN (SELECT record_id FROM "+emails+" WHERE email_at >= $1 AND email_at < $2)", from, from.AddDate(0, 0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		tag, err := h.pool.Exec(ctx, "DELETE FROM "+emails+" WHERE email_at >= $1 AND email_at < $2", from, from.AddDate(0, 0, 1))
+		if err != nil || int(tag.RowsAffected()) != g.n {
+			t.Fatalf("delete %s: %v, %d rows", from, err, tag.RowsAffected())
+		}
+		want = append(want, dateString(from))
+		pages += (g.n + 999) / 1000
+	}
+	sent = h.sent.Load()
+	res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	if res.Status != StatusSucceeded || !res.Verify.Proved {
+		t.Fatalf("verify with three gaps: %s %v %+v", res.Status, res.Err, res.Verify)
+	}
+	var got []string
+	for _, d := range res.Verify.Days {
+		got = append(got, d.Day)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("days found = %v, want %v", got, want)
+	}
+	bound := 3*2*math.Log2(730) + float64(pages)
+	used := int(h.sent.Load() - sent)
+	if float64(used) > bound || used != res.RequestsUsed {
+		t.Errorf("verify with three gaps sent %d requests (%d counted), want at most %.1f", used, res.RequestsUsed, bound)
+	}
+	t.Logf("three gaps: %d requests (%d counts, %d pages) for a bound of %.1f: %.2f of it", used, res.Verify.CountRequests, pages, bound, float64(used)/bound)
+	h.assertEqualsTruth()
+
+	// Equal again: one request.
+	sent = h.sent.Load()
+	if res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}}); !res.Verify.Proved || h.sent.Load()-sent != 1 {
+		t.Errorf("verify after the repair: proved %v, %d requests; want true, 1", res.Verify.Proved, h.sent.Load()-sent)
+	}
+}
