@@ -378,8 +378,9 @@ func TestChangesAreReflected(t *testing.T) {
 		t.Errorf("changed project detail not synced")
 	}
 	// Only the changed project's and brand's details were fetched: 1 increment page,
-	// 1+1 lists, 7 finance, brand 2 (detail + contacts), project 1.
-	if want := 1 + 2 + 7 + 2 + 1; res.RequestsUsed != want {
+	// 1+1 lists, 7 finance, brand 2 (detail + contacts), project 1; and, a day
+	// later, the daily verification's one count request.
+	if want := 1 + 2 + 7 + 2 + 1 + 1; res.RequestsUsed != want {
 		t.Errorf("incremental run used %d requests, want %d", res.RequestsUsed, want)
 	}
 	// The brand returns: undeleted.
@@ -692,7 +693,7 @@ func TestPlanSendsNothing(t *testing.T) {
 	if h.sent.Load() != 0 {
 		t.Fatalf("plan sent %d requests", h.sent.Load())
 	}
-	if p.Budget != 9500 || len(p.Items) != 6 {
+	if p.Budget != 9500 || len(p.Items) != 7 {
 		t.Fatalf("plan %+v", p)
 	}
 	h.run(Request{})
