@@ -73,7 +73,11 @@ type DayRepair struct {
 	// service's total.
 	Resolved bool   `json:"resolved"`
 	Reason   string `json:"reason,omitempty"` // why not resolved
-	moved    bool   // the service's total moved while the day was paged
+	// Undated counts the day's rejected records whose email_at cannot be
+	// read; they count as held on this day from now on.
+	Undated int `json:"undated,omitempty"`
+	moved   bool     // the service's total moved while the day was paged
+	undated []string // their keys
 }
 
 // VerifyReport is what one reconciliation found and did.
@@ -135,6 +139,10 @@ type verifyState struct {
 	// BackfillUnproved: a backfill window's closing reconciliation did not
 	// prove equality, so the backfill's completion proves nothing.
 	BackfillUnproved bool `json:"backfill_unproved,omitempty"`
+	// Undated are, per day (YYYY-MM-DD), the keys of rejected records whose
+	// email_at cannot be read (so the warehouse cannot count them by day),
+	// learned when the day was re-fetched: they count as held on that day.
+	Undated map[string][]string `json:"undated,omitempty"`
 }
 
 // closedRange is a communications range that closed in this run, waiting
@@ -298,6 +306,15 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	if err != nil {
 		return rep, err
 	}
+	vs, err := r.e.loadVerify(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for day, keys := range vs.Undated {
+		if d, err := parseDate(day); err == nil && !d.Before(from) && !d.After(to) {
+			wh[day] += len(keys)
+		}
+	}
 	sum := func(a, b time.Time) int {
 		n := 0
 		for d := a; !d.After(b); d = d.AddDate(0, 0, 1) {
@@ -350,6 +367,25 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	}
 	slices.SortFunc(differ, func(x, y span) int { return x.a.Compare(y.a) })
 	rep.Proved = true
+	learned := map[string][]string{}
+	defer func() {
+		if len(learned) == 0 {
+			return
+		}
+		// The learned undated rejects are saved even when a later day failed.
+		_ = r.saveVerify(ctx, func(st *verifyState) {
+			if st.Undated == nil {
+				st.Undated = map[string][]string{}
+			}
+			for day, keys := range learned {
+				if len(keys) == 0 {
+					delete(st.Undated, day)
+				} else {
+					st.Undated[day] = keys
+				}
+			}
+		})
+	}()
 	for _, s := range differ {
 		d, err := r.refetchDay(ctx, log, s.a, s.svc, wh[dateString(s.a)])
 		if err == nil && d.moved {
@@ -359,6 +395,9 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 			d.Pages += pages
 		}
 		rep.Days = append(rep.Days, d)
+		if d.Reason == "" || d.Resolved {
+			learned[d.Day] = d.undated
+		}
 		rep.Filled += d.Filled
 		rep.SoftDeleted += d.SoftDeleted
 		if err != nil {
@@ -430,6 +469,11 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 		batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
 		batch.Users = users.filter(batch.Users)
 		d.Rejected += len(batch.Rejects)
+		for _, rj := range batch.Rejects {
+			if !datedReject(rj.Payload) {
+				d.undated = append(d.undated, rj.Key)
+			}
+		}
 		seen += page.Rows()
 		c, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch})
 		if err != nil {
@@ -464,7 +508,8 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 	if err != nil {
 		return d, err
 	}
-	d.WarehouseAfter = after[d.Day]
+	d.Undated = len(d.undated)
+	d.WarehouseAfter = after[d.Day] + d.Undated
 	if d.Reason == "" {
 		d.Resolved = d.WarehouseAfter == d.Service
 		if !d.Resolved {
@@ -475,6 +520,26 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 		zap.Int("warehouse_after", d.WarehouseAfter), zap.Int64("filled", d.Filled), zap.Int64("soft_deleted", d.SoftDeleted),
 		zap.Int("pages", d.Pages), zap.Bool("resolved", d.Resolved), zap.String("reason", d.Reason))
 	return d, nil
+}
+
+// datedReject says whether a rejected record's payload carries an
+// email.email_at the warehouse's day count can read (as load's
+// EmailDayCounts reads it).
+func datedReject(payload json.RawMessage) bool {
+	var rec struct {
+		Email struct {
+			EmailAt json.RawMessage `json:"email_at"`
+		} `json:"email"`
+	}
+	if json.Unmarshal(payload, &rec) != nil {
+		return false
+	}
+	var at string
+	if json.Unmarshal(rec.Email.EmailAt, &at) != nil {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, at)
+	return err == nil
 }
 
 // loadVerify reads the "verify" partition's state.
