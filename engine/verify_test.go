@@ -357,8 +357,28 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 		// daily verification waits for tomorrow.
 		t.Errorf("first run sent %d count requests, want 0", counts)
 	}
+	verifyPlan := func() Estimate {
+		t.Helper()
+		p, err := h.eng.Plan(context.Background(), []string{StreamCommunications})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			if it.Task == TaskVerify {
+				return it.Estimate
+			}
+		}
+		t.Fatalf("plan without a verify task: %+v", p)
+		return Estimate{}
+	}
+	if e := verifyPlan(); e.Requests != 0 || !strings.Contains(e.Note, "not due") {
+		t.Errorf("verify planned right after a proved backfill: %+v", e)
+	}
 	// Next day: the increment covers 2025-06-10..2025-06-11.
 	h.now.Store(start.AddDate(0, 0, 10).Add(12 * time.Hour).UnixNano())
+	if e := verifyPlan(); e.Requests != 1 {
+		t.Errorf("verify not planned a day later: %+v", e)
+	}
 	res = h.run(Request{Streams: []string{StreamCommunications}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("second run: %s %v", res.Status, res.Err)
