@@ -327,9 +327,17 @@ func TestVerifyWrongZoneDeletesNothing(t *testing.T) {
 		t.Skip("no time zone data:", err)
 	}
 	mails, start := tenDays()
+	// Two e-mails of 2025-05-31 UTC fall on 2025-06-01 in Tokyo: that day
+	// then holds more in the warehouse's Tokyo count than the service's
+	// UTC day returns, and the two would be taken for deleted.
+	mails[101] = day("2025-05-31").Add(20 * time.Hour)
+	mails[102] = day("2025-05-31").Add(22 * time.Hour)
 	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), func(s *Settings) { s.CommsTZ = tokyo })
+	h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: start.AddDate(0, 0, 9)}})
+	if got := h.ids("true"); len(got) != 32 {
+		t.Fatalf("backfill loaded %d e-mails, want 32", len(got))
+	}
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
-	h.run(Request{Backfill: rg})
 	res := h.run(Request{Trigger: TriggerVerify, Verify: rg})
 	if got := h.ids("_deleted_at IS NOT NULL"); len(got) != 0 {
 		t.Errorf("soft-deleted %v under a wrong zone, want none", got)
