@@ -75,7 +75,7 @@ type DayRepair struct {
 	Reason   string `json:"reason,omitempty"` // why not resolved
 	// Undated counts the day's rejected records whose email_at cannot be
 	// read; they count as held on this day from now on.
-	Undated int `json:"undated,omitempty"`
+	Undated int      `json:"undated,omitempty"`
 	moved   bool     // the service's total moved while the day was paged
 	undated []string // their keys
 }
