@@ -377,7 +377,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
 		err := r.runTask(ctx, item.Task, req, tlog)
-		err = r.afterTask(ctx, item.Task, tlog, err)
+		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
 		if err == nil {
 			continue
 		}

@@ -50,10 +50,13 @@ var (
 	ErrNoServiceTotal = errors.New("the service answered without a total")
 )
 
-// DayRepair is one calendar day whose counts differed and that was
-// re-fetched.
+// DayRepair is one calendar day (or span of days) whose counts differed
+// and that was re-fetched.
 type DayRepair struct {
-	Day string `json:"day"` // YYYY-MM-DD in the reconciliation's zone
+	// Day is YYYY-MM-DD in the reconciliation's zone, or FROM..TO for a
+	// span of days re-fetched whole (one the warehouse or the service held
+	// nothing of).
+	Day string `json:"day"`
 	// Service is the day's total: from the re-fetch when it completed, else
 	// as the bisection derived it.
 	Service int `json:"service"`
@@ -76,7 +79,7 @@ type DayRepair struct {
 	// Undated counts the day's rejected records whose email_at cannot be
 	// read; they count as held on this day from now on.
 	Undated int      `json:"undated,omitempty"`
-	moved   bool     // the service's total moved while the day was paged
+	moved   bool     // the service's total moved while the days were paged
 	undated []string // their keys
 }
 
@@ -185,9 +188,10 @@ func gapError(gaps []string) error {
 // afterTask reconciles the ranges that closed during a task. When the task
 // failed or was stopped, a range that cannot be reconciled is recorded as a
 // gap and the task's error stands; otherwise a reconciliation error is the
-// task's. A backfill whose every window was proved equal at its closing has
+// task's (manual: the task is an `agencysync backfill` range, not the
+// history's backfill). A backfill whose every window was proved equal at its closing has
 // verified the whole history: the scheduled verification waits a day.
-func (r *run) afterTask(ctx context.Context, task Task, log *zap.Logger, taskErr error) error {
+func (r *run) afterTask(ctx context.Context, task Task, manual bool, log *zap.Logger, taskErr error) error {
 	r.mu.Lock()
 	pending := r.closing
 	r.closing = nil
@@ -207,7 +211,7 @@ func (r *run) afterTask(ctx context.Context, task Task, log *zap.Logger, taskErr
 			r.gap("communications " + rep.Summary())
 		}
 	}
-	if task != TaskCommsBackfill || len(pending) == 0 {
+	if task != TaskCommsBackfill || manual || len(pending) == 0 {
 		return taskErr
 	}
 	if err := r.backfillClosed(ctx, log, proved); err != nil && taskErr == nil {
@@ -349,7 +353,10 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		if sum(s.a, s.b) == s.svc {
 			continue
 		}
-		if s.a.Equal(s.b) {
+		if n := sum(s.a, s.b); s.a.Equal(s.b) || n == 0 || s.svc <= 0 {
+			// One day, or a span the warehouse or the service holds nothing
+			// of (a range never fetched, or deleted at the service): every
+			// day in it differs, so it is re-fetched whole.
 			differ = append(differ, s)
 			continue
 		}
@@ -387,16 +394,17 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		})
 	}()
 	for _, s := range differ {
-		d, err := r.refetchDay(ctx, log, s.a, s.svc, wh[dateString(s.a)])
+		d, err := r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b))
 		if err == nil && d.moved {
 			// Paged while the service changed: once more, to a stable total.
 			pages := d.Pages
-			d, err = r.refetchDay(ctx, log, s.a, s.svc, wh[dateString(s.a)])
+			d, err = r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b))
 			d.Pages += pages
 		}
 		rep.Days = append(rep.Days, d)
 		if d.Reason == "" || d.Resolved {
-			learned[d.Day] = d.undated
+			// A span's undated rejects are filed under its first day.
+			learned[dateString(s.a)] = d.undated
 		}
 		rep.Filled += d.Filled
 		rep.SoftDeleted += d.SoftDeleted
@@ -426,16 +434,20 @@ func (r *run) serviceCount(ctx context.Context, from, to time.Time) (int, error)
 	return p.Total, nil
 }
 
-// refetchDay fetches every page of one day, commits it, and soft-deletes
-// the day's e-mails the service no longer returned — only when the paging
-// completed with an unchanged total and every e-mail returned lies on the
-// day in the configured zone.
-func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, derived, before int) (DayRepair, error) {
+// refetchDays fetches every page of the days a..b (one day, or a span the
+// warehouse or the service holds nothing of), commits them, and
+// soft-deletes the e-mails of those days the service no longer returned —
+// only when the paging completed with an unchanged total and every e-mail
+// returned lies on those days in the configured zone.
+func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, derived, before int) (DayRepair, error) {
 	loc := r.e.set.CommsTZ
-	d := DayRepair{Day: dateString(day), Service: derived, WarehouseBefore: before}
-	start, end := load.DayStart(day, loc), load.DayStart(day.AddDate(0, 0, 1), loc)
+	d := DayRepair{Day: dateString(a), Service: derived, WarehouseBefore: before}
+	if !a.Equal(b) {
+		d.Day += ".." + dateString(b)
+	}
+	start, end := load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc)
 	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: day, DateEnd: day, WithMessage: r.e.set.WithMessage}
+		DateStart: a, DateEnd: b, WithMessage: r.e.set.WithMessage}
 	users := newKnownUsers()
 	keep := []int64{}
 	total, seen, outside := -1, 0, 0
@@ -488,7 +500,7 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 	switch {
 	case !stable:
 		d.moved = true
-		d.Reason = fmt.Sprintf("the service's total moved while the day was paged (%d records seen, total %d); nothing soft-deleted", seen, total)
+		d.Reason = fmt.Sprintf("the service's total moved while the days were paged (%d records seen, total %d); nothing soft-deleted", seen, total)
 	case outside > 0:
 		d.Reason = fmt.Sprintf("the service returned %d e-mail(s) dated outside %s in %s: is AGENCY_COMMS_TZ the service's zone? nothing soft-deleted", outside, d.Day, loc)
 	default:
@@ -504,19 +516,22 @@ func (r *run) refetchDay(ctx context.Context, log *zap.Logger, day time.Time, de
 			r.mu.Unlock()
 		}
 	}
-	after, err := r.e.recon.EmailDayCounts(ctx, day, day, loc)
+	after, err := r.e.recon.EmailDayCounts(ctx, a, b, loc)
 	if err != nil {
 		return d, err
 	}
 	d.Undated = len(d.undated)
-	d.WarehouseAfter = after[d.Day] + d.Undated
+	d.WarehouseAfter = d.Undated
+	for _, n := range after {
+		d.WarehouseAfter += n
+	}
 	if d.Reason == "" {
 		d.Resolved = d.WarehouseAfter == d.Service
 		if !d.Resolved {
 			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d (%d of them rejected records) for the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
 		}
 	}
-	log.Info("communications day re-fetched", zap.String("day", d.Day), zap.Int("service", d.Service), zap.Int("warehouse_before", before),
+	log.Info("communications days re-fetched", zap.String("day", d.Day), zap.Int("service", d.Service), zap.Int("warehouse_before", before),
 		zap.Int("warehouse_after", d.WarehouseAfter), zap.Int64("filled", d.Filled), zap.Int64("soft_deleted", d.SoftDeleted),
 		zap.Int("pages", d.Pages), zap.Bool("resolved", d.Resolved), zap.String("reason", d.Reason))
 	return d, nil

@@ -533,3 +533,25 @@ func TestVerifyCountsRejectedRecordsAsHeld(t *testing.T) {
 		t.Errorf("second verify with rejects: %s, %d requests; want proved with 1", res.Verify.Summary(), h.sent.Load()-sent)
 	}
 }
+
+// TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole: nothing was ever
+// fetched; verify does not bisect to every day but fetches the range as
+// one: one count request plus its pages.
+func TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole(t *testing.T) {
+	t.Parallel()
+	mails, start := tenDays()
+	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: start.AddDate(0, 0, 9)}})
+	if res.Status != StatusSucceeded || !res.Verify.Proved {
+		t.Fatalf("verify: %s %v %+v", res.Status, res.Err, res.Verify)
+	}
+	if len(res.Verify.Days) != 1 || res.Verify.Days[0].Day != "2025-06-01..2025-06-10" {
+		t.Errorf("re-fetched %+v, want the range 2025-06-01..2025-06-10 whole", res.Verify.Days)
+	}
+	if want := 1 + 30/5; res.RequestsUsed != want {
+		t.Errorf("verify used %d requests, want %d (one count, 6 pages of 5)", res.RequestsUsed, want)
+	}
+	if got, want := h.ids("_deleted_at IS NULL"), h.serverIDs(); !slices.Equal(got, want) {
+		t.Errorf("live e-mails = %v, want %v", got, want)
+	}
+}
