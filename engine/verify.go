@@ -148,6 +148,15 @@ type verifyState struct {
 	Undated map[string][]string `json:"undated,omitempty"`
 }
 
+// undatedKeys are the keys of every learned undated reject.
+func (vs *verifyState) undatedKeys() []string {
+	var out []string
+	for _, keys := range vs.Undated {
+		out = append(out, keys...)
+	}
+	return out
+}
+
 // closedRange is a communications range that closed in this run, waiting
 // for its reconciliation once its last page is committed.
 type closedRange struct {
@@ -253,7 +262,7 @@ func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) 
 	if err != nil {
 		return err
 	}
-	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, r.e.set.CommsTZ)
+	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, r.e.set.CommsTZ, vs.undatedKeys())
 	if err != nil {
 		return err
 	}
@@ -306,11 +315,12 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	if to.Before(from) {
 		return rep, fmt.Errorf("reconcile communications: range ends (%s) before it starts (%s)", rep.To, rep.From)
 	}
-	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, loc)
+	vs, err := r.e.loadVerify(ctx)
 	if err != nil {
 		return rep, err
 	}
-	vs, err := r.e.loadVerify(ctx)
+	skip := vs.undatedKeys()
+	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, skip)
 	if err != nil {
 		return rep, err
 	}
@@ -394,11 +404,11 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		})
 	}()
 	for _, s := range differ {
-		d, err := r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b))
+		d, err := r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
 		if err == nil && d.moved {
 			// Paged while the service changed: once more, to a stable total.
 			pages := d.Pages
-			d, err = r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b))
+			d, err = r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
 			d.Pages += pages
 		}
 		rep.Days = append(rep.Days, d)
@@ -439,7 +449,7 @@ func (r *run) serviceCount(ctx context.Context, from, to time.Time) (int, error)
 // soft-deletes the e-mails of those days the service no longer returned —
 // only when the paging completed with an unchanged total and every e-mail
 // returned lies on those days in the configured zone.
-func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, derived, before int) (DayRepair, error) {
+func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, derived, before int, skip []string) (DayRepair, error) {
 	loc := r.e.set.CommsTZ
 	d := DayRepair{Day: dateString(a), Service: derived, WarehouseBefore: before}
 	if !a.Equal(b) {
@@ -487,9 +497,22 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 			}
 		}
 		seen += page.Rows()
+		keys := make([]string, len(batch.Rejects))
+		for i, rj := range batch.Rejects {
+			keys[i] = rj.Key
+		}
+		again, err := r.e.recon.RejectsSeenByRun(ctx, r.id, keys)
+		if err != nil {
+			return d, err
+		}
 		c, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch})
 		if err != nil {
 			return d, fmt.Errorf("re-fetch communications of %s: %w", d.Day, err)
+		}
+		if again > 0 { // met earlier in this run: counted once
+			r.mu.Lock()
+			r.counts.Rejected -= int64(again)
+			r.mu.Unlock()
 		}
 		users.committed(batch.Users)
 		d.Filled += c.Tables["emails"].Inserted + c.Tables["emails"].Updated
@@ -516,7 +539,7 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 			r.mu.Unlock()
 		}
 	}
-	after, err := r.e.recon.EmailDayCounts(ctx, a, b, loc)
+	after, err := r.e.recon.EmailDayCounts(ctx, a, b, loc, append(slices.Clone(skip), d.undated...))
 	if err != nil {
 		return d, err
 	}

@@ -522,6 +522,15 @@ func TestVerifyCountsRejectedRecordsAsHeld(t *testing.T) {
 	// Rejects whose email_at is unreadable cannot be counted by day until
 	// their day is re-fetched once: the first closing pays for that.
 	t.Logf("first sync with %d rejected records: %d requests", res.Counts.Rejected, res.RequestsUsed)
+	bad := 0
+	for _, l := range h.truth()["communications"] {
+		if l.Bad {
+			bad++
+		}
+	}
+	if res.Counts.Rejected != int64(bad) {
+		t.Errorf("the run reports %d rejected, the truth has %d bad (days re-fetched count their rejects once)", res.Counts.Rejected, bad)
+	}
 	sent := h.sent.Load()
 	res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
 	if !res.Verify.Proved || h.sent.Load()-sent != 1 {

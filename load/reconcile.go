@@ -41,11 +41,13 @@ func DayStart(d time.Time, loc *time.Location) time.Time {
 // the e-mails not soft-deleted whose email_at falls on the day, plus the
 // rejected communications records (not also live e-mails) whose payload's
 // email.email_at does — a record the service returns is in the warehouse
-// either way. Rejected records without a readable email_at count nowhere.
+// either way. A rejected record without a readable email_at counts on the
+// day of the live e-mails next to it by record id when both lie on the same
+// day, else nowhere; the records keyed in skip are not counted.
 // Days without records are absent; keys are YYYY-MM-DD.
 // The days are cut in Go (time.Date in loc), so the count never depends on
 // the database's time zone data or session zone.
-func (r *Reconciler) EmailDayCounts(ctx context.Context, from, to time.Time, loc *time.Location) (map[string]int, error) {
+func (r *Reconciler) EmailDayCounts(ctx context.Context, from, to time.Time, loc *time.Location, skip []string) (map[string]int, error) {
 	if loc == nil {
 		return nil, errors.New("count e-mails per day: nil time zone")
 	}
@@ -80,19 +82,36 @@ FROM %s WHERE _deleted_at IS NULL AND email_at >= $2 AND email_at < $3 GROUP BY 
 		return nil, fmt.Errorf("count e-mails per day: %w", err)
 	}
 	// Rejected records are few: their dates are read in Go, which also
-	// skips the ones that are not timestamps.
-	rq := fmt.Sprintf(`SELECT r.payload->'email'->>'email_at' FROM %s AS r
-WHERE (r.stream = 'communications' OR r.stream LIKE 'communications.%%') AND jsonb_typeof(r.payload->'email'->'email_at') = 'string'
-AND NOT EXISTS (SELECT 1 FROM %s AS e WHERE e._deleted_at IS NULL
-	AND e.record_id = CASE WHEN r.record_key ~ '^[0-9]{1,18}$' THEN r.record_key::bigint END)`, r.rejects, r.emails)
-	rows, err = r.pool.Query(ctx, rq)
+	// skips the ones that are not timestamps. A record whose email_at
+	// cannot be read is placed by its neighbours: record ids ascend with
+	// time, so when the live e-mails just below and just above its id lie
+	// on the same day, so does it. Keys in skip (placed by the caller) are
+	// left out.
+	rq := fmt.Sprintf(`SELECT r.record_key, CASE WHEN jsonb_typeof(r.payload->'email'->'email_at') = 'string' THEN r.payload->'email'->>'email_at' ELSE '' END,
+	(SELECT e.email_at FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id < k.id ORDER BY e.record_id DESC LIMIT 1),
+	(SELECT e.email_at FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id > k.id ORDER BY e.record_id LIMIT 1)
+FROM %[1]s AS r
+CROSS JOIN LATERAL (SELECT CASE WHEN r.record_key ~ '^[0-9]{1,18}$' THEN r.record_key::bigint END AS id) AS k
+WHERE (r.stream = 'communications' OR r.stream LIKE 'communications.%%') AND NOT (r.record_key = ANY($1::text[]))
+AND NOT EXISTS (SELECT 1 FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id = k.id)`, r.rejects, r.emails)
+	if skip == nil {
+		skip = []string{}
+	}
+	rows, err = r.pool.Query(ctx, rq, skip)
 	if err != nil {
 		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
 	}
-	var at string
-	_, err = pgx.ForEachRow(rows, []any{&at}, func() error {
+	var key, at string
+	var prev, next *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&key, &at, &prev, &next}, func() error {
 		t, perr := time.Parse(time.RFC3339Nano, at)
-		if perr != nil || t.Before(bounds[0]) || !t.Before(end) {
+		if perr != nil {
+			if prev == nil || next == nil || !sameDay(*prev, *next, loc) {
+				return nil
+			}
+			t = *prev
+		}
+		if t.Before(bounds[0]) || !t.Before(end) {
 			return nil
 		}
 		out[t.In(loc).Format(time.DateOnly)]++
@@ -124,4 +143,26 @@ WHERE _deleted_at IS NULL AND email_at >= $1 AND email_at < $2 AND NOT (record_i
 		return 0, fmt.Errorf("soft-delete e-mails: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+func sameDay(a, b time.Time, loc *time.Location) bool {
+	ya, ma, da := a.In(loc).Date()
+	yb, mb, db := b.In(loc).Date()
+	return ya == yb && ma == mb && da == db
+}
+
+// RejectsSeenByRun counts the communications rejects among keys that run
+// runID already recorded (rejected_records.last_run_id): a day re-fetched
+// in the run that first met them does not count them twice.
+func (r *Reconciler) RejectsSeenByRun(ctx context.Context, runID string, keys []string) (int, error) {
+	if runID == "" || len(keys) == 0 {
+		return 0, nil
+	}
+	q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE (stream = 'communications' OR stream LIKE 'communications.%%')
+AND record_key = ANY($1::text[]) AND last_run_id = $2::uuid`, r.rejects)
+	var n int
+	if err := r.pool.QueryRow(ctx, q, keys, runID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count rejects seen by the run: %w", err)
+	}
+	return n, nil
 }

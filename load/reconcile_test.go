@@ -38,7 +38,7 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
-	got, err := rc.EmailDayCounts(ctx, from, to, time.UTC)
+	got, err := rc.EmailDayCounts(ctx, from, to, time.UTC, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	if err != nil {
 		t.Skip("no tz data:", err)
 	}
-	got, err = rc.EmailDayCounts(ctx, from, to, buc)
+	got, err = rc.EmailDayCounts(ctx, from, to, buc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +68,45 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	}
 	if live := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "emails")+" WHERE _deleted_at IS NULL"); live != 4 {
 		t.Errorf("live e-mails = %d, want 4", live)
+	}
+}
+
+// TestEmailDayCountsPlacesRejects: a rejected record counts on the day of
+// its readable email_at, or, unreadable, on the day of its neighbours by
+// record id when they share it; skipped keys and rejects that are live
+// e-mails do not count.
+func TestEmailDayCountsPlacesRejects(t *testing.T) {
+	t.Parallel()
+	_, pool, schema := newStore(t)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emails, rejects := qualified(schema, "emails"), qualified(schema, "rejected_records")
+	for id, at := range map[int64]string{9: "2025-03-01T08:00:00Z", 11: "2025-03-01T20:00:00Z", 20: "2025-03-02T08:00:00Z", 30: "2025-03-03T08:00:00Z"} {
+		exec("INSERT INTO "+emails+" (record_id, subject, email_at, raw) VALUES ($1, 's', $2, '{}')", id, at)
+	}
+	rej := func(key, payload string) {
+		exec("INSERT INTO "+rejects+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload)
+	}
+	rej("10", `{"email":{"email_at":"yesterday"}}`)               // between 9 and 11: 03-01
+	rej("15", `{"email":{"email_at":"yesterday"}}`)               // between 11 (03-01) and 20 (03-02): nowhere
+	rej("25", `{"email":{"email_at":"2025-03-02T23:00:00.5Z"}}`)  // readable: 03-02
+	rej("30", `{"email":{"email_at":"2025-03-02T23:00:00Z"}}`)    // a live e-mail: not counted twice
+	rej("h:abc", `{"email":{"email_at":"2025-03-01T01:00:00Z"}}`) // hash key, readable: 03-01
+	rej("12", `{"email":{"email_at":"2025-03-01T02:00:00Z"}}`)    // skipped by the caller
+	rc, err := NewReconciler(pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rc.EmailDayCounts(ctx, time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC), time.UTC, []string{"12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"2025-03-01": 4, "2025-03-02": 2, "2025-03-03": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("counts = %v, want %v", got, want)
 	}
 }
