@@ -564,3 +564,23 @@ func TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole(t *testing.T) {
 		t.Errorf("live e-mails = %v, want %v", got, want)
 	}
 }
+
+// TestManualBackfillDoesNotVerifyTheHistory: a backfill command's range
+// reconciles at its closing, but it is not the history: the daily
+// verification stays due.
+func TestManualBackfillDoesNotVerifyTheHistory(t *testing.T) {
+	t.Parallel()
+	mails, start := tenDays()
+	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
+		t.Fatalf("first run: %s %v", res.Status, res.Err)
+	}
+	h.now.Store(start.AddDate(0, 0, 10).Add(12 * time.Hour).UnixNano())
+	if res := h.run(Request{Backfill: &Range{From: start, To: start.AddDate(0, 0, 2)}}); res.Status != StatusSucceeded {
+		t.Fatalf("manual backfill: %s %v", res.Status, res.Err)
+	}
+	due, why, err := h.eng.verifyDue(context.Background())
+	if err != nil || !due {
+		t.Errorf("verify due after a manual backfill = %v (%s, %v), want due", due, why, err)
+	}
+}
