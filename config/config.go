@@ -60,6 +60,10 @@ type Config struct {
 	CommsBrandURL string `env:"AGENCY_COMMS_BRAND_URL" form:"a brand web address, or empty for all brands" desc:"-brand_url filter of the communications requests"`
 	// CommsBackfillWindow splits the backfill into date windows (0: one range).
 	CommsBackfillWindow time.Duration `env:"AGENCY_COMMS_BACKFILL_WINDOW, default=0s" form:"a Go duration in whole days, e.g. 720h; 0s for one range" desc:"window of the communications backfill (0s: one range, the fewest requests)"`
+	// CommsTZ is the time zone of the communications endpoint's calendar
+	// dates (date_start, date_end): reconciliation counts the warehouse's
+	// e-mails per day of this zone.
+	CommsTZ Location `env:"AGENCY_COMMS_TZ, default=UTC" form:"an IANA time zone, e.g. UTC or Europe/Bucharest" desc:"time zone in which the communications endpoint cuts days (date_start/date_end); reconciliation counts e-mails per day of this zone"`
 	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
 	// Paths remaps endpoint paths of the main interface.
@@ -85,7 +89,7 @@ type Config struct {
 	// StreamSchedules gives streams their own cron schedule in serve.
 	StreamSchedules string `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
 	// Priorities orders the planner's tasks.
-	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill" desc:"order in which the planner spends the daily budget"`
+	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
 	// DetailMaxAge is the maximum age of an unchanged brand or project
 	// detail: each day refreshes the slice of details whose day it is (an
 	// even share, 1/days of them), so every detail is re-fetched at least

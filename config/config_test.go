@@ -25,7 +25,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if cfg.WarehouseSchema != "agency" || cfg.RateLimit != 10 || cfg.DailyQuota != 10000 ||
 		cfg.QuotaReserve != 0.05 || cfg.SyncSchedule != "0 2 * * *" || cfg.LogFormat != "auto" ||
-		cfg.QuotaTZ.String() != "UTC" || !cfg.AutoMigrate {
+		cfg.QuotaTZ.String() != "UTC" || cfg.CommsTZ.String() != "UTC" || !cfg.AutoMigrate {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
 	if err := cfg.RequireSource(); err == nil || !strings.Contains(err.Error(), "AGENCY_BASE_URL") {
@@ -48,6 +48,7 @@ func TestLoadFull(t *testing.T) {
 		"AGENCY_RATE_LIMIT":       "2.5",
 		"AGENCY_QUOTA_RESERVE":    "0.1",
 		"AGENCY_QUOTA_TZ":         "Europe/Bucharest",
+		"AGENCY_COMMS_TZ":         "America/New_York",
 		"SYNC_SCHEDULE":           "*/15 * * * *",
 		"LOG_LEVEL":               "debug",
 		"LOG_FORMAT":              "json",
@@ -60,6 +61,9 @@ func TestLoadFull(t *testing.T) {
 	}
 	if got := cfg.CommsUserIDs.String(); got != "1-5,412" {
 		t.Errorf("user ids = %q", got)
+	}
+	if cfg.CommsTZ.String() != "America/New_York" {
+		t.Errorf("comms time zone = %v", cfg.CommsTZ)
 	}
 	if cfg.CommsStartDate.String() != "2024-01-31" || cfg.QuotaReserve != 0.1 || cfg.RateLimit != 2.5 {
 		t.Errorf("parsed %+v", cfg)
@@ -127,6 +131,9 @@ func TestBadValues(t *testing.T) {
 		{"AGENCY_DAILY_QUOTA", "-1"},
 		{"AGENCY_QUOTA_RESERVE", "150%"},
 		{"AGENCY_QUOTA_TZ", "Mars/Base"},
+		{"AGENCY_COMMS_TZ", "Mars/Base"},
+		{"AGENCY_COMMS_TZ", "Local"},
+		{"AGENCY_COMMS_TZ", ""},
 		{"AGENCY_BASE_URL", "ftp://x"},
 		{"AGENCY_BASE_URL", "https://api.example/v1"},
 		{"AGENCY_COMMS_URL", "not a url"},

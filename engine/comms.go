@@ -286,18 +286,6 @@ func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) err
 	})
 }
 
-// check compares a completed range's records with the server's total; a
-// shortfall is logged and kept in the cursor and the run's notes.
-func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
-	c := &rangeCheck{From: rc.From, To: rc.To, Total: rc.Total, Seen: rc.Seen, Shortfall: max(rc.Total-rc.Seen, 0), At: r.e.set.Now().UTC()}
-	if c.Shortfall > 0 {
-		log.Warn("communications range delivered fewer records than the server's total",
-			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen), zap.Int("shortfall", c.Shortfall))
-		r.note(fmt.Sprintf("communications %s..%s: %d of %d records delivered (shortfall %d)", rc.From, rc.To, rc.Seen, rc.Total, c.Shortfall))
-	}
-	return c
-}
-
 // pageRange pages through rc from its NextPage. Each page commits with the
 // cursor that points past it; onPage updates the cursor before the commit
 // (done: the page is the range's last). Fetching the next page overlaps the

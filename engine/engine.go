@@ -32,6 +32,7 @@ const (
 	TriggerRun      Trigger = "run"
 	TriggerServe    Trigger = "serve"
 	TriggerBackfill Trigger = "backfill"
+	TriggerVerify   Trigger = "verify" // agencysync verify
 	TriggerTest     Trigger = "test"
 )
 
@@ -87,6 +88,9 @@ type Settings struct {
 	// FinanceFullEvery lists finance without updated_since at least this
 	// often, so deletions are seen (default 7 days).
 	FinanceFullEvery time.Duration
+	// CommsTZ is the zone of the communications endpoint's calendar dates:
+	// reconciliation counts the warehouse's e-mails per day of it (default UTC).
+	CommsTZ *time.Location
 	// Now is the clock (default time.Now); the quota day comes from the ledger.
 	Now func() time.Time
 }
@@ -134,6 +138,7 @@ type Engine struct {
 	set      Settings
 	book     *bookkeeping
 	spool    *pageSpool // nil without Settings.SpoolDir
+	recon    *load.Reconciler
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
 }
@@ -165,6 +170,9 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.CommsTZ == nil {
+		s.CommsTZ = time.UTC
+	}
 	if s.WithMessage == "" {
 		s.WithMessage = "0"
 	}
@@ -181,6 +189,11 @@ func New(d Deps, s Settings) (*Engine, error) {
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
 		progress: d.Progress, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
+	recon, err := load.NewReconciler(d.Pool, s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("create engine: %w", err)
+	}
+	e.recon = recon
 	return e, nil
 }
 
@@ -217,6 +230,10 @@ type Request struct {
 	// Backfill, when set, re-fetches this range of communications instead of
 	// the normal tasks.
 	Backfill *Range
+	// Verify, when set, reconciles this range of communications with the
+	// warehouse (agencysync verify) instead of the normal tasks; a zero
+	// From is AGENCY_COMMS_START_DATE, a zero To today.
+	Verify *Range
 }
 
 // Result is how a run ended.
@@ -233,6 +250,9 @@ type Result struct {
 	Err error
 	// Notes are warnings worth keeping (e.g. a total shortfall).
 	Notes []string
+	// Verify is what the run's verification (agencysync verify, or the
+	// scheduled verify task) found and did; nil when none ran.
+	Verify *VerifyReport
 }
 
 // run is the state of one run in progress.
@@ -251,7 +271,10 @@ type run struct {
 	mu        sync.Mutex
 	counts    load.Counts
 	notes     []string
-	stopErr   error // budget, quota, auth or interruption: stops every task
+	stopErr   error         // budget, quota, auth or interruption: stops every task
+	closing   []closedRange // ranges closed by the current task, reconciled after it (verify.go)
+	gaps      []string      // differences not repaired within the run (verify.go)
+	verified  *VerifyReport // the run's verification, if any
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -298,6 +321,15 @@ func normaliseStreams(req Request) ([]string, error) {
 		}
 		streams = []string{StreamCommunications}
 	}
+	if req.Verify != nil {
+		if req.Backfill != nil {
+			return nil, errors.New("run: backfill and verify are separate runs")
+		}
+		if !req.Verify.To.IsZero() && req.Verify.To.Before(req.Verify.From) {
+			return nil, fmt.Errorf("verify: range ends (%s) before it starts (%s)", req.Verify.To.Format(time.DateOnly), req.Verify.From.Format(time.DateOnly))
+		}
+		streams = []string{StreamCommunications}
+	}
 	return streams, nil
 }
 
@@ -317,12 +349,12 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		return nil, err
 	}
 	done := tasksDone(listsDone)
-	plan, err := e.makePlan(ctx, streams, req.Backfill, done)
+	plan, err := e.makePlan(ctx, streams, req, done)
 	if err != nil {
 		return nil, err
 	}
 	if plan.Budget == 0 && e.probeClock(ctx) && !e.ledger.Today().Equal(plan.Day) {
-		if plan, err = e.makePlan(ctx, streams, req.Backfill, done); err != nil {
+		if plan, err = e.makePlan(ctx, streams, req, done); err != nil {
 			return nil, err
 		}
 	}
@@ -360,6 +392,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
 		err := r.runTask(ctx, item.Task, req, tlog)
+		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
 		if err == nil {
 			continue
 		}
@@ -377,7 +410,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	res.Retries = int(e.retries.Load())
 	res.Counts = r.counts
 	res.Notes = r.notes
+	res.Verify = r.verified
 	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors)
+	if res.Status == StatusSucceeded && len(r.gaps) > 0 {
+		res.Status, res.Err = StatusPartial, gapError(r.gaps)
+	}
 	errText := ""
 	if res.Err != nil {
 		errText = res.Err.Error()
@@ -554,7 +591,12 @@ func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger)
 	if req.Backfill != nil {
 		return r.manualBackfill(ctx, *req.Backfill, log)
 	}
+	if req.Verify != nil {
+		return r.verifyRange(ctx, log, *req.Verify)
+	}
 	switch t {
+	case TaskVerify:
+		return r.verifyTask(ctx, log)
 	case TaskCommsIncrement:
 		return r.commsIncrement(ctx, log)
 	case TaskCommsBackfill:

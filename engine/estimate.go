@@ -28,21 +28,30 @@ func (e *Engine) Plan(ctx context.Context, streams []string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	return e.makePlan(ctx, streams, nil, done)
+	return e.makePlan(ctx, streams, Request{}, done)
 }
 
-func (e *Engine) makePlan(ctx context.Context, streams []string, backfill *Range, done map[Task]bool) (Plan, error) {
+func (e *Engine) makePlan(ctx context.Context, streams []string, req Request, done map[Task]bool) (Plan, error) {
 	day := e.ledger.Today()
 	spent, err := e.ledger.Spent(ctx, day)
 	if err != nil {
 		return Plan{}, err
 	}
 	var est []Estimate
-	if backfill != nil {
+	switch backfill := req.Backfill; {
+	case backfill != nil:
 		est = []Estimate{{Task: TaskCommsBackfill, Requests: 1, Unknown: true,
 			Note: fmt.Sprintf("manual backfill %s..%s; the first page tells its size", dateString(backfill.From), dateString(backfill.To))}}
-	} else if est, err = e.estimate(ctx, streams); err != nil {
-		return Plan{}, err
+	case req.Verify != nil:
+		v, err := e.verifyEstimate(ctx, req.Verify)
+		if err != nil {
+			return Plan{}, err
+		}
+		est = []Estimate{v}
+	default:
+		if est, err = e.estimate(ctx, streams); err != nil {
+			return Plan{}, err
+		}
 	}
 	for i := range est {
 		if done[est[i].Task] {
@@ -63,6 +72,11 @@ func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, er
 			return nil, err
 		}
 		out = append(out, inc, back)
+		v, err := e.verifyEstimate(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	if has(StreamBrands) {
 		n, err := e.book.liveCount(ctx, e.pool, "brands", "")

@@ -21,13 +21,14 @@ const (
 	TaskFinance        Task = "finance"                  // budgets, invoices, collections, payments, profitability, summary
 	TaskDetails        Task = "details"                  // brand details and contacts, project details, stalest first
 	TaskCommsBackfill  Task = "communications-backfill"  // history from AGENCY_COMMS_START_DATE
+	TaskVerify         Task = "verify"                   // reconcile the whole history with the service, once a day after the backfill
 )
 
 // DefaultPriorities is the default order of the tasks.
-var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill}
+var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill, TaskVerify}
 
 // ParsePriorities parses a comma-separated task order, e.g.
-// "communications-increment,brands,projects,finance,details,communications-backfill".
+// "communications-increment,brands,projects,finance,details,communications-backfill,verify".
 // Tasks left out keep their default relative order after the named ones.
 func ParsePriorities(s string) ([]Task, error) {
 	if strings.TrimSpace(s) == "" {
@@ -74,7 +75,7 @@ func joinTasks(ts []Task) string {
 // Stream returns the stream a task belongs to.
 func (t Task) Stream() string {
 	switch t {
-	case TaskCommsIncrement, TaskCommsBackfill:
+	case TaskCommsIncrement, TaskCommsBackfill, TaskVerify:
 		return StreamCommunications
 	case TaskDetails:
 		return "brands,projects"

@@ -88,7 +88,7 @@ func TestParsePriorities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "communications-backfill,brands,communications-increment,projects,finance,details"
+	want := "communications-backfill,brands,communications-increment,projects,finance,details,verify"
 	if joinTasks(got) != want {
 		t.Fatalf("got %s, want %s", joinTasks(got), want)
 	}

@@ -43,7 +43,10 @@ type StatusReport struct {
 	QuotaSpent int            `json:"quota_spent"`
 	QuotaLeft  int            `json:"quota_left"` // after the reserve
 	Streams    []StreamStatus `json:"streams"`
-	Runs       []RunSummary   `json:"runs"`
+	// Verify is the reconciliation of communications with the service
+	// (sync_state, stream communications, partition verify).
+	Verify *VerifyStatus `json:"verify,omitempty"`
+	Runs   []RunSummary  `json:"runs"`
 }
 
 // Status reads the warehouse's sync state: per stream the watermark, last
@@ -71,17 +74,16 @@ FROM %s WHERE stream = $1`, e.book.t("sync_state"))
 			lag := math.Round(now.Sub(*ss.LastSuccess).Seconds())
 			ss.LagSeconds = &lag
 		}
-		deleted := " WHERE _deleted_at IS NULL"
-		if s == StreamCommunications {
-			deleted = ""
-		}
-		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+deleted).Scan(&ss.Rows); err != nil {
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+" WHERE _deleted_at IS NULL").Scan(&ss.Rows); err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", s, err)
 		}
 		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t("rejected_records")+" WHERE stream = $1 OR stream LIKE $1 || '.%'", s).Scan(&ss.Rejected); err != nil {
 			return nil, fmt.Errorf("count rejects of %s: %w", s, err)
 		}
 		rep.Streams = append(rep.Streams, ss)
+	}
+	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
+		return nil, err
 	}
 	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, '')
 FROM %s ORDER BY started_at DESC LIMIT $1`, e.book.t("sync_runs")), lastRuns)
@@ -112,6 +114,25 @@ func (rep *StatusReport) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
 	}
 	tw.Flush()
+	if v := rep.Verify; v != nil {
+		fmt.Fprintln(w)
+		switch {
+		case v.Last == nil:
+			fmt.Fprintln(w, "verify: the warehouse was never reconciled with the service (agencysync verify; the planner's verify task runs once a day after the backfill)")
+		default:
+			fmt.Fprintf(w, "verify: last %s: %s\n", v.Last.At.UTC().Format("2006-01-02 15:04:05"), v.Last.Summary())
+		}
+		if v.LastProvedAt != nil {
+			fmt.Fprintf(w, "verify: last proved equal %s\n", v.LastProvedAt.UTC().Format("2006-01-02 15:04:05"))
+		}
+		if d := v.LastDifference; d != nil && (v.Last == nil || d.Closing || !d.At.Equal(v.Last.At)) {
+			kind := "verification"
+			if d.Closing {
+				kind = "closing range"
+			}
+			fmt.Fprintf(w, "verify: last difference (%s) %s: %s\n", kind, d.At.UTC().Format("2006-01-02 15:04:05"), d.Summary())
+		}
+	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tREQUESTS\tROWS\tREJECTED\tERROR")

@@ -354,7 +354,7 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	if got := queryText(t, pool, "SELECT string_agg(brand_id || '/' || contact_id, ',') FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NOT NULL"); got != "42/c2" {
 		t.Errorf("deleted contacts = %q, want 42/c2 only", got)
 	}
-	if _, err := s.NewListing("emails", nil); err == nil {
+	if _, err := s.NewListing("email_recipients", nil); err == nil {
 		t.Error("NewListing accepted a table without soft deletes")
 	}
 }

@@ -371,6 +371,9 @@ var specs = []*spec{
 	{
 		name: "emails",
 		key:  []column{col("record_id", "bigint")},
+		// Reconciliation soft-deletes e-mails a re-fetched day no longer
+		// holds (see reconcile.go); one that comes back is live again.
+		softDelete: true,
 		cols: []column{col("type_id", "bigint"), col("type_name", "text"), col("brand_id", "text"),
 			col("project_id", "text"), col("subject", "text"), col("message", "text"),
 			col("has_attachments", "boolean"), col("size_bytes", "bigint"), col("mailbox_id", "text"),

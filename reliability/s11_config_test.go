@@ -45,6 +45,7 @@ var badValues = []badValue{
 	{variable: "AGENCY_DAILY_QUOTA", value: "lots"},
 	{variable: "AGENCY_QUOTA_RESERVE", value: "150%"},
 	{variable: "AGENCY_QUOTA_TZ", value: "Mars/Olympus_Mons"},
+	{variable: "AGENCY_COMMS_TZ", value: "Mars/Olympus_Mons"},
 	{variable: "AGENCY_REQUEST_TIMEOUT", value: "0s"},
 	{variable: "AGENCY_ALLOW_INSECURE_HTTP", value: "maybe"},
 	{variable: "SYNC_SCHEDULE", value: "every night"},

@@ -1,0 +1,790 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
+)
+
+// Reconciliation proves that the warehouse holds what the service holds:
+// for a range of calendar days it compares the service's total (from a
+// closing range's own pages, or one per_page=1 request) with the number of
+// records the warehouse holds (e-mails not soft-deleted, and rejected
+// records not also e-mails, with email_at on those days in Settings.CommsTZ). Where they differ it bisects: it asks the total of the
+// left half (one per_page=1 request; the right half's is the rest of the
+// parent's), recurses into the halves that differ, and re-fetches the days
+// that differ, all their pages. E-mails the warehouse holds for a
+// re-fetched day that the service no longer returned get _deleted_at — only
+// when the day's paging completed with a total that did not change and every
+// returned e-mail lies on that day in Settings.CommsTZ (else the zone is
+// wrong and nothing is deleted). A gap is about log2(days) count requests
+// plus its pages; a complete warehouse costs one request for the whole
+// history, or none when a closing range's pages carried the total.
+//
+// Equal counts are taken as equal content: a day that lost one e-mail and
+// gained another would pass. The per-record content of a day is only
+// compared when the day is re-fetched.
+
+// partVerify is the sync_state partition of the communications stream
+// that keeps the reconciliation's results.
+const partVerify = "verify"
+
+// Errors of the reconciliation callers branch on.
+var (
+	// ErrGap means a run could not land or repair everything it set out
+	// to: the difference is recorded in the run's notes and retried.
+	ErrGap = errors.New("gap not repaired within the run")
+	// ErrNoServiceTotal means the service answered a count request without
+	// a total, so a range cannot be reconciled.
+	ErrNoServiceTotal = errors.New("the service answered without a total")
+)
+
+// DayRepair is one calendar day (or span of days) whose counts differed
+// and that was re-fetched.
+type DayRepair struct {
+	// Day is YYYY-MM-DD in the reconciliation's zone, or FROM..TO for a
+	// span of days re-fetched whole (one the warehouse or the service held
+	// nothing of).
+	Day string `json:"day"`
+	// Service is the day's total: from the re-fetch when it completed, else
+	// as the bisection derived it.
+	Service int `json:"service"`
+	// WarehouseBefore and WarehouseAfter are the records the warehouse holds
+	// for the day (live e-mails and dated rejected records) before and after
+	// the re-fetch.
+	WarehouseBefore int `json:"warehouse_before"`
+	WarehouseAfter  int `json:"warehouse_after"`
+	Pages           int `json:"pages"`    // pages re-fetched
+	Rejected        int `json:"rejected"` // records of the day the warehouse rejected (in rejected_records)
+	// Filled is the e-mail rows the re-fetch inserted or updated.
+	Filled int64 `json:"filled"`
+	// SoftDeleted is the e-mails marked deleted because the service no
+	// longer returned them.
+	SoftDeleted int64 `json:"soft_deleted"`
+	// Resolved: after the re-fetch the warehouse's count equals the
+	// service's total.
+	Resolved bool   `json:"resolved"`
+	Reason   string `json:"reason,omitempty"` // why not resolved
+	// Undated counts the day's rejected records whose email_at cannot be
+	// read; they count as held on this day from now on.
+	Undated int      `json:"undated,omitempty"`
+	moved   bool     // the service's total moved while the days were paged
+	undated []string // their keys
+}
+
+// VerifyReport is what one reconciliation found and did.
+type VerifyReport struct {
+	From string `json:"from"` // YYYY-MM-DD, inclusive
+	To   string `json:"to"`   // YYYY-MM-DD, inclusive
+	Zone string `json:"zone"` // the time zone of the days (AGENCY_COMMS_TZ)
+	// Closing: the reconciliation of a range that just closed (its total
+	// came with its pages); else an on-demand or scheduled verification.
+	Closing bool `json:"closing,omitempty"`
+	// ServiceTotal and WarehouseTotal are the range's totals before repairs.
+	ServiceTotal   int `json:"service_total"`
+	WarehouseTotal int `json:"warehouse_total"`
+	// CountRequests are the per_page=1 requests; Requests all requests
+	// (counts and re-fetched pages).
+	CountRequests int `json:"count_requests"`
+	Requests      int `json:"requests"`
+	// Days are the days that differed, in date order.
+	Days        []DayRepair `json:"days,omitempty"`
+	Filled      int64       `json:"filled"`
+	SoftDeleted int64       `json:"soft_deleted"`
+	// Proved: the counts are equal (after repairs) over the whole range.
+	Proved bool      `json:"proved"`
+	At     time.Time `json:"at"`
+}
+
+// Summary is a one-line account of the report.
+func (v *VerifyReport) Summary() string {
+	if v == nil {
+		return "not verified"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s..%s (%s): service %d, warehouse %d e-mails", v.From, v.To, v.Zone, v.ServiceTotal, v.WarehouseTotal)
+	if len(v.Days) > 0 {
+		days := make([]string, len(v.Days))
+		for i, d := range v.Days {
+			days[i] = d.Day
+		}
+		fmt.Fprintf(&b, "; %d day(s) differed (%s): %d e-mail(s) filled, %d soft-deleted", len(v.Days), strings.Join(days, ", "), v.Filled, v.SoftDeleted)
+	}
+	if v.Proved {
+		b.WriteString("; equal")
+	} else {
+		b.WriteString("; NOT proved equal")
+	}
+	fmt.Fprintf(&b, "; %d request(s)", v.Requests)
+	return b.String()
+}
+
+// verifyState is the cursor of the "verify" partition.
+type verifyState struct {
+	// Last is the last scheduled or on-demand verification.
+	Last *VerifyReport `json:"last,omitempty"`
+	// LastProvedAt is when a whole-history verification last proved equality.
+	LastProvedAt *time.Time `json:"last_proved_at,omitempty"`
+	// LastDifference is the last reconciliation (closing ones included)
+	// that found days that differed.
+	LastDifference *VerifyReport `json:"last_difference,omitempty"`
+	// BackfillUnproved: a backfill window's closing reconciliation did not
+	// prove equality, so the backfill's completion proves nothing.
+	BackfillUnproved bool `json:"backfill_unproved,omitempty"`
+	// Undated are, per day (YYYY-MM-DD), the keys of rejected records whose
+	// email_at cannot be read (so the warehouse cannot count them by day),
+	// learned when the day was re-fetched: they count as held on that day.
+	Undated map[string][]string `json:"undated,omitempty"`
+}
+
+// undatedKeys are the keys of every learned undated reject.
+func (vs *verifyState) undatedKeys() []string {
+	var out []string
+	for _, keys := range vs.Undated {
+		out = append(out, keys...)
+	}
+	return out
+}
+
+// closedRange is a communications range that closed in this run, waiting
+// for its reconciliation once its last page is committed.
+type closedRange struct {
+	from, to    string
+	total, seen int
+}
+
+// check is the closing reconciliation's entry point, called when a
+// communications range's last page is about to commit: it returns the
+// range's check for the cursor and queues the range, which afterTask
+// reconciles with the warehouse once the page is committed.
+func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
+	c := &rangeCheck{From: rc.From, To: rc.To, Total: rc.Total, Seen: rc.Seen, Shortfall: max(rc.Total-rc.Seen, 0), At: r.e.set.Now().UTC()}
+	if c.Shortfall > 0 {
+		log.Warn("communications range delivered fewer records than the server's total; reconciling",
+			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen), zap.Int("shortfall", c.Shortfall))
+	}
+	r.mu.Lock()
+	r.closing = append(r.closing, closedRange{from: rc.From, to: rc.To, total: rc.Total, seen: rc.Seen})
+	r.mu.Unlock()
+	return c
+}
+
+// gap records a difference the run could not repair: a run note, and the
+// run ends partial (ErrGap) instead of succeeded.
+func (r *run) gap(msg string) {
+	r.note(msg)
+	r.mu.Lock()
+	r.gaps = append(r.gaps, msg)
+	r.mu.Unlock()
+}
+
+// gapError is the error of a run that recorded gaps.
+func gapError(gaps []string) error {
+	return fmt.Errorf("%w: %s", ErrGap, strings.Join(gaps, "; "))
+}
+
+// afterTask reconciles the ranges that closed during a task. When the task
+// failed or was stopped, a range that cannot be reconciled is recorded as a
+// gap and the task's error stands; otherwise a reconciliation error is the
+// task's (manual: the task is an `agencysync backfill` range, not the
+// history's backfill). A backfill whose every window was proved equal at its closing has
+// verified the whole history: the scheduled verification waits a day.
+func (r *run) afterTask(ctx context.Context, task Task, manual bool, log *zap.Logger, taskErr error) error {
+	r.mu.Lock()
+	pending := r.closing
+	r.closing = nil
+	r.mu.Unlock()
+	proved := true
+	for _, c := range pending {
+		rep, err := r.reconcileClosed(ctx, log, c)
+		switch {
+		case err != nil:
+			proved = false
+			r.gap(fmt.Sprintf("communications %s..%s: not reconciled (%d of %d records delivered): %v", c.from, c.to, c.seen, c.total, err))
+			if taskErr == nil {
+				taskErr = err
+			}
+		case !rep.Proved:
+			proved = false
+			r.gap("communications " + rep.Summary())
+		}
+	}
+	if task != TaskCommsBackfill || manual || len(pending) == 0 {
+		return taskErr
+	}
+	if err := r.backfillClosed(ctx, log, proved); err != nil && taskErr == nil {
+		taskErr = err
+	}
+	return taskErr
+}
+
+// backfillClosed notes the outcome of backfill windows' reconciliations
+// and, when the backfill is complete and every window was proved equal,
+// records the whole backfill as verified today.
+func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) error {
+	cs, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return err
+	}
+	bf := cs.cur.Backfill
+	if bf == nil {
+		return nil
+	}
+	vs, err := r.e.loadVerify(ctx)
+	if err != nil {
+		return err
+	}
+	if !bf.Done {
+		if proved || vs.BackfillUnproved {
+			return nil
+		}
+		return r.saveVerify(ctx, func(st *verifyState) { st.BackfillUnproved = true })
+	}
+	if !proved || vs.BackfillUnproved {
+		return r.saveVerify(ctx, func(st *verifyState) { st.BackfillUnproved = false })
+	}
+	from, err := parseDate(bf.Start)
+	if err != nil {
+		return err
+	}
+	to, err := parseDate(bf.End)
+	if err != nil {
+		return err
+	}
+	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, r.e.set.CommsTZ, vs.undatedKeys())
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, c := range wh {
+		n += c
+	}
+	rep := &VerifyReport{From: bf.Start, To: bf.End, Zone: r.e.set.CommsTZ.String(), Closing: true,
+		ServiceTotal: n, WarehouseTotal: n, Proved: true, At: r.e.set.Now().UTC()}
+	log.Info("communications backfill complete and every window reconciled: the history is verified", zap.String("summary", rep.Summary()))
+	return r.saveVerify(ctx, func(st *verifyState) {
+		st.Last = rep
+		at := rep.At
+		st.LastProvedAt = &at
+	})
+}
+
+func (r *run) reconcileClosed(ctx context.Context, log *zap.Logger, c closedRange) (*VerifyReport, error) {
+	from, err := parseDate(c.from)
+	if err != nil {
+		return nil, err
+	}
+	to, err := parseDate(c.to)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.reconcile(ctx, log, from, to, c.total)
+	if rep != nil {
+		rep.Closing = true
+		if len(rep.Days) > 0 || !rep.Proved {
+			if serr := r.saveVerify(ctx, func(st *verifyState) { st.LastDifference = rep }); serr != nil && err == nil {
+				err = serr
+			}
+		}
+	}
+	return rep, err
+}
+
+// reconcile compares the service's total of from..to (calendar dates) with
+// the warehouse's count, bisects to the days that differ and re-fetches
+// them. knownTotal is the service's total when known (a closing range's
+// pages carry it), or negative to ask for it (one per_page=1 request). The
+// report is returned with the error too (what was done before it).
+func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time, knownTotal int) (*VerifyReport, error) {
+	loc := r.e.set.CommsTZ
+	from, to = utcDate(from), utcDate(to)
+	rep := &VerifyReport{From: dateString(from), To: dateString(to), Zone: loc.String(), At: r.e.set.Now().UTC()}
+	spent := r.budget.Spent()
+	defer func() { rep.Requests = r.budget.Spent() - spent }()
+	if to.Before(from) {
+		return rep, fmt.Errorf("reconcile communications: range ends (%s) before it starts (%s)", rep.To, rep.From)
+	}
+	vs, err := r.e.loadVerify(ctx)
+	if err != nil {
+		return rep, err
+	}
+	skip := vs.undatedKeys()
+	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, skip)
+	if err != nil {
+		return rep, err
+	}
+	for day, keys := range vs.Undated {
+		if d, err := parseDate(day); err == nil && !d.Before(from) && !d.After(to) {
+			wh[day] += len(keys)
+		}
+	}
+	sum := func(a, b time.Time) int {
+		n := 0
+		for d := a; !d.After(b); d = d.AddDate(0, 0, 1) {
+			n += wh[dateString(d)]
+		}
+		return n
+	}
+	rep.WarehouseTotal = sum(from, to)
+	if knownTotal < 0 {
+		if knownTotal, err = r.serviceCount(ctx, from, to); err != nil {
+			return rep, err
+		}
+		rep.CountRequests++
+	}
+	rep.ServiceTotal = knownTotal
+	if rep.WarehouseTotal == knownTotal {
+		rep.Proved = true
+		log.Debug("communications reconciled", zap.String("from", rep.From), zap.String("to", rep.To), zap.Int("total", knownTotal))
+		return rep, nil
+	}
+	log.Info("communications differ from the warehouse; bisecting", zap.String("from", rep.From), zap.String("to", rep.To),
+		zap.Int("service", knownTotal), zap.Int("warehouse", rep.WarehouseTotal), zap.String("zone", rep.Zone))
+	type span struct {
+		a, b time.Time
+		svc  int
+	}
+	var differ []span
+	stack := []span{{from, to, knownTotal}}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if sum(s.a, s.b) == s.svc {
+			continue
+		}
+		if n := sum(s.a, s.b); s.a.Equal(s.b) || n == 0 || s.svc <= 0 {
+			// One day, or a span the warehouse or the service holds nothing
+			// of (a range never fetched, or deleted at the service): every
+			// day in it differs, so it is re-fetched whole.
+			differ = append(differ, s)
+			continue
+		}
+		days := int(s.b.Sub(s.a)/(24*time.Hour)) + 1
+		mid := s.a.AddDate(0, 0, days/2-1)
+		left, err := r.serviceCount(ctx, s.a, mid)
+		if err != nil {
+			return rep, err
+		}
+		rep.CountRequests++
+		// The right half's total is the rest of the parent's: a stale or
+		// moving total can only cost a needless re-fetch, which is harmless,
+		// or leave a difference for the next verification.
+		stack = append(stack, span{mid.AddDate(0, 0, 1), s.b, s.svc - left}, span{s.a, mid, left})
+	}
+	slices.SortFunc(differ, func(x, y span) int { return x.a.Compare(y.a) })
+	rep.Proved = true
+	learned := map[string][]string{}
+	defer func() {
+		if len(learned) == 0 {
+			return
+		}
+		// The learned undated rejects are saved even when a later day failed.
+		_ = r.saveVerify(ctx, func(st *verifyState) {
+			if st.Undated == nil {
+				st.Undated = map[string][]string{}
+			}
+			for day, keys := range learned {
+				if len(keys) == 0 {
+					delete(st.Undated, day)
+				} else {
+					st.Undated[day] = keys
+				}
+			}
+		})
+	}()
+	for _, s := range differ {
+		d, err := r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
+		if err == nil && d.moved {
+			// Paged while the service changed: once more, to a stable total.
+			pages := d.Pages
+			d, err = r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
+			d.Pages += pages
+		}
+		rep.Days = append(rep.Days, d)
+		if d.Reason == "" || d.Resolved {
+			// A span's undated rejects are filed under its first day.
+			learned[dateString(s.a)] = d.undated
+		}
+		rep.Filled += d.Filled
+		rep.SoftDeleted += d.SoftDeleted
+		if err != nil {
+			rep.Proved = false
+			return rep, err
+		}
+		rep.Proved = rep.Proved && d.Resolved
+	}
+	rep.Requests = r.budget.Spent() - spent
+	log.Info("communications reconciliation done", zap.String("summary", rep.Summary()))
+	return rep, nil
+}
+
+// serviceCount asks the service how many e-mails from..to holds: one
+// per_page=1 request, counted in the quota and the run's budget.
+func (r *run) serviceCount(ctx context.Context, from, to time.Time) (int, error) {
+	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
+		DateStart: from, DateEnd: to, WithMessage: "0", PerPage: 1}
+	p, err := r.client.CommunicationsPage(ctx, q, 1)
+	if err != nil {
+		return 0, fmt.Errorf("count communications %s..%s: %w", dateString(from), dateString(to), err)
+	}
+	if !p.Paged {
+		return 0, fmt.Errorf("count communications %s..%s: %w", dateString(from), dateString(to), ErrNoServiceTotal)
+	}
+	return p.Total, nil
+}
+
+// refetchDays fetches every page of the days a..b (one day, or a span the
+// warehouse or the service holds nothing of), commits them, and
+// soft-deletes the e-mails of those days the service no longer returned —
+// only when the paging completed with an unchanged total and every e-mail
+// returned lies on those days in the configured zone.
+func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, derived, before int, skip []string) (DayRepair, error) {
+	loc := r.e.set.CommsTZ
+	d := DayRepair{Day: dateString(a), Service: derived, WarehouseBefore: before}
+	if !a.Equal(b) {
+		d.Day += ".." + dateString(b)
+	}
+	start, end := load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc)
+	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
+		DateStart: a, DateEnd: b, WithMessage: r.e.set.WithMessage}
+	users := newKnownUsers()
+	keep := []int64{}
+	total, seen, outside := -1, 0, 0
+	stable := true
+	for page, err := range r.client.Communications(ctx, q) {
+		if err != nil {
+			return d, fmt.Errorf("re-fetch communications of %s: %w", d.Day, err)
+		}
+		d.Pages++
+		switch {
+		case !page.Paged:
+			stable = false
+		case total < 0:
+			total = page.Total
+		case page.Total != total:
+			stable = false
+		}
+		for i := range page.Records {
+			c := &page.Records[i]
+			keep = append(keep, c.RecordID)
+			if at := c.Email.EmailAt; at.Before(start) || !at.Before(end) {
+				outside++
+			}
+		}
+		for _, rj := range page.Rejects {
+			if id, err := strconv.ParseInt(rj.Key, 10, 64); err == nil {
+				keep = append(keep, id)
+			}
+		}
+		batch := transform.Communications(page.Records)
+		batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
+		batch.Users = users.filter(batch.Users)
+		d.Rejected += len(batch.Rejects)
+		for _, rj := range batch.Rejects {
+			if !datedReject(rj.Payload) {
+				d.undated = append(d.undated, rj.Key)
+			}
+		}
+		seen += page.Rows()
+		keys := make([]string, len(batch.Rejects))
+		for i, rj := range batch.Rejects {
+			keys[i] = rj.Key
+		}
+		again, err := r.e.recon.RejectsSeenByRun(ctx, r.id, keys)
+		if err != nil {
+			return d, err
+		}
+		c, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch})
+		if err != nil {
+			return d, fmt.Errorf("re-fetch communications of %s: %w", d.Day, err)
+		}
+		if again > 0 { // met earlier in this run: counted once
+			r.mu.Lock()
+			r.counts.Rejected -= int64(again)
+			r.mu.Unlock()
+		}
+		users.committed(batch.Users)
+		d.Filled += c.Tables["emails"].Inserted + c.Tables["emails"].Updated
+	}
+	if stable && seen != total {
+		stable = false
+	}
+	switch {
+	case !stable:
+		d.moved = true
+		d.Reason = fmt.Sprintf("the service's total moved while the days were paged (%d records seen, total %d); nothing soft-deleted", seen, total)
+	case outside > 0:
+		d.Reason = fmt.Sprintf("the service returned %d e-mail(s) dated outside %s in %s: is AGENCY_COMMS_TZ the service's zone? nothing soft-deleted", outside, d.Day, loc)
+	default:
+		d.Service = total
+		n, err := r.e.recon.SoftDeleteEmailsNotIn(ctx, start, end, keep)
+		if err != nil {
+			return d, err
+		}
+		d.SoftDeleted = n
+		if n > 0 {
+			r.mu.Lock()
+			r.counts.Add(load.Counts{Tables: map[string]load.TableCounts{"emails": {Deleted: n}}})
+			r.mu.Unlock()
+		}
+	}
+	after, err := r.e.recon.EmailDayCounts(ctx, a, b, loc, append(slices.Clone(skip), d.undated...))
+	if err != nil {
+		return d, err
+	}
+	d.Undated = len(d.undated)
+	d.WarehouseAfter = d.Undated
+	for _, n := range after {
+		d.WarehouseAfter += n
+	}
+	if d.Reason == "" {
+		d.Resolved = d.WarehouseAfter == d.Service
+		if !d.Resolved {
+			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d (%d of them rejected records) for the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
+		}
+	}
+	log.Info("communications days re-fetched", zap.String("day", d.Day), zap.Int("service", d.Service), zap.Int("warehouse_before", before),
+		zap.Int("warehouse_after", d.WarehouseAfter), zap.Int64("filled", d.Filled), zap.Int64("soft_deleted", d.SoftDeleted),
+		zap.Int("pages", d.Pages), zap.Bool("resolved", d.Resolved), zap.String("reason", d.Reason))
+	return d, nil
+}
+
+// datedReject says whether a rejected record's payload carries an
+// email.email_at the warehouse's day count can read (as load's
+// EmailDayCounts reads it).
+func datedReject(payload json.RawMessage) bool {
+	var rec struct {
+		Email struct {
+			EmailAt json.RawMessage `json:"email_at"`
+		} `json:"email"`
+	}
+	if json.Unmarshal(payload, &rec) != nil {
+		return false
+	}
+	var at string
+	if json.Unmarshal(rec.Email.EmailAt, &at) != nil {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, at)
+	return err == nil
+}
+
+// loadVerify reads the "verify" partition's state.
+func (e *Engine) loadVerify(ctx context.Context) (*verifyState, error) {
+	st, err := e.store.GetState(ctx, StreamCommunications, partVerify)
+	vs := &verifyState{}
+	switch {
+	case errors.Is(err, load.ErrNoState):
+		return vs, nil
+	case err != nil:
+		return nil, err
+	}
+	if len(st.Cursor) > 0 {
+		if err := json.Unmarshal(st.Cursor, vs); err != nil {
+			return nil, fmt.Errorf("read verify state: %w", err)
+		}
+	}
+	return vs, nil
+}
+
+// saveVerify updates the "verify" partition's state. It never marks the
+// partition succeeded: the stream's last success stays its syncs'.
+func (r *run) saveVerify(ctx context.Context, update func(*verifyState)) error {
+	vs, err := r.e.loadVerify(ctx)
+	if err != nil {
+		return err
+	}
+	update(vs)
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return fmt.Errorf("encode verify state: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
+	defer cancel()
+	return r.e.store.SetState(sctx, StreamCommunications, r.id, load.Checkpoint{Partition: partVerify, Cursor: b})
+}
+
+// historyRange is the whole history: AGENCY_COMMS_START_DATE to today in
+// the communications zone.
+func (e *Engine) historyRange() (Range, error) {
+	if e.set.StartDate.IsZero() {
+		return Range{}, errors.New("verify communications: AGENCY_COMMS_START_DATE is not set")
+	}
+	y, m, d := e.set.Now().In(e.set.CommsTZ).Date()
+	return Range{From: utcDate(e.set.StartDate), To: time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}, nil
+}
+
+// fillRange fills a verification range's zero ends from the whole history.
+func (e *Engine) fillRange(rg Range) (Range, error) {
+	if !rg.From.IsZero() && !rg.To.IsZero() {
+		return rg, nil
+	}
+	h, err := e.historyRange()
+	if err != nil && rg.From.IsZero() {
+		return rg, err
+	}
+	if rg.From.IsZero() {
+		rg.From = h.From
+	}
+	if rg.To.IsZero() {
+		y, m, d := e.set.Now().In(e.set.CommsTZ).Date()
+		rg.To = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	}
+	return rg, nil
+}
+
+// verifyDue says whether the scheduled verification is due: once a day
+// (UTC date of the last one), after the backfill is complete, and again at
+// the next run while the last one did not prove equality.
+func (e *Engine) verifyDue(ctx context.Context) (bool, string, error) {
+	cs := &commsState{}
+	st, err := e.store.GetState(ctx, StreamCommunications, partComms)
+	switch {
+	case errors.Is(err, load.ErrNoState):
+	case err != nil:
+		return false, "", err
+	default:
+		if err := jsonUnmarshal(st.Cursor, &cs.cur); err != nil {
+			return false, "", err
+		}
+	}
+	if bf := cs.cur.Backfill; bf == nil || !bf.Done {
+		return false, "after the backfill is complete", nil
+	}
+	vs, err := e.loadVerify(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	today := utcDate(e.set.Now())
+	switch last := vs.Last; {
+	case last == nil:
+		return true, "whole history, never verified", nil
+	case !last.Proved:
+		return true, fmt.Sprintf("whole history; the last verification (%s) did not prove equality", last.At.Format(time.DateOnly)), nil
+	case utcDate(last.At).Before(today):
+		return true, fmt.Sprintf("whole history, last verified %s", last.At.Format(time.DateOnly)), nil
+	}
+	return false, fmt.Sprintf("verified today (%s)", vs.Last.At.Format(time.RFC3339)), nil
+}
+
+// verifyEstimate is the verify task's share of a plan.
+func (e *Engine) verifyEstimate(ctx context.Context, rg *Range) (Estimate, error) {
+	est := Estimate{Task: TaskVerify}
+	if rg == nil {
+		due, why, err := e.verifyDue(ctx)
+		if err != nil {
+			return est, err
+		}
+		if !due {
+			est.Note = "not due: " + why
+			return est, nil
+		}
+		h, err := e.historyRange()
+		if err != nil {
+			return est, err
+		}
+		rg = &h
+		est.Note = why + "; "
+	}
+	filled, err := e.fillRange(*rg)
+	if err != nil {
+		return est, err
+	}
+	rg = &filled
+	est.Requests = 1
+	est.Note += fmt.Sprintf("%s..%s: one count request; a differing day costs about log2(days) counts plus its pages", dateString(rg.From), dateString(rg.To))
+	return est, nil
+}
+
+// verifyTask is the scheduled verification (the verify task of a run):
+// the whole history, once a day after the backfill.
+func (r *run) verifyTask(ctx context.Context, log *zap.Logger) error {
+	due, why, err := r.e.verifyDue(ctx)
+	if err != nil {
+		return err
+	}
+	if !due {
+		log.Info("verification not due", zap.String("why", why))
+		return nil
+	}
+	if r.budget.Remaining() < 1 {
+		log.Info("verification waits for budget: none left in this run")
+		return nil
+	}
+	rg, err := r.e.historyRange()
+	if err != nil {
+		return err
+	}
+	return r.verifyRange(ctx, log, rg)
+}
+
+// verifyRange reconciles rg (agencysync verify, or the scheduled task),
+// records the result in sync_state and the run, and records a gap when it
+// could not prove equality. A zero From is AGENCY_COMMS_START_DATE, a zero
+// To today.
+func (r *run) verifyRange(ctx context.Context, log *zap.Logger, rg Range) error {
+	rg, err := r.e.fillRange(rg)
+	if err != nil {
+		return err
+	}
+	if rg.To.Before(rg.From) {
+		return fmt.Errorf("verify communications: range ends (%s) before it starts (%s)", dateString(rg.To), dateString(rg.From))
+	}
+	rep, err := r.reconcile(ctx, log, rg.From, rg.To, -1)
+	if rep == nil {
+		return err
+	}
+	r.mu.Lock()
+	r.verified = rep
+	r.mu.Unlock()
+	if serr := r.saveVerify(ctx, func(st *verifyState) {
+		st.Last = rep
+		if rep.Proved {
+			at := rep.At
+			st.LastProvedAt = &at
+		}
+		if len(rep.Days) > 0 {
+			st.LastDifference = rep
+		}
+	}); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("communications verified", zap.String("summary", rep.Summary()), zap.Bool("proved", rep.Proved))
+	if !rep.Proved {
+		for _, d := range rep.Days {
+			if !d.Resolved {
+				r.gap(fmt.Sprintf("communications %s not reconciled: %s", d.Day, d.Reason))
+			}
+		}
+	}
+	return nil
+}
+
+// VerifyStatus is the reconciliation's part of `agencysync status`.
+type VerifyStatus struct {
+	Last           *VerifyReport `json:"last,omitempty"`
+	LastProvedAt   *time.Time    `json:"last_proved_at,omitempty"`
+	LastDifference *VerifyReport `json:"last_difference,omitempty"`
+}
+
+func (e *Engine) verifyStatus(ctx context.Context) (*VerifyStatus, error) {
+	vs, err := e.loadVerify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &VerifyStatus{Last: vs.Last, LastProvedAt: vs.LastProvedAt, LastDifference: vs.LastDifference}, nil
+}
