@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/transform"
 )
 
 // Partitions of the communications stream in sync_state.
@@ -30,7 +30,13 @@ type rangeCursor struct {
 	PerPage  int    `json:"per_page,omitempty"` // as answered by the server
 	Total    int    `json:"total"`
 	LastPage int    `json:"last_page"`
-	Seen     int    `json:"seen"` // records received (loaded or rejected) in committed pages
+	Seen     int    `json:"seen"` // distinct records received (loaded or rejected) in committed pages
+	// Offset is the position after the last committed page (records before
+	// NextPage in the layout it was paged under): a resume under another
+	// per_page starts from it.
+	Offset int `json:"offset,omitempty"`
+	// LastID is the highest record id committed (records come in ascending id).
+	LastID int64 `json:"last_id,omitempty"`
 }
 
 // backfillCursor is the history backfill: from Start to End (the day it
@@ -60,6 +66,9 @@ type commsCursor struct {
 	LastIncrementPages int             `json:"last_increment_pages,omitempty"`
 	LastCheck          *rangeCheck     `json:"last_check,omitempty"`
 	Manual             *rangeCursor    `json:"manual,omitempty"` // partition "backfill" only
+	// Gaps are closed ranges that delivered less than the server's total
+	// and could not be repaired in their run: the next run fetches them again.
+	Gaps []*rangeCursor `json:"gaps,omitempty"`
 }
 
 func dateString(t time.Time) string { return t.UTC().Format(time.DateOnly) }
@@ -143,6 +152,16 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 	if err := r.initBackfill(ctx, cs); err != nil {
 		return err
 	}
+	if now := r.e.set.Now().UTC(); cs.watermark != nil && cs.watermark.After(now) {
+		// A watermark past now (left by a future-dated e-mail before the
+		// watermark was held at now) would stop the increments.
+		log.Warn("communications watermark is in the future; held at now", zap.Time("watermark", *cs.watermark), zap.Time("now", now))
+		r.note(fmt.Sprintf("communications watermark %s was in the future; held at now", cs.watermark.UTC().Format(time.RFC3339)))
+		cs.watermark = &now
+	}
+	if err := r.commsGaps(ctx, log, cs); err != nil {
+		return err
+	}
 	if cs.cur.Increment != nil {
 		log.Info("resuming communications increment", zap.String("from", cs.cur.Increment.From), zap.String("to", cs.cur.Increment.To), zap.Int("next_page", cs.cur.Increment.NextPage))
 		if err := r.incrementRange(ctx, log, cs); err != nil {
@@ -160,7 +179,11 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		from = utcDate(cs.watermark.Add(-r.e.set.Lookback))
 	}
 	if from.After(r.today) {
-		log.Debug("no communications increment due", zap.Time("from", from))
+		if cs.watermark != nil && cs.watermark.After(r.e.set.Now()) {
+			log.Warn("no communications increment due: the watermark is in the future", zap.Time("from", from), zap.Time("watermark", *cs.watermark))
+		} else {
+			log.Debug("no communications increment due", zap.Time("from", from))
+		}
 		return nil
 	}
 	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
@@ -174,10 +197,43 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 		if done {
 			cs.cur.LastIncrementPages = max(rc.NextPage-startPage, 1)
 			cs.cur.LastCheck = r.check(log, rc)
+			cs.keepGap(rc, cs.cur.LastCheck)
 			cs.cur.Increment = nil
 		}
 	})
 	return err
+}
+
+// keepGap keeps a closed range that delivered less than the server's total
+// among the gaps the next run fetches again (main partition only: a manual
+// backfill is asked again by its user, and its run ends partial).
+func (cs *commsState) keepGap(rc *rangeCursor, c *rangeCheck) {
+	if c == nil || c.Shortfall == 0 || cs.partition != partComms {
+		return
+	}
+	cs.cur.Gaps = append(cs.cur.Gaps, &rangeCursor{From: rc.From, To: rc.To, NextPage: 1})
+}
+
+// commsGaps fetches again the ranges earlier runs closed with a shortfall,
+// each from its first page; one that falls short again stays a gap.
+func (r *run) commsGaps(ctx context.Context, log *zap.Logger, cs *commsState) error {
+	// Each gap is fetched once per run: one short again goes to the end.
+	for n := len(cs.cur.Gaps); n > 0 && len(cs.cur.Gaps) > 0; n-- {
+		g := cs.cur.Gaps[0]
+		log.Info("fetching a communications gap again", zap.String("from", g.From), zap.String("to", g.To), zap.Int("next_page", g.NextPage))
+		err := r.pageRange(ctx, log, cs, g, func(done bool) {
+			if !done {
+				return
+			}
+			cs.cur.LastCheck = r.check(log, g)
+			cs.cur.Gaps = cs.cur.Gaps[1:]
+			cs.keepGap(g, cs.cur.LastCheck)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commsBackfill pages through the history, window by window, resuming at
@@ -227,6 +283,7 @@ func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
 				return
 			}
 			cs.cur.LastCheck = r.check(log, rc)
+			cs.keepGap(rc, cs.cur.LastCheck)
 			bf.DoneUntil = rc.To
 			bf.Current = nil
 			bf.Done = bf.DoneUntil >= bf.End
@@ -273,7 +330,7 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 	if c.Shortfall > 0 {
 		log.Warn("communications range delivered fewer records than the server's total",
 			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen), zap.Int("shortfall", c.Shortfall))
-		r.note(fmt.Sprintf("communications %s..%s: %d of %d records delivered (shortfall %d)", rc.From, rc.To, rc.Seen, rc.Total, c.Shortfall))
+		r.gap(fmt.Sprintf("communications %s..%s: %d of %d records delivered (shortfall %d)", rc.From, rc.To, rc.Seen, rc.Total, c.Shortfall))
 	}
 	return c
 }
@@ -282,6 +339,10 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 // cursor that points past it; onPage updates the cursor before the commit
 // (done: the page is the range's last). Fetching the next page overlaps the
 // loading of the current one.
+//
+// Only a real last page closes the range (see rangePages): a sequence that
+// ends otherwise — cancellation, an error — returns an error and leaves the
+// cursor on the first page not committed.
 func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc *rangeCursor, onPage func(done bool)) error {
 	from, err := parseDate(rc.From)
 	if err != nil {
@@ -292,68 +353,54 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		return err
 	}
 	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage, StartPage: max(rc.NextPage, 1), PerPage: rc.PerPage}
+		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage}
 	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
-	finished := false
 	// Each page is fetched, decoded and transformed ahead (when prefetching,
 	// in the prefetcher's goroutine, while the page before commits), and
-	// spooled until its commit. Pages a killed run had spooled come first.
-	sp := r.spool
-	key := func(page int) string { return sp.pageKey(r.e.set, rc.From, rc.To, page) }
-	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*spooledPage, error] {
-		return func(yield func(*spooledPage, error) bool) {
-			q := q
-			for sp != nil {
-				p := &spooledPage{}
-				if !sp.get(key(q.StartPage), p) || p.Number != q.StartPage || (rc.PerPage > 0 && p.PerPage != rc.PerPage) {
-					break
-				}
-				log.Info("communications page from the spool", zap.Int("page", p.Number))
-				if !yield(p, nil) {
-					return
-				}
-				if p.Number >= p.LastPage || p.Rows == 0 {
-					return
-				}
-				q.StartPage, q.PerPage = p.Number+1, p.PerPage
-			}
-			for page, err := range r.client.Communications(ctx, q) {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				batch := transform.Communications(page.Records)
-				batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
-				p := &spooledPage{Number: page.Number, PerPage: page.PerPage, Total: page.Total, LastPage: page.LastPage,
-					Rows: page.Rows(), Batch: batch}
-				if sp != nil {
-					sp.put(key(p.Number), p)
-				}
-				if !yield(p, nil) {
-					return
-				}
-			}
-		}
+	// spooled until its commit. The producer works on its own copy of the
+	// cursor: the page loop below writes rc while it runs.
+	start := *rc
+	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*pageStep, error] {
+		return r.rangePages(ctx, log, q, start)
 	})
 	users := newKnownUsers()
-	for page, err := range pages {
+	now := r.e.set.Now().UTC()
+	future := 0
+	defer func() {
+		if future > 0 {
+			log.Warn("communications dated after the service's now: kept; the watermark stays at now",
+				zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("records", future), zap.Time("now", now))
+			r.note(fmt.Sprintf("communications %s..%s: %d e-mails dated after now (%s) kept; the watermark stays at now",
+				rc.From, rc.To, future, now.Format(time.RFC3339)))
+		}
+	}()
+	for st, err := range pages {
 		if err != nil {
 			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
 		}
+		page := st.page
 		batch := page.Batch
 		batch.Users = users.filter(batch.Users)
 		for i := range batch.Emails {
-			if at := batch.Emails[i].EmailAt; cs.watermark == nil || at.After(*cs.watermark) {
-				at := at
+			at := batch.Emails[i].EmailAt
+			if at.After(now) {
+				// The watermark never passes now: a future-dated e-mail
+				// would stop the increments until its date.
+				future++
+				at = now
+			}
+			if cs.watermark == nil || at.After(*cs.watermark) {
 				cs.watermark = &at
 			}
 		}
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
-		rc.Seen += page.Rows
-		done := page.Number >= page.LastPage || page.Rows == 0
-		onPage(done)
-		cp, err := cs.checkpoint(done && cs.partition == partComms && cs.cur.Increment == nil && (cs.cur.Backfill == nil || cs.cur.Backfill.Done))
+		rc.Seen += st.fresh
+		rc.LastID = st.lastID
+		rc.Offset = (page.Number-1)*page.PerPage + page.Rows
+		onPage(st.done)
+		cp, err := cs.checkpoint(st.done && cs.partition == partComms && cs.cur.Increment == nil && len(cs.cur.Gaps) == 0 &&
+			(cs.cur.Backfill == nil || cs.cur.Backfill.Done))
 		if err != nil {
 			return err
 		}
@@ -361,26 +408,20 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(batch.Users)
-		if sp != nil {
-			sp.drop(key(page.Number))
+		if r.spool != nil {
+			r.spool.drop(r.pageKey(rc, page.Number))
 		}
 		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
-		if done {
-			finished = true
-			break
+		if st.done {
+			log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
+			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("page communications: %w", ctx.Err())
 		}
 	}
-	if !finished {
-		// The server ended the range without a last page (e.g. it shrank):
-		// close it so the next run does not ask for a page past the end.
-		onPage(true)
-		if err := r.save(ctx, cs, false); err != nil {
-			return err
-		}
-	}
-	log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
-	return nil
+	// The producer ends only after a last page or with an error; anything
+	// else must not pass for the end of the range.
+	return fmt.Errorf("page communications %s..%s: the pages ended before the last one at page %d: %w",
+		rc.From, rc.To, rc.NextPage, cmp.Or(ctx.Err(), ErrIncomplete))
 }

@@ -241,6 +241,7 @@ type run struct {
 	mu        sync.Mutex
 	counts    load.Counts
 	notes     []string
+	gaps      int   // ranges not fully landed (see gap)
 	stopErr   error // budget, quota, auth or interruption: stops every task
 }
 
@@ -353,6 +354,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			tlog.Warn("task stopped", zap.Error(err))
 			break
 		}
+		if errors.Is(err, ErrIncomplete) {
+			r.gap(fmt.Sprintf("%s: %v", item.Task, err))
+			tlog.Warn("task incomplete; the next run fetches the rest", zap.Error(err))
+			continue
+		}
 		res.StreamErrors[item.Task] = err
 		tlog.Error("task failed", zap.Error(err))
 	}
@@ -362,7 +368,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	res.Retries = int(e.retries.Load())
 	res.Counts = r.counts
 	res.Notes = r.notes
-	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors)
+	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps)
 	errText := ""
 	if res.Err != nil {
 		errText = res.Err.Error()
@@ -446,7 +452,10 @@ func classifyStop(ctx context.Context, err error) error {
 	return nil
 }
 
-func outcome(stop error, taskErrs map[Task]error) (Status, error) {
+// outcome is how a run ends: failed when a task failed (or the credentials
+// were refused), partial when it was stopped or left gaps (ranges it did not
+// land whole: never succeeded then), else succeeded.
+func outcome(stop error, taskErrs map[Task]error, gaps int) (Status, error) {
 	switch {
 	case stop != nil && errors.Is(stop, extract.ErrUnauthorized):
 		return StatusFailed, stop
@@ -460,6 +469,8 @@ func outcome(stop error, taskErrs map[Task]error) (Status, error) {
 		return StatusFailed, &taskErrors{msg: strings.Join(msgs, "; "), errs: taskErrs, stop: stop}
 	case stop != nil:
 		return StatusPartial, stop
+	case gaps > 0:
+		return StatusPartial, fmt.Errorf("sync %w: %d range(s) not landed whole (see notes); the next run fetches them again", ErrIncomplete, gaps)
 	}
 	return StatusSucceeded, nil
 }
@@ -507,6 +518,15 @@ func (r *run) note(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notes = append(r.notes, msg)
+}
+
+// gap notes a range the run did not land whole: the run cannot end
+// succeeded.
+func (r *run) gap(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, msg)
+	r.gaps++
 }
 
 // commit writes a page and adds its counts to the run. It uses a context
