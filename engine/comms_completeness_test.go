@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -365,6 +366,9 @@ func TestRecordsInsertedMidRangeAreNotLost(t *testing.T) {
 	if miss := h.missing(); len(miss) > 0 && res.Status == StatusSucceeded {
 		t.Fatalf("run succeeded with %d records missing: %v", len(miss), miss)
 	}
+	if res.Status != StatusPartial || !strings.Contains(strings.Join(res.Notes, ";"), "shortfall") {
+		t.Fatalf("run with a shortfall: status %s notes %v, want partial with the shortfall noted", res.Status, res.Notes)
+	}
 	if len(h.cursor().Gaps) == 0 && len(h.missing()) > 0 {
 		t.Fatalf("the short range is not kept as a gap: %+v", h.cursor())
 	}
@@ -562,5 +566,45 @@ func TestRandomCancellationsLoseNothing(t *testing.T) {
 			}
 			t.Logf("%d of 20 runs stopped; %d records, all landed", stopped, len(srv.ids()))
 		})
+	}
+}
+
+// TestUnstableRangeEndsPartial: a range whose total changes on every request
+// (a record deleted at its end each time) cannot be paged to a stable end:
+// the run ends partial with the range still open, never succeeded; once the
+// service stops changing, the next run lands every record.
+func TestUnstableRangeEndsPartial(t *testing.T) {
+	srv := newMailServer(200, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
+	srv.perCap = 10
+	changing := atomic.Bool{}
+	changing.Store(true)
+	srv.before = func(*http.Request, int, int) {
+		if ids := srv.ids(); changing.Load() && len(ids) > 120 {
+			srv.remove(ids[len(ids)-1])
+		}
+	}
+	h := newMailHarness(t, srv, nil)
+	res := h.run(context.Background())
+	if res.Status == StatusSucceeded && len(h.missing()) > 0 {
+		t.Fatalf("run succeeded with %d records missing", len(h.missing()))
+	}
+	if res.Status != StatusPartial || !errors.Is(res.Err, ErrIncomplete) {
+		t.Fatalf("status %s err %v, want partial and ErrIncomplete", res.Status, res.Err)
+	}
+	if c := h.cursor(); c.Backfill == nil || c.Backfill.Current == nil {
+		t.Fatalf("the unstable range was closed: %+v", c.Backfill)
+	}
+	var errText string
+	if err := h.pool.QueryRow(context.Background(), "SELECT coalesce(error, '') FROM "+pgx.Identifier{h.schema, "sync_runs"}.Sanitize()+
+		" ORDER BY started_at DESC LIMIT 1").Scan(&errText); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errText, "keeps changing") {
+		t.Errorf("sync_runs.error does not name the gap: %q", errText)
+	}
+	changing.Store(false)
+	res = h.run(context.Background())
+	if miss := h.missing(); len(miss) > 0 || res.Status != StatusSucceeded {
+		t.Fatalf("stable again: status %s, %d missing", res.Status, len(miss))
 	}
 }
