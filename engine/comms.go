@@ -211,7 +211,8 @@ func (cs *commsState) keepGap(rc *rangeCursor, c *rangeCheck) {
 	if c == nil || c.Shortfall == 0 || cs.partition != partComms {
 		return
 	}
-	cs.cur.Gaps = append(cs.cur.Gaps, &rangeCursor{From: rc.From, To: rc.To, NextPage: 1})
+	// The last page known sizes the plan's estimate; paging starts afresh.
+	cs.cur.Gaps = append(cs.cur.Gaps, &rangeCursor{From: rc.From, To: rc.To, NextPage: 1, LastPage: rc.LastPage})
 }
 
 // commsGaps fetches again the ranges earlier runs closed with a shortfall,

@@ -139,6 +139,12 @@ func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err err
 		return max(rc.LastPage-rc.NextPage+1, 0), false
 	}
 	today := utcDate(e.set.Now())
+	for _, g := range cs.cur.Gaps { // fetched again before the increment
+		n, unknown := remaining(g)
+		inc.Requests += n
+		inc.Unknown = inc.Unknown || unknown
+		inc.Note += fmt.Sprintf("gap %s..%s again; ", g.From, g.To)
+	}
 	if rc := cs.cur.Increment; rc != nil {
 		n, _ := remaining(rc)
 		inc.Requests += n
