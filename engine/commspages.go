@@ -34,8 +34,12 @@ func (r *run) pageKey(rc *rangeCursor, n int) string {
 }
 
 // rangeStepBacks bounds the pages re-requested because a range changed
-// while it was paged: beyond it the range is given up as unstable.
-func rangeStepBacks(page int) int { return 2*page + 10 }
+// while it was paged: in a row without a page that brings new records
+// (steps), and in all (again, against the furthest page reached). Beyond
+// either the range is given up as unstable.
+func rangeStepBacks(page int) int { return page + 10 }
+
+func tooManyAgain(again, furthest int) bool { return again > 2*furthest+20 }
 
 // isLastPage is the one rule that closes a range: a page with no rows; with
 // paging fields, a page at or past last_page; without them, a page with
@@ -72,8 +76,16 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 		}
 		lastID := start.LastID
 		total, haveTotal := start.Total, page > 1 && (start.Total > 0 || start.LastPage > 0)
-		unsettled := false // a layout change not yet resolved by stepping back
-		steps := 0
+		unsettled := false         // a layout change not yet resolved by stepping back
+		steps := 0                 // re-requests since the last page that brought new records
+		again, furthest := 0, page // re-requests in all; the furthest page asked
+		// held is the page a step back set aside. When the page before it,
+		// asked again, ends exactly at the highest id seen, nothing moved at
+		// the pager's position and held is used (reuse) instead of being
+		// asked again: mail arriving at the end of a range changes its total
+		// on every request without moving anything.
+		var held *spooledPage
+		reuse := false
 		var prevFirst, prevLast int64
 		prevIDs := false
 		for {
@@ -81,10 +93,21 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				yield(nil, fmt.Errorf("page communications: %w", err))
 				return
 			}
-			p, spooled, err := r.commsPage(ctx, log, q, start, page, per, !unsettled)
-			if err != nil {
-				yield(nil, err)
-				return
+			var p *spooledPage
+			spooled := false
+			if reuse && held != nil && held.Number == page && held.PerPage == per {
+				p, held, reuse = held, nil, false
+				total = p.Total // its layout, checked by the page before it
+			} else {
+				if held != nil && held.Number != page+1 {
+					held = nil
+				}
+				reuse = false
+				var err error
+				if p, spooled, err = r.commsPage(ctx, log, q, start, page, per, !unsettled); err != nil {
+					yield(nil, err)
+					return
+				}
 			}
 			if p.Number != page {
 				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
@@ -102,7 +125,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				per, unsettled = p.PerPage, true
 				if np != page {
 					page = np
-					if steps++; steps > rangeStepBacks(page) {
+					if steps, again = steps+1, again+1; steps > rangeStepBacks(page) || tooManyAgain(again, furthest) {
 						yield(nil, fmt.Errorf("page communications: the range keeps changing while it is paged: %w", ErrIncomplete))
 						return
 					}
@@ -119,12 +142,20 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			}
 			if unsettled && page > 1 && lastID > 0 && (p.Rows == 0 || (p.HasIDs && p.FirstID > lastID)) {
 				// Records may have moved to an earlier page: step back.
+				if p.Rows > 0 {
+					held = p
+				}
 				page--
-				if steps++; steps > rangeStepBacks(page) {
+				if steps, again = steps+1, again+1; steps > rangeStepBacks(page) || tooManyAgain(again, furthest) {
 					yield(nil, fmt.Errorf("page communications: the range keeps changing while it is paged: %w", ErrIncomplete))
 					return
 				}
 				continue
+			}
+			if unsettled && held != nil && p.HasIDs && p.LastID == lastID {
+				reuse = true // the page set aside follows this one as it is
+			} else {
+				held = nil
 			}
 			unsettled = false
 			if !paged && prevIDs && p.HasIDs && p.FirstID == prevFirst && p.LastID == prevLast && p.Rows > 0 {
@@ -146,6 +177,9 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				lastID = p.LastID
 			}
 			st.lastID = lastID
+			if st.fresh > 0 {
+				steps = 0
+			}
 			if !yield(st, nil) || st.done {
 				return
 			}
@@ -153,6 +187,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			offset = (p.Number-1)*p.PerPage + p.Rows
 			per = p.PerPage
 			page++
+			furthest = max(furthest, page)
 		}
 	}
 }
