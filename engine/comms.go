@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/transform"
 )
 
 // Partitions of the communications stream in sync_state.
@@ -30,7 +30,16 @@ type rangeCursor struct {
 	PerPage  int    `json:"per_page,omitempty"` // as answered by the server
 	Total    int    `json:"total"`
 	LastPage int    `json:"last_page"`
-	Seen     int    `json:"seen"` // records received (loaded or rejected) in committed pages
+	Seen     int    `json:"seen"` // distinct records received (loaded or rejected) in committed pages
+	// Offset is the position after the last committed page (records before
+	// NextPage in the layout it was paged under): a resume under another
+	// per_page starts from it.
+	Offset int `json:"offset,omitempty"`
+	// LastID is the highest record id committed (records come in ascending id).
+	LastID int64 `json:"last_id,omitempty"`
+	// Unpaged: the service's answers carried no paging fields, so Total is
+	// unknown and the range cannot be reconciled at its closing.
+	Unpaged bool `json:"unpaged,omitempty"`
 }
 
 // backfillCursor is the history backfill: from Start to End (the day it
@@ -143,6 +152,13 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 	if err := r.initBackfill(ctx, cs); err != nil {
 		return err
 	}
+	if now := r.e.set.Now().UTC(); cs.watermark != nil && cs.watermark.After(now) {
+		// A watermark past now (left by a future-dated e-mail before the
+		// watermark was held at now) would stop the increments.
+		log.Warn("communications watermark is in the future; held at now", zap.Time("watermark", *cs.watermark), zap.Time("now", now))
+		r.note(fmt.Sprintf("communications watermark %s was in the future; held at now", cs.watermark.UTC().Format(time.RFC3339)))
+		cs.watermark = &now
+	}
 	if cs.cur.Increment != nil {
 		log.Info("resuming communications increment", zap.String("from", cs.cur.Increment.From), zap.String("to", cs.cur.Increment.To), zap.Int("next_page", cs.cur.Increment.NextPage))
 		if err := r.incrementRange(ctx, log, cs); err != nil {
@@ -160,7 +176,11 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		from = utcDate(cs.watermark.Add(-r.e.set.Lookback))
 	}
 	if from.After(r.today) {
-		log.Debug("no communications increment due", zap.Time("from", from))
+		if cs.watermark != nil && cs.watermark.After(r.e.set.Now()) {
+			log.Warn("no communications increment due: the watermark is in the future", zap.Time("from", from), zap.Time("watermark", *cs.watermark))
+		} else {
+			log.Debug("no communications increment due", zap.Time("from", from))
+		}
 		return nil
 	}
 	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
@@ -290,6 +310,10 @@ func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) err
 // cursor that points past it; onPage updates the cursor before the commit
 // (done: the page is the range's last). Fetching the next page overlaps the
 // loading of the current one.
+//
+// Only a real last page closes the range (see rangePages): a sequence that
+// ends otherwise — cancellation, an error — returns an error and leaves the
+// cursor on the first page not committed.
 func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc *rangeCursor, onPage func(done bool)) error {
 	from, err := parseDate(rc.From)
 	if err != nil {
@@ -300,68 +324,55 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		return err
 	}
 	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage, StartPage: max(rc.NextPage, 1), PerPage: rc.PerPage}
+		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage}
 	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
-	finished := false
 	// Each page is fetched, decoded and transformed ahead (when prefetching,
 	// in the prefetcher's goroutine, while the page before commits), and
-	// spooled until its commit. Pages a killed run had spooled come first.
-	sp := r.spool
-	key := func(page int) string { return sp.pageKey(r.e.set, rc.From, rc.To, page) }
-	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*spooledPage, error] {
-		return func(yield func(*spooledPage, error) bool) {
-			q := q
-			for sp != nil {
-				p := &spooledPage{}
-				if !sp.get(key(q.StartPage), p) || p.Number != q.StartPage || (rc.PerPage > 0 && p.PerPage != rc.PerPage) {
-					break
-				}
-				log.Info("communications page from the spool", zap.Int("page", p.Number))
-				if !yield(p, nil) {
-					return
-				}
-				if p.Number >= p.LastPage || p.Rows == 0 {
-					return
-				}
-				q.StartPage, q.PerPage = p.Number+1, p.PerPage
-			}
-			for page, err := range r.client.Communications(ctx, q) {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				batch := transform.Communications(page.Records)
-				batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
-				p := &spooledPage{Number: page.Number, PerPage: page.PerPage, Total: page.Total, LastPage: page.LastPage,
-					Rows: page.Rows(), Batch: batch}
-				if sp != nil {
-					sp.put(key(p.Number), p)
-				}
-				if !yield(p, nil) {
-					return
-				}
-			}
-		}
+	// spooled until its commit. The producer works on its own copy of the
+	// cursor: the page loop below writes rc while it runs.
+	start := *rc
+	pages := prefetch(ctx, r.e.set.NoPrefetch, func(ctx context.Context) iter.Seq2[*pageStep, error] {
+		return r.rangePages(ctx, log, q, start)
 	})
 	users := newKnownUsers()
-	for page, err := range pages {
+	now := r.e.set.Now().UTC()
+	future := 0
+	defer func() {
+		if future > 0 {
+			log.Warn("communications dated after the service's now: kept; the watermark stays at now",
+				zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("records", future), zap.Time("now", now))
+			r.note(fmt.Sprintf("communications %s..%s: %d e-mails dated after now (%s) kept; the watermark stays at now",
+				rc.From, rc.To, future, now.Format(time.RFC3339)))
+		}
+	}()
+	for st, err := range pages {
 		if err != nil {
 			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
 		}
+		page := st.page
 		batch := page.Batch
 		batch.Users = users.filter(batch.Users)
 		for i := range batch.Emails {
-			if at := batch.Emails[i].EmailAt; cs.watermark == nil || at.After(*cs.watermark) {
-				at := at
+			at := batch.Emails[i].EmailAt
+			if at.After(now) {
+				// The watermark never passes now: a future-dated e-mail
+				// would stop the increments until its date.
+				future++
+				at = now
+			}
+			if cs.watermark == nil || at.After(*cs.watermark) {
 				cs.watermark = &at
 			}
 		}
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
-		rc.Seen += page.Rows
-		done := page.Number >= page.LastPage || page.Rows == 0
-		onPage(done)
-		cp, err := cs.checkpoint(done && cs.partition == partComms && cs.cur.Increment == nil && (cs.cur.Backfill == nil || cs.cur.Backfill.Done))
+		rc.Unpaged = !page.Paged && page.LastPage == 0
+		rc.Seen += st.fresh
+		rc.LastID = st.lastID
+		rc.Offset = (page.Number-1)*page.PerPage + page.Rows
+		onPage(st.done)
+		cp, err := cs.checkpoint(st.done && cs.partition == partComms && cs.cur.Increment == nil &&
+			(cs.cur.Backfill == nil || cs.cur.Backfill.Done))
 		if err != nil {
 			return err
 		}
@@ -369,26 +380,20 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(batch.Users)
-		if sp != nil {
-			sp.drop(key(page.Number))
+		if r.spool != nil {
+			r.spool.drop(r.pageKey(rc, page.Number))
 		}
 		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
-		if done {
-			finished = true
-			break
+		if st.done {
+			log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
+			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("page communications: %w", ctx.Err())
 		}
 	}
-	if !finished {
-		// The server ended the range without a last page (e.g. it shrank):
-		// close it so the next run does not ask for a page past the end.
-		onPage(true)
-		if err := r.save(ctx, cs, false); err != nil {
-			return err
-		}
-	}
-	log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
-	return nil
+	// The producer ends only after a last page or with an error; anything
+	// else must not pass for the end of the range.
+	return fmt.Errorf("page communications %s..%s: the pages ended before the last one at page %d: %w",
+		rc.From, rc.To, rc.NextPage, cmp.Or(ctx.Err(), ErrIncomplete))
 }

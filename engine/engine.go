@@ -401,6 +401,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			tlog.Warn("task stopped", zap.Error(err))
 			break
 		}
+		if errors.Is(err, ErrIncomplete) {
+			r.gap(fmt.Sprintf("%s: %v", item.Task, err))
+			tlog.Warn("task incomplete; the next run fetches the rest", zap.Error(err))
+			continue
+		}
 		res.StreamErrors[item.Task] = err
 		tlog.Error("task failed", zap.Error(err))
 	}
@@ -411,10 +416,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	res.Counts = r.counts
 	res.Notes = r.notes
 	res.Verify = r.verified
-	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors)
-	if res.Status == StatusSucceeded && len(r.gaps) > 0 {
-		res.Status, res.Err = StatusPartial, gapError(r.gaps)
-	}
+	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps)
 	errText := ""
 	if res.Err != nil {
 		errText = res.Err.Error()
@@ -499,7 +501,10 @@ func classifyStop(ctx context.Context, err error) error {
 	return nil
 }
 
-func outcome(stop error, taskErrs map[Task]error) (Status, error) {
+// outcome is how a run ends: failed when a task failed (or the credentials
+// were refused), partial when it was stopped or left gaps (ranges it did not
+// land whole: never succeeded then), else succeeded.
+func outcome(stop error, taskErrs map[Task]error, gaps []string) (Status, error) {
 	switch {
 	case stop != nil && errors.Is(stop, extract.ErrUnauthorized):
 		return StatusFailed, stop
@@ -513,6 +518,8 @@ func outcome(stop error, taskErrs map[Task]error) (Status, error) {
 		return StatusFailed, &taskErrors{msg: strings.Join(msgs, "; "), errs: taskErrs, stop: stop}
 	case stop != nil:
 		return StatusPartial, stop
+	case len(gaps) > 0:
+		return StatusPartial, gapError(gaps)
 	}
 	return StatusSucceeded, nil
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"iter"
 )
 
@@ -11,7 +13,9 @@ import (
 // — a crash loses at most the page in hand and the one being fetched (with
 // the engine's spool, only a request in flight). When
 // the consumer stops early, the producer's context is cancelled and the
-// goroutine ends before prefetch returns.
+// goroutine ends before prefetch returns. A sequence cut short by the end of
+// ctx ends with ctx's error, never silently: a consumer must be able to tell
+// "no more items" from "stopped".
 func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Context) iter.Seq2[T, error]) iter.Seq2[T, error] {
 	if off {
 		return open(ctx)
@@ -24,6 +28,7 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 		}
 		ch := make(chan item)
 		done := make(chan struct{})
+		complete := false // the sequence ended by itself (written before ch closes)
 		go func() {
 			defer close(done)
 			defer close(ch)
@@ -37,6 +42,7 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 					return
 				}
 			}
+			complete = true
 		}()
 		defer func() {
 			cancel()
@@ -51,6 +57,11 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 			if it.err != nil {
 				return
 			}
+		}
+		if !complete {
+			// The producer gave up on a hand-over because ctx ended.
+			var zero T
+			yield(zero, fmt.Errorf("prefetch: %w", cmp.Or(ctx.Err(), context.Canceled)))
 		}
 	}
 }

@@ -97,6 +97,10 @@ func (s *pageSpool) tidy() {
 // keeps nil pointers apart from pointers to zero values, which gob does not).
 type spooledPage struct {
 	Number, PerPage, Total, LastPage, Rows int
+	Paged                                  bool    // the answer carried paging fields
+	IDs                                    []int64 // record ids of the page's rows (those that have one)
+	FirstID, LastID                        int64   // lowest and highest of IDs
+	HasIDs                                 bool    // IDs is not empty
 	Batch                                  transform.Batch
 }
 

@@ -142,6 +142,10 @@ type verifyState struct {
 	// BackfillUnproved: a backfill window's closing reconciliation did not
 	// prove equality, so the backfill's completion proves nothing.
 	BackfillUnproved bool `json:"backfill_unproved,omitempty"`
+	// GapPending: a range closed since the last whole-history verification
+	// and its reconciliation could not prove it (no budget left, a stop, a
+	// total that kept moving): the next run verifies the history again.
+	GapPending bool `json:"gap_pending,omitempty"`
 	// Undated are, per day (YYYY-MM-DD), the keys of rejected records whose
 	// email_at cannot be read (so the warehouse cannot count them by day),
 	// learned when the day was re-fetched: they count as held on that day.
@@ -174,6 +178,14 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 		log.Warn("communications range delivered fewer records than the server's total; reconciling",
 			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen), zap.Int("shortfall", c.Shortfall))
 	}
+	if rc.Unpaged {
+		// No total to compare with: the range closed on its first short
+		// page, which is all a service without paging fields can tell.
+		log.Warn("the service's answers carry no total: this communications range cannot be reconciled",
+			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("seen", rc.Seen))
+		r.note(fmt.Sprintf("communications %s..%s: the service sent no totals; %d records landed, not reconciled", rc.From, rc.To, rc.Seen))
+		return c
+	}
 	r.mu.Lock()
 	r.closing = append(r.closing, closedRange{from: rc.From, to: rc.To, total: rc.Total, seen: rc.Seen})
 	r.mu.Unlock()
@@ -190,8 +202,10 @@ func (r *run) gap(msg string) {
 }
 
 // gapError is the error of a run that recorded gaps.
+// It wraps ErrGap and ErrIncomplete: the run did not land everything and
+// the next run fetches or reconciles it again.
 func gapError(gaps []string) error {
-	return fmt.Errorf("%w: %s", ErrGap, strings.Join(gaps, "; "))
+	return fmt.Errorf("%w (%w): %s", ErrGap, ErrIncomplete, strings.Join(gaps, "; "))
 }
 
 // afterTask reconciles the ranges that closed during a task. When the task
@@ -218,6 +232,12 @@ func (r *run) afterTask(ctx context.Context, task Task, manual bool, log *zap.Lo
 		case !rep.Proved:
 			proved = false
 			r.gap("communications " + rep.Summary())
+		}
+	}
+	if !proved {
+		// Retried: the next run's verify task reconciles the history again.
+		if err := r.saveVerify(ctx, func(st *verifyState) { st.GapPending = true }); err != nil && taskErr == nil {
+			taskErr = err
 		}
 	}
 	if task != TaskCommsBackfill || manual || len(pending) == 0 {
@@ -668,6 +688,8 @@ func (e *Engine) verifyDue(ctx context.Context) (bool, string, error) {
 	}
 	today := utcDate(e.set.Now())
 	switch last := vs.Last; {
+	case vs.GapPending:
+		return true, "whole history; a range closed since could not be reconciled", nil
 	case last == nil:
 		return true, "whole history, never verified", nil
 	case !last.Proved:
@@ -726,7 +748,15 @@ func (r *run) verifyTask(ctx context.Context, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	return r.verifyRange(ctx, log, rg)
+	err = r.verifyRange(ctx, log, rg)
+	if errors.Is(err, ErrNoServiceTotal) {
+		// A tolerated variant of the service: nothing to compare with. Said
+		// loudly, but it is no failure of the sync.
+		log.Warn("the service answers without totals: the history cannot be verified", zap.Error(err))
+		r.note("verify: the service sent no total, so the warehouse could not be reconciled with it")
+		return nil
+	}
+	return err
 }
 
 // verifyRange reconciles rg (agencysync verify, or the scheduled task),
@@ -748,11 +778,16 @@ func (r *run) verifyRange(ctx context.Context, log *zap.Logger, rg Range) error 
 	r.mu.Lock()
 	r.verified = rep
 	r.mu.Unlock()
+	hist, herr := r.e.historyRange()
+	whole := herr == nil && !rg.From.After(hist.From) && !rg.To.Before(hist.To)
 	if serr := r.saveVerify(ctx, func(st *verifyState) {
 		st.Last = rep
 		if rep.Proved {
 			at := rep.At
 			st.LastProvedAt = &at
+			if whole {
+				st.GapPending = false
+			}
 		}
 		if len(rep.Days) > 0 {
 			st.LastDifference = rep

@@ -25,19 +25,19 @@ import (
 	"github.com/agencysync/agencysync/warehouse/warehousetest"
 )
 
-// mailServer is a hand-written communications endpoint: e-mails by id with
+// dayMailServer is a hand-written communications endpoint: e-mails by id with
 // their instants, filtered by UTC calendar days, ascending ids, paged. Its
 // totals come from its own map, never from the worker's code.
-type mailServer struct {
+type dayMailServer struct {
 	mu    sync.Mutex
 	mails map[int64]time.Time
 	// beforePage, when set, runs (under the lock) before a page is served.
-	beforePage func(s *mailServer, start, end string, page, perPage int)
+	beforePage func(s *dayMailServer, start, end string, page, perPage int)
 	requests   atomic.Int64
 	counts     atomic.Int64 // per_page=1 requests
 }
 
-func (s *mailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *dayMailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	var body struct {
 		DateStart string `json:"date_start"`
@@ -96,32 +96,32 @@ func (s *mailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-func (s *mailServer) set(id int64, at time.Time) {
+func (s *dayMailServer) set(id int64, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mails[id] = at
 }
 
-func (s *mailServer) remove(id int64) {
+func (s *dayMailServer) remove(id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mails, id)
 }
 
-// mailHarness is an engine on a mailServer and a fresh schema, with a
+// dayMailHarness is an engine on a dayMailServer and a fresh schema, with a
 // clock the test sets.
-type mailHarness struct {
+type dayMailHarness struct {
 	t      *testing.T
-	srv    *mailServer
+	srv    *dayMailServer
 	pool   *pgxpool.Pool
 	schema string
 	eng    *Engine
 	now    atomic.Int64
 }
 
-func newMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *mailHarness {
+func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *dayMailHarness {
 	t.Helper()
-	h := &mailHarness{t: t, srv: &mailServer{mails: maps.Clone(mails)}}
+	h := &dayMailHarness{t: t, srv: &dayMailServer{mails: maps.Clone(mails)}}
 	h.now.Store(now.UnixNano())
 	ts := httptest.NewServer(h.srv)
 	t.Cleanup(ts.Close)
@@ -151,7 +151,7 @@ func newMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Tim
 	return h
 }
 
-func (h *mailHarness) run(req Request) *Result {
+func (h *dayMailHarness) run(req Request) *Result {
 	h.t.Helper()
 	if req.Trigger == "" {
 		req.Trigger = TriggerTest
@@ -163,7 +163,7 @@ func (h *mailHarness) run(req Request) *Result {
 	return res
 }
 
-func (h *mailHarness) ids(where string) []int64 {
+func (h *dayMailHarness) ids(where string) []int64 {
 	h.t.Helper()
 	rows, err := h.pool.Query(context.Background(), "SELECT record_id FROM "+pgx.Identifier{h.schema, "emails"}.Sanitize()+" WHERE "+where+" ORDER BY 1")
 	if err != nil {
@@ -176,7 +176,7 @@ func (h *mailHarness) ids(where string) []int64 {
 	return ids
 }
 
-func (h *mailHarness) serverIDs() []int64 {
+func (h *dayMailHarness) serverIDs() []int64 {
 	h.srv.mu.Lock()
 	defer h.srv.mu.Unlock()
 	var out []int64
@@ -212,7 +212,7 @@ func day(s string) time.Time {
 func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
 	if res := h.run(Request{Backfill: rg}); res.Status != StatusSucceeded {
 		t.Fatalf("backfill: %s %v", res.Status, res.Err)
@@ -272,13 +272,13 @@ func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 func TestVerifyDeletesNothingWhileTheTotalMoves(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
 	h.run(Request{Backfill: rg})
 	h.srv.remove(4) // 2025-06-02: 5 and 6 remain
 	moved := false
 	next := int64(100)
-	h.srv.beforePage = func(s *mailServer, a, b string, page, per int) {
+	h.srv.beforePage = func(s *dayMailServer, a, b string, page, per int) {
 		// Each time the worker asks for the day's second page, a new
 		// e-mail lands on the day: its total never holds still.
 		if a == "2025-06-02" && b == a && per > 1 && page == 2 {
@@ -332,7 +332,7 @@ func TestVerifyWrongZoneDeletesNothing(t *testing.T) {
 	// UTC day returns, and the two would be taken for deleted.
 	mails[101] = day("2025-05-31").Add(20 * time.Hour)
 	mails[102] = day("2025-05-31").Add(22 * time.Hour)
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), func(s *Settings) { s.CommsTZ = tokyo })
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), func(s *Settings) { s.CommsTZ = tokyo })
 	h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: start.AddDate(0, 0, 9)}})
 	if got := h.ids("true"); len(got) != 32 {
 		t.Fatalf("backfill loaded %d e-mails, want 32", len(got))
@@ -354,7 +354,7 @@ func TestVerifyWrongZoneDeletesNothing(t *testing.T) {
 func TestClosingRangeIsReconciled(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	res := h.run(Request{Streams: []string{StreamCommunications}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("first run: %s %v", res.Status, res.Err)
@@ -549,7 +549,7 @@ func TestVerifyCountsRejectedRecordsAsHeld(t *testing.T) {
 func TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: start.AddDate(0, 0, 9)}})
 	if res.Status != StatusSucceeded || !res.Verify.Proved {
 		t.Fatalf("verify: %s %v %+v", res.Status, res.Err, res.Verify)
@@ -571,7 +571,7 @@ func TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole(t *testing.T) {
 func TestManualBackfillDoesNotVerifyTheHistory(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
-	h := newMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
 		t.Fatalf("first run: %s %v", res.Status, res.Err)
 	}
