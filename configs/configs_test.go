@@ -564,8 +564,8 @@ func TestStreamsExample(t *testing.T) {
 	if i, j := slices.Index(prio, engine.TaskFinance), slices.Index(prio, engine.TaskBrands); i > j {
 		t.Errorf("finance should come before brands: %v", prio)
 	}
-	if prio[len(prio)-1] != engine.TaskCommsBackfill {
-		t.Errorf("the e-mail history should come last: %v", prio)
+	if prio[len(prio)-2] != engine.TaskCommsBackfill || prio[len(prio)-1] != engine.TaskVerify {
+		t.Errorf("the e-mail history should come last, before its verification: %v", prio)
 	}
 	// The line introduced as the default is the real default, spelled out.
 	raw, err := os.ReadFile("streams.env.example")
