@@ -144,6 +144,12 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 		return nil, describe(err, l.last)
 	}
 	if err := cfg.validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && l.fromFile[ce.Variable] {
+			// The value came from <NAME>_FILE: name the variable the user set.
+			ce.Problem = "the file named by " + ce.Variable + "_FILE " + ce.Problem
+			ce.Variable += "_FILE"
+		}
 		return nil, err
 	}
 	return &cfg, nil
@@ -429,7 +435,8 @@ type secretFileLookuper struct {
 	readFile func(string) ([]byte, error)
 	secrets  map[string]bool
 	err      error
-	last     string // the key looked up last
+	last     string          // the key looked up last
+	fromFile map[string]bool // secrets read from <NAME>_FILE
 }
 
 func (l *secretFileLookuper) Lookup(key string) (string, bool) {
@@ -451,6 +458,10 @@ func (l *secretFileLookuper) Lookup(key string) (string, bool) {
 		l.fail(&Error{Variable: key + "_FILE", Problem: fmt.Sprintf("cannot read %q", path), Form: "a readable file holding the value"})
 		return "", false
 	}
+	if l.fromFile == nil {
+		l.fromFile = map[string]bool{}
+	}
+	l.fromFile[key] = true
 	return strings.TrimRight(string(b), "\r\n"), true
 }
 
