@@ -23,6 +23,10 @@ build: ## build bin/agencysync and bin/agencysandbox
 test: ## run every test with the race detector (DATABASE_URL, or a private PostgreSQL cluster)
 	$(GO) test -race -timeout 30m $(PKGS)
 
+.PHONY: test-schema-owner
+test-schema-owner: ## run every test with the commands under test connected as a role that owns only its schema (no CREATE on the database)
+	AGENCYSYNC_TEST_SCHEMA_OWNER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
 .PHONY: test-soak
 test-soak: ## run the reliability suite at soak sizes (200 000 e-mails, more kills, longer faults)
 	AGENCYSYNC_SOAK=1 $(GO) test -race -count=1 -timeout 90m -v ./reliability/

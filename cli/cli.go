@@ -115,6 +115,13 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	err := cmd.run(ctx, a, args[1:])
 	code = exitCode(err)
+	if code == ExitFailure && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// A signal stopped the command before it got under way (opening
+		// the warehouse, migrating, planning): nothing was half-done, and
+		// the next run starts where this one would have.
+		err = &exitError{code: ExitIncomplete, err: fmt.Errorf("stopped by a signal before it finished: %w", err)}
+		code = ExitIncomplete
+	}
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		err = nil

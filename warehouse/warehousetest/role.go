@@ -35,7 +35,7 @@ func NewSchemaOwner(t testing.TB) SchemaOwner {
 	t.Helper()
 	role, dsn := NewRole(t)
 	ctx := context.Background()
-	schema := NewSchemaName(t)
+	schema := newSchemaName(t)
 	_, err := Pool(t).Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+" AUTHORIZATION "+pgx.Identifier{role}.Sanitize())
 	if err != nil {
 		t.Fatalf("warehousetest: create schema for %s: %v", role, err)
