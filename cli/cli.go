@@ -37,6 +37,8 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // Env is what a command runs with: the process's streams and environment.
 type Env struct {
+	// Stdin feeds commands that read input (psql); nil reads nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Lookup         func(string) (string, bool)
 	ReadFile       func(string) ([]byte, error)
@@ -44,7 +46,7 @@ type Env struct {
 
 // OSEnv is the process's own environment.
 func OSEnv() Env {
-	return Env{Stdout: os.Stdout, Stderr: os.Stderr, Lookup: os.LookupEnv, ReadFile: os.ReadFile}
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Lookup: os.LookupEnv, ReadFile: os.ReadFile}
 }
 
 type command struct {
@@ -61,6 +63,7 @@ func commands() []command {
 		{"plan", "print today's plan (streams, estimated requests, budget) without sending a request", runPlan},
 		{"status", "per stream watermark, last success, lag, rows, rejects; quota; last runs [--json]", runStatus},
 		{"migrate", "apply or inspect warehouse migrations: migrate up|down|status", runMigrate},
+		{"psql", "open psql on the warehouse (search_path on WAREHOUSE_SCHEMA): psql [psql arguments]", runPsql},
 		{"config", "print the configuration reference (variables, defaults, forms)", runConfigHelp},
 		{"version", "print the version", runVersion},
 	}
@@ -191,8 +194,15 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // openWarehouse opens the configured warehouse (a private cluster when
 // DATABASE_URL is unset).
 func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
+	dir := ""
+	if a.cfg.DatabaseURL.Value() == "" {
+		var err error
+		if dir, err = a.localDataDir(); err != nil {
+			return nil, err
+		}
+	}
 	return warehouse.Open(ctx, warehouse.Options{
-		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
+		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: dir,
 		StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
 	})
 }

@@ -31,8 +31,9 @@ type Config struct {
 	DatabaseURL Secret `env:"DATABASE_URL" form:"postgres://user:pass@host:5432/db" desc:"PostgreSQL connection string of the warehouse; unset: a private local cluster is started (demo)" secret:"true"`
 	// WarehouseSchema is the Postgres schema holding every warehouse table.
 	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
-	// LocalDataDir is where the private cluster keeps its data when DATABASE_URL is unset.
-	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR, default=.data/postgres" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset"`
+	// LocalDataDir is where the private cluster keeps its data when
+	// DATABASE_URL is unset; empty: warehouse.DefaultLocalDir.
+	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset; unset: $XDG_DATA_HOME/agencysync/postgres, else ~/.local/share/agencysync/postgres, and /var/lib/agencysync/postgres as root (the server then runs as the postgres user)"`
 	// DBStatementTimeout bounds every warehouse statement.
 	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
 
