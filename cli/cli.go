@@ -209,16 +209,26 @@ func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
 
 func runMigrate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("migrate", a)
-	fs.Usage = func() { fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|down|status") }
+	fs.Usage = func() { fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|status|down [--yes]") }
+	yes := fs.Bool("yes", false, "migrate down: really roll back the newest migration (it drops what that migration created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 {
 		return usagef("migrate needs one of up, down, status")
 	}
 	verb := fs.Arg(0)
+	if err := parseFlags(fs, fs.Args()[1:]); err != nil { // flags after the verb
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("migrate %s takes no arguments, got %q", verb, fs.Args())
+	}
 	if verb != "up" && verb != "down" && verb != "status" {
 		return usagef("migrate %q: want up, down or status", verb)
+	}
+	if *yes && verb != "down" {
+		return usagef("--yes is for migrate down only")
 	}
 	w, err := a.openWarehouse(ctx)
 	if err != nil {
@@ -234,6 +244,9 @@ func runMigrate(ctx context.Context, a *app, args []string) error {
 	case "up":
 		return m.Up(ctx)
 	case "down":
+		if !*yes {
+			return downRefusal(ctx, m, w.Schema)
+		}
 		return m.Down(ctx)
 	default:
 		st, err := m.Status(ctx)

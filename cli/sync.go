@@ -62,6 +62,8 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		if err := warehouse.Migrate(ctx, w.Pool, w.Schema, a.log); err != nil {
 			return nil, err
 		}
+	} else if err := requireMigrated(ctx, w); err != nil {
+		return nil, err
 	}
 	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log})
 	if err != nil {
@@ -90,6 +92,10 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 	})
+	if errors.Is(err, extract.ErrInsecureURL) {
+		return nil, &config.Error{Variable: "AGENCY_BASE_URL or AGENCY_COMMS_URL", Problem: "plain http:// to a host that is not loopback",
+			Form: "https://, or AGENCY_ALLOW_INSECURE_HTTP=true"}
+	}
 	if err != nil {
 		return nil, err
 	}

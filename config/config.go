@@ -141,6 +141,16 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 	return &cfg, nil
 }
 
+// loopbackHost reports whether host is localhost or a loopback address: plain
+// http:// to it never leaves the machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // validPort reports whether p is a port number (0 to 65535).
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
@@ -177,6 +187,9 @@ func (c *Config) validate() error {
 		}
 		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			return fieldError(f.field, "must not end with /v1 (the client adds it)")
+		}
+		if u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()) {
+			return fieldError(f.field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
 		}
 	}
 	if c.CommsBrandURL != "" {
