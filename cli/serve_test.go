@@ -178,7 +178,7 @@ func TestMigrateDownAsksForYes(t *testing.T) {
 	if code, _, errs := mainWith(vars, "migrate", "down", "--yes"); code != ExitOK {
 		t.Fatalf("migrate down --yes: %d %s", code, errs)
 	}
-	if _, after, _ := mainWith(vars, "migrate", "status"); !regexp.MustCompile(regexp.QuoteMeta(newest)+`\s+pending`).MatchString(after) {
+	if _, after, _ := mainWith(vars, "migrate", "status"); !regexp.MustCompile(regexp.QuoteMeta(newest) + `\s+pending`).MatchString(after) {
 		t.Fatalf("after migrate down --yes:\n%s", after)
 	}
 }

@@ -29,6 +29,7 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
+	metrics  *engine.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -111,7 +112,7 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		return nil, err
 	}
 	ok = true
-	return &wired{w: w, eng: eng, registry: reg}, nil
+	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
 }
 
 // spoolDir is the page spool's folder: in the system's temporary folder
@@ -332,7 +333,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
-		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
+		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection
