@@ -64,7 +64,7 @@ func commands() []command {
 		{"status", "per stream watermark, last success, lag, rows, rejects; quota; last runs [--json]", runStatus},
 		{"migrate", "apply or inspect warehouse migrations: migrate up|down|status", runMigrate},
 		{"psql", "open psql on the warehouse (search_path on WAREHOUSE_SCHEMA): psql [psql arguments]", runPsql},
-		{"config", "print the configuration reference (variables, defaults, forms)", runConfigHelp},
+		{"config", "print the configuration reference; --effective: the values in force, secrets masked", runConfig},
 		{"version", "print the version", runVersion},
 	}
 }
