@@ -91,6 +91,12 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 			c.cleanup()
 		}
 	}()
+	if owner.uid >= 0 {
+		// The server's user must traverse the folders this creates above its data.
+		if err := mkdirTraversable(filepath.Dir(c.dataDir)); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}

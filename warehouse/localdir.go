@@ -104,3 +104,22 @@ func PsqlPath() (string, error) {
 	}
 	return "", ErrNoPsql
 }
+
+// mkdirTraversable creates dir and its missing parents with mode 0755
+// whatever the umask, so that the unprivileged server's user can reach a
+// data folder below them; existing folders are left as they are.
+func mkdirTraversable(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := mkdirTraversable(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create data directory's parent: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("create data directory's parent: %w", err)
+	}
+	return nil
+}

@@ -86,3 +86,27 @@ func TestLocalClusterAttachesToRunning(t *testing.T) {
 		t.Fatalf("postmaster.pid after the owner's Stop: %v", err)
 	}
 }
+
+// TestLocalClusterCreatesReachableParents: a data folder whose parents do not
+// exist yet (the default ~/.local/share/agencysync/postgres, or
+// /var/lib/agencysync/postgres as root) gets parents the server's user can
+// traverse.
+func TestLocalClusterCreatesReachableParents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base, err := os.MkdirTemp("", "agencysync-parents-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: filepath.Join(base, "share", "agencysync", "postgres"), Fast: true})
+	if err != nil {
+		t.Fatalf("StartLocal on a data folder with missing parents: %v", err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
