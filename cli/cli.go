@@ -209,7 +209,10 @@ func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
 
 func runMigrate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("migrate", a)
-	fs.Usage = func() { fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|status|down [--yes]") }
+	fs.Usage = func() {
+		fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|status|down [--yes]")
+		fs.PrintDefaults()
+	}
 	yes := fs.Bool("yes", false, "migrate down: really roll back the newest migration (it drops what that migration created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
