@@ -66,6 +66,14 @@ func runningServer(ctx context.Context, dataDir string, limit time.Duration) (ds
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return "", false // a stale file: postgres removes it on its next start
 	}
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && !strings.HasPrefix(string(comm), "postgres") {
+		return "", false // the pid was reused by another program
+	}
+	// A server that says it is ready answers at once; one still starting
+	// (or shutting down) gets up to limit.
+	if len(lines) >= 8 && lines[7] == "ready" {
+		limit = min(limit, 2*time.Second)
+	}
 	dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	deadline := time.Now().Add(limit)
 	for {
