@@ -60,7 +60,7 @@ test-unprivileged: ## (root) run make test as an ordinary user, DATABASE_URL uns
 		$(MAKE) -C /home/$(TEST_USER)/agencysync test
 
 .PHONY: demo
-demo: build ## start the sandbox, sync it into the default warehouse, print what landed
+demo: build ## start the sandbox (free ports), sync it into the default warehouse, print what landed and the psql command
 	./deploy/demo.sh
 
 .PHONY: lint
@@ -78,5 +78,5 @@ bench-quick: ## the same table with smaller sizes in ~2 min (printed only; BENCH
 	$(GO) run ./cmd/agencybench --quick --out ''
 
 .PHONY: clean
-clean: ## remove binaries and the demo's private warehouse
+clean: ## remove binaries and the demo's logs (the private warehouse's folder is kept: see the README)
 	rm -rf $(BIN) .data

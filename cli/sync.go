@@ -29,6 +29,7 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
+	metrics  *engine.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -62,6 +63,8 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		if err := warehouse.Migrate(ctx, w.Pool, w.Schema, a.log); err != nil {
 			return nil, err
 		}
+	} else if err := requireMigrated(ctx, w); err != nil {
+		return nil, err
 	}
 	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
 		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
@@ -91,6 +94,10 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 	})
+	if errors.Is(err, extract.ErrInsecureURL) {
+		return nil, &config.Error{Variable: "AGENCY_BASE_URL or AGENCY_COMMS_URL", Problem: "plain http:// to a host that is not loopback",
+			Form: "https://, or AGENCY_ALLOW_INSECURE_HTTP=true"}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +113,7 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		return nil, err
 	}
 	ok = true
-	return &wired{w: w, eng: eng, registry: reg}, nil
+	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
 }
 
 // spoolDir is the page spool's folder: in the system's temporary folder
@@ -327,7 +334,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
-		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
+		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

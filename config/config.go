@@ -33,8 +33,9 @@ type Config struct {
 	DatabaseURL Secret `env:"DATABASE_URL" form:"postgres://user:pass@host:5432/db" desc:"PostgreSQL connection string of the warehouse; unset: a private local cluster is started (demo)" secret:"true"`
 	// WarehouseSchema is the Postgres schema holding every warehouse table.
 	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
-	// LocalDataDir is where the private cluster keeps its data when DATABASE_URL is unset.
-	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR, default=.data/postgres" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset"`
+	// LocalDataDir is where the private cluster keeps its data when
+	// DATABASE_URL is unset; empty: warehouse.DefaultLocalDir.
+	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset; unset: $XDG_DATA_HOME/agencysync/postgres, else ~/.local/share/agencysync/postgres, and /var/lib/agencysync/postgres as root (the server then runs as the postgres user)"`
 	// DBStatementTimeout bounds every warehouse statement.
 	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
 
@@ -155,6 +156,16 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 	return &cfg, nil
 }
 
+// loopbackHost reports whether host is localhost or a loopback address: plain
+// http:// to it never leaves the machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // validPort reports whether p is a port number (0 to 65535).
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
@@ -199,6 +210,9 @@ func (c *Config) validate() error {
 		}
 		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			return fieldError(f.field, "must not end with /v1 (the client adds it)")
+		}
+		if u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()) {
+			return fieldError(f.field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
 		}
 	}
 	if c.CommsBrandURL != "" {
