@@ -83,6 +83,8 @@ type ServeOptions struct {
 	Gatherer  prometheus.Gatherer
 	Ready     func(ctx context.Context) error // database reachable, migrations current
 	Logger    *zap.Logger
+	// StatusPage answers / (see NewStatusPage); nil: / is not served.
+	StatusPage http.Handler
 }
 
 // Serve runs syncs on the schedules until ctx ends: a job never overlaps
@@ -177,6 +179,9 @@ func healthMux(opts ServeOptions) *http.ServeMux {
 		g = prometheus.DefaultGatherer
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	if opts.StatusPage != nil {
+		mux.Handle("/{$}", opts.StatusPage)
+	}
 	return mux
 }
 
