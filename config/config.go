@@ -94,6 +94,9 @@ type Config struct {
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
 	HTTPAddr string `env:"HTTP_ADDR, default=127.0.0.1:9464" form:"host:port, e.g. :9464" desc:"listen address of serve's /healthz, /readyz and /metrics"`
+	// NotifyURL receives a JSON POST {"text": ...} when a run fails, ends
+	// partial, raises warnings or recovers (a Slack-compatible webhook).
+	NotifyURL Secret `env:"SYNC_NOTIFY_URL" form:"an absolute http(s) URL, e.g. a Slack incoming webhook" desc:"webhook that gets a JSON POST {\"text\": …} when a run fails, ends partial, raises warnings or recovers; unset: no notifications" secret:"true"`
 
 	// LogLevel is the minimum level logged.
 	LogLevel string `env:"LOG_LEVEL, default=info" form:"debug, info, warn or error" desc:"minimum log level"`
@@ -176,6 +179,16 @@ func (c *Config) validate() error {
 		}
 		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			return fieldError(f.field, "must not end with /v1 (the client adds it)")
+		}
+	}
+	if n := c.NotifyURL.Value(); n != "" {
+		// The URL is a secret (a webhook's path is its key): never echo it.
+		u, err := url.Parse(n)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return fieldError("NotifyURL", "not an absolute http(s) URL")
+		case u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()):
+			return fieldError("NotifyURL", "plain http:// to a host other than loopback (use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true)")
 		}
 	}
 	if c.CommsBrandURL != "" {
@@ -268,7 +281,7 @@ func (c *Config) RequireSource() error {
 // error redaction can be checked against them.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey} {
+	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey, c.NotifyURL} {
 		if s.Value() != "" {
 			out = append(out, s.Value())
 		}
@@ -396,6 +409,15 @@ func (l *secretFileLookuper) fail(err error) {
 	if l.err == nil {
 		l.err = err
 	}
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func redactURL(s string) string {
