@@ -268,12 +268,12 @@ func SplitRunNotes(text string) (errText string, warnings []string) {
 
 // Chart geometry, in SVG user units.
 const (
-	chartW, chartH           = 1080, 240
-	chartLeft, chartRight    = 56, 12
-	chartTop, chartBottom    = 16, 36
-	chartLabelEvery          = 5
-	chartGridLines           = 4
-	chartMinBarGap   float64 = 2
+	chartW, chartH                = 1080, 240
+	chartLeft, chartRight         = 56, 12
+	chartTop, chartBottom         = 16, 36
+	chartLabelEvery               = 5
+	chartGridLines                = 4
+	chartMinBarGap        float64 = 2
 )
 
 func buildChart(hist []load.DayRequests, quota int, today string) pageChart {

@@ -205,8 +205,8 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two rejects of brands and requests on earlier quota days, one outside the chart.
-	exec(`INSERT INTO `+tbl("rejected_records")+` (stream, record_key, payload, error) VALUES ('brands', 'b1', '{}', 'bad'), ('finance.invoices', 'i1', '{}', 'bad')`)
-	exec(`INSERT INTO `+tbl("api_quota_usage")+` (day, requests) VALUES (current_date - 3, 120), (current_date - 10, 45), (current_date - 29, 9), (current_date - 30, 999)`)
+	exec(`INSERT INTO ` + tbl("rejected_records") + ` (stream, record_key, payload, error) VALUES ('brands', 'b1', '{}', 'bad'), ('finance.invoices', 'i1', '{}', 'bad')`)
+	exec(`INSERT INTO ` + tbl("api_quota_usage") + ` (day, requests) VALUES (current_date - 3, 120), (current_date - 10, 45), (current_date - 29, 9), (current_date - 30, 999)`)
 
 	// serve's mux with the page mounted at /, as serve builds it.
 	page := NewStatusPage(h.eng, StatusPageOptions{})
@@ -435,7 +435,7 @@ func TestStatusPageInChromium(t *testing.T) {
 func TestSplitRunNotes(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		in, err string
+		in, err  string
 		warnings []string
 	}{
 		{"", "", nil},
