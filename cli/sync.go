@@ -214,7 +214,12 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
 	if err != nil {
 		return err
 	}
@@ -251,7 +256,12 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
 	if err != nil {
 		return err
 	}
@@ -325,8 +335,14 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
-		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
+		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection
