@@ -429,6 +429,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if dir := os.Getenv("AGENCYSYNC_SCREENSHOT_DIR"); dir != "" {
 		b, _ := os.ReadFile(shot)
 		_ = os.WriteFile(filepath.Join(dir, "statuspage.png"), b, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "statuspage.html"), raw, 0o644)
 	}
 }
 
@@ -457,5 +458,82 @@ func TestNiceCeil(t *testing.T) {
 		if top < n || top%chartGridLines != 0 || (n > 8 && top > 3*n) {
 			t.Fatalf("niceCeil(%d) = %d", n, top)
 		}
+	}
+}
+
+// fakeStatus is a StatusSource with a fixed report.
+type fakeStatus struct {
+	rep  *StatusReport
+	hist []load.DayRequests
+	err  error
+}
+
+func (f *fakeStatus) Status(context.Context, int) (*StatusReport, error) { return f.rep, f.err }
+func (f *fakeStatus) RequestHistory(context.Context, int) ([]load.DayRequests, error) {
+	return f.hist, f.err
+}
+func (f *fakeStatus) DailyQuota() int { return 100 }
+
+// TestStatusPageStates: the stream states and the page's answers when the
+// warehouse cannot be read.
+func TestStatusPageStates(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) (*time.Time, *float64) {
+		ts := now.Add(-d)
+		lag := d.Seconds()
+		return &ts, &lag
+	}
+	fresh, freshLag := at(time.Hour)
+	old, oldLag := at(30 * time.Hour)
+	src := &fakeStatus{rep: &StatusReport{Schema: "agency", QuotaDay: "2026-05-10", QuotaSpent: 120, Streams: []StreamStatus{
+		{Stream: "brands", LastSuccess: fresh, LagSeconds: freshLag},
+		{Stream: "projects", LastSuccess: old, LagSeconds: oldLag},
+		{Stream: "finance"},
+		{Stream: "communications", LastSuccess: fresh, LagSeconds: freshLag, InProgress: true},
+	}}, hist: []load.DayRequests{{Day: now.Truncate(24 * time.Hour), Requests: 120}}}
+	srv := httptest.NewServer(NewStatusPage(src, StatusPageOptions{Now: func() time.Time { return now }}))
+	t.Cleanup(srv.Close)
+	get := func() (int, string) {
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get()
+	if code != http.StatusOK {
+		t.Fatalf("GET: %d %s", code, body)
+	}
+	for stream, state := range map[string]string{"brands": "fresh", "projects": "stale", "finance": "never synced", "communications": "resumes next run"} {
+		re := `data-stream="` + stream + `"`
+		i := strings.Index(body, re)
+		if i < 0 {
+			t.Fatalf("no row for %s", stream)
+		}
+		if j := strings.Index(body[i:], `data-field="state">`); j < 0 || !strings.HasPrefix(body[i+j+len(`data-field="state">`):], state+"<") {
+			t.Errorf("%s: state is not %q", stream, state)
+		}
+	}
+	if !strings.Contains(body, `data-overall="bad"`) {
+		t.Error("a stale stream does not make the page say attention")
+	}
+	// Over the quota: the bar is still drawn, within the chart.
+	if !strings.Contains(body, `data-requests="120"`) || !strings.Contains(body, `class="quota"`) {
+		t.Error("the chart lacks the day's bar or the quota line")
+	}
+	src.err = errors.New("connection refused")
+	if code, body := get(); code != http.StatusServiceUnavailable || strings.Contains(body, "connection refused") {
+		t.Errorf("unreadable warehouse: %d %q, want 503 without the cause", code, body)
+	}
+	resp, err := http.Post(srv.URL, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", resp.StatusCode)
 	}
 }
