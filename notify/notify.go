@@ -102,9 +102,13 @@ func New(opts Options) (*Notifier, error) {
 			pairs = append(pairs, s, "[REDACTED]")
 		}
 	}
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && len(p) >= 4 {
-			pairs = append(pairs, p, "[REDACTED]")
+	// A URL among the secrets (the webhook, the database's) may show up by
+	// its password alone.
+	for _, s := range append([]string{opts.URL}, opts.Secrets...) {
+		if su, err := url.Parse(s); err == nil && su.User != nil {
+			if p, ok := su.User.Password(); ok && len(p) >= 4 {
+				pairs = append(pairs, p, "[REDACTED]")
+			}
 		}
 	}
 	n := &Notifier{opts: opts, safe: u.Scheme + "://" + u.Host, redact: strings.NewReplacer(pairs...),

@@ -70,7 +70,7 @@ const hookPath = "/services/T000/B000/XXXXsecretXXXX"
 func newNotifier(t *testing.T, url string, log *zap.Logger) *Notifier {
 	t.Helper()
 	n, err := New(Options{URL: url, Attempts: 3, Backoff: time.Millisecond, Logger: log,
-		Redact: func(s string) string { return strings.ReplaceAll(s, "api-key-123", "[REDACTED]") }, Secrets: []string{"db-password-456"}})
+		Redact: func(s string) string { return strings.ReplaceAll(s, "api-key-123", "[REDACTED]") }, Secrets: []string{"postgres://agencysync:db-password-456@db.example/w"}})
 	if err != nil {
 		t.Fatal(err)
 	}
