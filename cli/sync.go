@@ -222,7 +222,12 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
 	if err != nil {
 		return err
 	}
@@ -259,7 +264,12 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
 	if err != nil {
 		return err
 	}
@@ -333,9 +343,15 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
-		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun})
+		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
+		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

@@ -104,6 +104,9 @@ type Config struct {
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
 	HTTPAddr string `env:"HTTP_ADDR, default=127.0.0.1:9464" form:"host:port, e.g. :9464" desc:"listen address of serve's /healthz, /readyz and /metrics"`
+	// NotifyURL receives a JSON POST {"text": ...} when a run fails, ends
+	// partial, raises warnings or recovers (a Slack-compatible webhook).
+	NotifyURL Secret `env:"SYNC_NOTIFY_URL" form:"an absolute http(s) URL, e.g. a Slack incoming webhook" desc:"webhook that gets a JSON POST {\"text\": …} when a run fails, ends partial, raises warnings or recovers; unset: no notifications" secret:"true"`
 
 	// LogLevel is the minimum level logged.
 	LogLevel string `env:"LOG_LEVEL, default=info" form:"debug, info, warn or error" desc:"minimum log level"`
@@ -213,6 +216,16 @@ func (c *Config) validate() error {
 		}
 		if u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()) {
 			return fieldError(f.field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
+		}
+	}
+	if n := c.NotifyURL.Value(); n != "" {
+		// The URL is a secret (a webhook's path is its key): never echo it.
+		u, err := url.Parse(n)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return fieldError("NotifyURL", "not an absolute http(s) URL")
+		case u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()):
+			return fieldError("NotifyURL", "plain http:// to a host other than loopback (use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true)")
 		}
 	}
 	if c.CommsBrandURL != "" {
@@ -330,7 +343,7 @@ func (c *Config) RequireSource() error {
 // error redaction can be checked against them.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey} {
+	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey, c.NotifyURL} {
 		if s.Value() != "" {
 			out = append(out, s.Value())
 		}

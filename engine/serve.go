@@ -92,6 +92,8 @@ type ServeOptions struct {
 	NextRun *prometheus.GaugeVec
 	// Now is the clock of NextRun (default time.Now).
 	Now func() time.Time
+	// StatusPage answers / (see NewStatusPage); nil: / is not served.
+	StatusPage http.Handler
 }
 
 // Serve runs syncs on the schedules until ctx ends: a job never overlaps
@@ -215,6 +217,9 @@ func healthMux(opts ServeOptions) *http.ServeMux {
 		g = prometheus.DefaultGatherer
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	if opts.StatusPage != nil {
+		mux.Handle("/{$}", opts.StatusPage)
+	}
 	return mux
 }
 
