@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"maps"
 	"net/http/httptest"
 	"slices"
@@ -124,6 +125,9 @@ func TestHourlyIncrementReadsOnlyTheNewPages(t *testing.T) {
 	// +1 h, 200 new e-mails: at most 2 requests, all 200 landed.
 	h.addMails(5101, 200, d1.Add(10*time.Hour), time.Hour)
 	h.now.Store(d1.Add(11 * time.Hour).UnixNano())
+	if e := h.incrementEstimate(); e.Requests < 1 || e.Requests > 2 {
+		t.Errorf("hourly increment planned at %d requests (%s), want 1..2", e.Requests, e.Note)
+	}
 	mark := pl.len()
 	res, reqs := h.commsRun()
 	if res.Status != StatusSucceeded {
@@ -163,6 +167,9 @@ func TestHourlyIncrementReadsOnlyTheNewPages(t *testing.T) {
 	// its first page.
 	h.addMails(6001, 10, d1.AddDate(0, 0, 1).Add(time.Hour), time.Hour)
 	h.now.Store(d1.AddDate(0, 0, 1).Add(3 * time.Hour).UnixNano())
+	if e := h.incrementEstimate(); e.Requests < 6 {
+		t.Errorf("the next day's first increment planned at %d requests (%s), want the window's 6 pages", e.Requests, e.Note)
+	}
 	mark = pl.len()
 	res, _ = h.commsRun()
 	if res.Status != StatusSucceeded {
@@ -224,6 +231,22 @@ func TestHourlyIncrementCountMismatchIsRepairedOrPartial(t *testing.T) {
 	}
 }
 
+// incrementEstimate is the communications increment's share of today's plan.
+func (h *dayMailHarness) incrementEstimate() Estimate {
+	h.t.Helper()
+	p, err := h.eng.Plan(context.Background(), []string{StreamCommunications})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, it := range p.Items {
+		if it.Task == TaskCommsIncrement {
+			return it.Estimate
+		}
+	}
+	h.t.Fatalf("plan without a communications increment: %+v", p)
+	return Estimate{}
+}
+
 // missingIDs are the ids of want not in got (both sorted).
 func missingIDs(got, want []int64) []int64 {
 	var out []int64
@@ -233,4 +256,40 @@ func missingIDs(got, want []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// TestHourlyIncrementStepsBackWhenRecordsMoved: records deleted at the
+// service before the skipped-to page move the new ones to earlier pages.
+// Three deleted and three added keep the service's total unchanged, so
+// only the first page's ids can tell: the increment steps back, lands all
+// three new e-mails, and the closing reconciliation marks the three
+// deleted ones.
+func TestHourlyIncrementStepsBackWhenRecordsMoved(t *testing.T) {
+	t.Parallel()
+	d0 := time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC)
+	d1 := d0.AddDate(0, 0, 1)
+	h, _ := newHourlyHarness(t, map[int64]time.Time{1: d0.Add(8 * time.Hour)}, d0, d0.Add(23*time.Hour), 10)
+	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
+		t.Fatalf("backfill run: %s %v", res.Status, res.Err)
+	}
+	h.addMails(101, 49, d1, 10*time.Hour) // with id 1: 50 held, 5 full pages
+	h.now.Store(d1.Add(10 * time.Hour).UnixNano())
+	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
+		t.Fatalf("first increment of the day: %s %v", res.Status, res.Err)
+	}
+	h.srv.remove(110)
+	h.srv.remove(111)
+	h.srv.remove(112)
+	h.addMails(201, 3, d1.Add(10*time.Hour), time.Hour)
+	h.now.Store(d1.Add(11 * time.Hour).UnixNano())
+	res, _ := h.commsRun()
+	if res.Status != StatusSucceeded {
+		t.Fatalf("hourly run: %s %v (notes %v)", res.Status, res.Err, res.Notes)
+	}
+	if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
+		t.Errorf("hourly run left e-mails out: %v", miss)
+	}
+	if got := h.ids("_deleted_at IS NOT NULL"); !slices.Equal(got, []int64{110, 111, 112}) {
+		t.Errorf("soft-deleted %v, want [110 111 112]", got)
+	}
 }
