@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,4 +63,34 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs)
 	}
 	return m
+}
+
+// PublishFreshness sets agencysync_last_success_timestamp_seconds of every
+// stream from the warehouse (the sync_freshness view, the definition that
+// `agencysync status` and analysts read too), so that /metrics agrees with
+// them to the second; a stream that never completed has no series. Serve
+// calls it at start and the engine after each run. Without metrics it does
+// nothing.
+func (e *Engine) PublishFreshness(ctx context.Context) error {
+	if e.metrics == nil {
+		return nil
+	}
+	fresh, err := e.store.Freshness(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, f := range fresh {
+		if f.LastSuccessAt == nil {
+			continue
+		}
+		seen[f.Stream] = true
+		e.metrics.LastSuccess.WithLabelValues(f.Stream).Set(float64(f.LastSuccessAt.UnixNano()) / 1e9)
+	}
+	for _, s := range AllStreams {
+		if !seen[s] {
+			e.metrics.LastSuccess.DeleteLabelValues(s)
+		}
+	}
+	return nil
 }
