@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/transform"
+	"github.com/agencysync/agencysync/warehouse"
+	"github.com/agencysync/agencysync/warehouse/warehousetest"
 )
 
 // viewQuery is an analyst's question asked through a view, and the same
@@ -104,6 +106,13 @@ LEFT JOIN tm ON tm.project_id = p.project_id
 LEFT JOIN agency.brands b ON b.brand_id = p.brand_id
 WHERE p._deleted_at IS NULL AND p.closed_at IS NULL AND p.deadline < CURRENT_DATE AND d.open_deliverables > 0
 ORDER BY days_late DESC, open_deliverables DESC`},
+		{name: "open projects per brand (project_status)",
+			view: `SELECT brand_name, count(*) AS projects, count(*) FILTER (WHERE overdue) AS overdue
+FROM agency.project_status WHERE closed_at IS NULL GROUP BY 1 ORDER BY 1`,
+			base: `SELECT b.name AS brand_name, count(*) AS projects, count(*) FILTER (WHERE p.deadline < CURRENT_DATE) AS overdue
+FROM agency.projects p LEFT JOIN agency.brands b ON b.brand_id = p.brand_id
+WHERE p._deleted_at IS NULL AND p.closed_at IS NULL GROUP BY 1 ORDER BY 1`,
+			unused: []string{"project_deliverables", "project_team_members"}},
 		{name: "cookbook: brand finances (brand_finance)", view: cookbookSQL(t, "Brand finances"),
 			base: `SELECT DISTINCT ON (b.invoiced - b.collected, b.brand_id) b.brand_id, b.name, b.account_manager, b.currency, b.total_budget, b.invoiced, b.collected,
        b.invoiced - b.collected AS outstanding, round(100 * b.collected / nullif(b.invoiced, 0), 1) AS collected_pct,
@@ -142,15 +151,23 @@ func planRelations(n planNode, rels map[string]bool, subplans *[]string) {
 // seedViews writes e-mails (the load benchmark's generator), brands,
 // projects with deliverables and team, profitability and sync state, then
 // analyses the schema.
-func seedViews(t testing.TB, s *Store, pool *pgxpool.Pool, schema string, emails int) {
+func seedViews(t testing.TB, s *Store, pool *pgxpool.Pool, schema string, emails int, bodies bool) {
 	t.Helper()
 	ctx := context.Background()
 	gen := newCommsGenerator()
+	var loading time.Duration
 	for n := range (emails + benchPageSize - 1) / benchPageSize {
-		if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: gen.page(n)}); err != nil {
+		b := gen.page(n)
+		if bodies {
+			withBodies(t, &b, n)
+		}
+		st := time.Now()
+		if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: b}); err != nil {
 			t.Fatal(err)
 		}
+		loading += time.Since(st)
 	}
+	t.Logf("CommitPage: %.0f e-mails/s", float64(emails)/loading.Seconds())
 	q := func(table string) string { return qualified(schema, table) }
 	for _, stmt := range []string{
 		`INSERT INTO ` + q("brands") + ` (brand_id, name, status, account_manager, total_budget, invoiced, collected, currency, raw)
@@ -183,7 +200,7 @@ func TestViewPlans(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	seedViews(t, s, pool, schema, 3000)
+	seedViews(t, s, pool, schema, 3000, false)
 	for _, vq := range viewQueries(t) {
 		sql := inTestSchema(vq.view, schema)
 		var doc []byte
@@ -211,6 +228,41 @@ func TestViewPlans(t *testing.T) {
 		if got, want := queryRows(t, pool, sql), queryRows(t, pool, inTestSchema(vq.base, schema)); !vq.volatile && !slices.Equal(got, want) {
 			t.Errorf("%s: the view answers %d rows, the base tables %d (first: %v vs %v)", vq.name, len(got), len(want), head(got), head(want))
 		}
+	}
+}
+
+// withBodies gives each e-mail of page n a body of 1 to 4 kB of words, in
+// the row and in raw, as AGENCY_COMMS_WITH_MESSAGE=1 stores them.
+func withBodies(t testing.TB, b *transform.Batch, n int) {
+	words := strings.Fields("bună ziua vă trimitem oferta revizuită pentru campania de toamnă conform discuției " +
+		"telefonice atașat găsiți bugetul estimat termenul de livrare este luni vă rugăm să confirmați " +
+		"materialele grafice raportul lunar factura proforma contractul semnat mulțumim frumos cu stimă " +
+		"echipa agenției clientul a cerut modificări la textul bannerului și la programarea postărilor")
+	for i := range b.Emails {
+		rng := uint64(n*benchPageSize+i)*2654435761 + 1
+		var body strings.Builder
+		size := 1000 + int(rng%3000)
+		for body.Len() < size {
+			rng = rng*6364136223846793005 + 1442695040888963407
+			body.WriteString(words[(rng>>33)%uint64(len(words))])
+			if (rng>>20)%11 == 0 {
+				body.WriteString(".\n")
+			} else {
+				body.WriteString(" ")
+			}
+		}
+		msg := body.String()
+		b.Emails[i].Message = &msg
+		var rec map[string]any
+		if err := json.Unmarshal(b.Emails[i].Raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec["email"].(map[string]any)["message"] = msg
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Emails[i].Raw = raw
 	}
 }
 
@@ -317,23 +369,48 @@ func TestViewsAtScale(t *testing.T) {
 	if _, err := fmt.Sscan(os.Getenv("AGENCYSYNC_VIEWS_EMAILS"), &emails); err != nil || emails <= 0 {
 		t.Skip("set AGENCYSYNC_VIEWS_EMAILS to measure the views at that many e-mails")
 	}
-	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	if os.Getenv("AGENCYSYNC_VIEWS_UNCOMPRESSED") != "" { // the settings before migration 00013, for the saving
+	var s *Store
+	var pool *pgxpool.Pool
+	var schema string
+	reuse := false
+	if schema = os.Getenv("AGENCYSYNC_VIEWS_SCHEMA"); schema != "" {
+		// A schema kept between measurements (drop it by hand afterwards).
+		pool = warehousetest.Pool(t)
+		if err := warehouse.Migrate(ctx, pool, schema, nil); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if s, err = New(pool, Config{Schema: schema}); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+qualified(schema, "emails")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if reuse = n == emails; !reuse && n > 0 {
+			t.Fatalf("schema %s holds %d e-mails, not %d", schema, n, emails)
+		}
+	} else {
+		s, pool, schema = newStore(t)
+	}
+	if os.Getenv("AGENCYSYNC_VIEWS_PGLZ") != "" { // the compression before migration 00013, for the saving
 		if _, err := pool.Exec(ctx, `ALTER TABLE `+qualified(schema, "emails")+` ALTER COLUMN raw SET COMPRESSION pglz`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	start := time.Now()
-	seedViews(t, s, pool, schema, emails)
-	t.Logf("seeded %d e-mails in %s", emails, time.Since(start).Round(time.Second))
+	if !reuse {
+		start := time.Now()
+		seedViews(t, s, pool, schema, emails, os.Getenv("AGENCYSYNC_VIEWS_BODIES") != "")
+		t.Logf("seeded %d e-mails in %s", emails, time.Since(start).Round(time.Second))
+	}
 	var total, heap, raw, rawText float64
 	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass), pg_relation_size($1::regclass), avg(pg_column_size(raw)), avg(octet_length(raw::text)) FROM `+qualified(schema, "emails"),
 		qualified(schema, "emails")).Scan(&total, &heap, &raw, &rawText); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("bytes per e-mail: emails table with indexes and TOAST %.0f, heap %.0f, raw stored %.0f (as text %.0f)", total/float64(emails), heap/float64(emails), raw, rawText)
-	if os.Getenv("AGENCYSYNC_VIEWS_UNCOMPRESSED") != "" {
+	if os.Getenv("AGENCYSYNC_VIEWS_PGLZ") != "" || os.Getenv("AGENCYSYNC_VIEWS_BODIES") != "" {
 		return
 	}
 	var jit string
@@ -347,7 +424,7 @@ func TestViewsAtScale(t *testing.T) {
 		}
 		view, base := fix(vq.view), fix(vq.base)
 		var tv, tb []time.Duration
-		for range 5 {
+		for range 9 {
 			for _, x := range []struct {
 				sql string
 				out *[]time.Duration
@@ -366,9 +443,41 @@ func TestViewsAtScale(t *testing.T) {
 			}
 		}
 		mv, mb := median(tv), median(tb)
-		t.Logf("jit=%s %s: view %s, base tables %s, ratio %.2f (runs view %v base %v)", jit, vq.name, mv.Round(100*time.Microsecond), mb.Round(100*time.Microsecond),
-			float64(mv)/float64(mb), roundAll(tv), roundAll(tb))
+		ratios := make([]float64, len(tv))
+		for i := range tv {
+			ratios[i] = float64(tv[i]) / float64(tb[i])
+		}
+		sort.Float64s(ratios)
+		t.Logf("jit=%s %s: view %s, base tables %s, ratio of medians %.2f, median of paired ratios %.2f; plan cost view %.0f (JIT %v) base %.0f (JIT %v); runs view %v base %v",
+			jit, vq.name, mv.Round(100*time.Microsecond), mb.Round(100*time.Microsecond), float64(mv)/float64(mb), ratios[len(ratios)/2],
+			planCost(t, pool, view), planJIT(t, pool, view), planCost(t, pool, base), planJIT(t, pool, base), roundAll(tv), roundAll(tb))
 	}
+}
+
+// planCost is the planner's total cost of sql.
+func planCost(t testing.TB, pool *pgxpool.Pool, sql string) float64 {
+	var doc []byte
+	if err := pool.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql).Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan struct {
+			TotalCost float64 `json:"Total Cost"`
+		}
+	}
+	if err := json.Unmarshal(doc, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("plan %s: %v", doc, err)
+	}
+	return plans[0].Plan.TotalCost
+}
+
+// planJIT says whether the server would compile sql with JIT.
+func planJIT(t testing.TB, pool *pgxpool.Pool, sql string) bool {
+	var doc []byte
+	if err := pool.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql).Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(doc), `"JIT"`)
 }
 
 func median(d []time.Duration) time.Duration {
