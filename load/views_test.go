@@ -122,10 +122,14 @@ LEFT JOIN agency.profitability p ON p.level = 'brand' AND p.entity_id = b.brand_
 WHERE b._deleted_at IS NULL
 ORDER BY b.invoiced - b.collected DESC NULLS LAST, b.brand_id, p.period DESC`},
 		{name: "cookbook: data freshness (sync_freshness)", view: cookbookSQL(t, "Data freshness"),
-			base: `SELECT stream, CASE WHEN bool_and(last_success_at IS NOT NULL) FILTER (WHERE partition NOT IN ('details', 'backfill', 'verify'))
-            THEN min(last_success_at) FILTER (WHERE partition NOT IN ('details', 'backfill', 'verify')) END AS last_success_at,
-       max(watermark) AS watermark, sum(rows_total) AS rows_total, sum(rejected_total) AS rejected_total
-FROM agency.sync_state GROUP BY stream ORDER BY stream`, volatile: true},
+			base: `SELECT s.stream, s.last_success_at, date_trunc('second', now() - s.last_success_at) AS lag, s.watermark, s.rows_total, s.rejected_total,
+       lr.status AS last_run_status, now() - s.last_success_at > interval '26 hours' AS stale
+FROM (SELECT stream, CASE WHEN bool_and(last_success_at IS NOT NULL) FILTER (WHERE partition NOT IN ('details', 'backfill', 'verify'))
+                THEN min(last_success_at) FILTER (WHERE partition NOT IN ('details', 'backfill', 'verify')) END AS last_success_at,
+             max(watermark) AS watermark, sum(rows_total)::bigint AS rows_total, sum(rejected_total)::bigint AS rejected_total
+      FROM agency.sync_state GROUP BY stream) s
+LEFT JOIN LATERAL (SELECT r.status FROM agency.sync_runs r WHERE s.stream = ANY (r.streams) ORDER BY r.started_at DESC LIMIT 1) lr ON true
+ORDER BY s.stream`, volatile: true},
 	}
 }
 
