@@ -378,7 +378,10 @@ func New(opts Options) (*Client, error) {
 		hc = *opts.HTTPClient
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 4
+		// Enough idle connections for the requests kept in flight (see
+		// InFlight): a connection closed after each answer is a new
+		// handshake, and a reused one that died is a resend.
+		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl), InFlightFor(opts.CommsRateLimit))
 		hc.Transport = tr
 	}
 	hc.CheckRedirect = checkRedirect
@@ -457,6 +460,18 @@ func (c *Client) WithLogger(log *zap.Logger) *Client {
 	cp := *c
 	cp.log = log
 	return &cp
+}
+
+// InFlight is the number of requests worth keeping in flight at the
+// client's pace: InFlightFor the main interface's rate, or with comms the
+// communications endpoint's (its own rate when it has one). The client is
+// safe for that many concurrent calls; the pacer spaces them as it spaces
+// one caller's.
+func (c *Client) InFlight(comms bool) int {
+	if comms && c.commsPacer != nil {
+		return InFlightFor(c.commsPacer.perSecond)
+	}
+	return InFlightFor(c.pacer.perSecond)
 }
 
 // RequestBudget returns the client's request budget (nil when unlimited).

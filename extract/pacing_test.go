@@ -129,3 +129,14 @@ func TestPacerWindowFromRate(t *testing.T) {
 		}
 	}
 }
+
+func TestInFlightFor(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want int
+	}{{10, 1}, {2.5, 1}, {0, 1}, {-1, 1}, {11, 2}, {100, 10}, {1000, 100}} {
+		if got := InFlightFor(c.rate); got != c.want {
+			t.Errorf("InFlightFor(%v) = %d, want %d", c.rate, got, c.want)
+		}
+	}
+}
