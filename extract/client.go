@@ -121,8 +121,9 @@ type Options struct {
 	// CommsRateLimit is 0 to share the main limiter with the communications
 	// endpoint (default), or a separate pace for it.
 	CommsRateLimit float64
-	// SpacingMargin is added to the interval between two requests and to the
-	// window of the window guard (default 2ms; negative for none). The
+	// SpacingMargin is added to the window of the window guard, and to the
+	// interval between two requests up to 2% of it (default 2ms; negative
+	// for none). The
 	// service counts requests per second by arrival time: besides even
 	// spacing, the client lets at most floor(rate) requests through per
 	// window measured from their estimated arrivals (see the package

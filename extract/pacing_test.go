@@ -140,3 +140,18 @@ func TestInFlightFor(t *testing.T) {
 		}
 	}
 }
+
+// The spacing margin costs at most 2 % of the pace at any rate (at 10/s the
+// full 2 ms; at 100/s, where 2 ms would be a sixth of the interval, less):
+// the window guard, not the spacing, keeps each second under the limit.
+func TestSpacingMarginCostsAtMostTwoPercent(t *testing.T) {
+	for _, r := range []float64{1, 10, 50, 100, 500, 1000} {
+		p := newPacer(r, 2*time.Millisecond)
+		if got := float64(p.bucket.Limit()); got < 0.98*r-1e-9 || got > r {
+			t.Errorf("rate %v: spaced at %.2f/s, want within 2%% below", r, got)
+		}
+		if p.guard.window < time.Duration(float64(len(p.guard.freeAt))/r*float64(time.Second))+2*time.Millisecond {
+			t.Errorf("rate %v: window %v lost its margin", r, p.guard.window)
+		}
+	}
+}
