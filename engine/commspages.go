@@ -97,11 +97,8 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 		// is paged (mail arriving in today's range changes its total on
 		// every request), those fetched ahead are dropped — at most depth
 		// requests wasted — and the rest of the range is paged one page at
-		// a time, as with depth 0.
-		depth := 0
-		if !r.e.set.NoPrefetch {
-			depth = r.inFlight(true) - 1
-		}
+		// a time.
+		steady := !r.e.set.NoPrefetch // fetch ahead (the layout never changed)
 		ahead := newPagesAhead(ctx)
 		defer ahead.stop()
 		for {
@@ -121,7 +118,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				reuse = false
 				var err error
 				if unsettled {
-					depth = 0
+					steady = false
 					ahead.drop()
 				}
 				if f := ahead.take(page, per); f != nil {
@@ -148,7 +145,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				log.Info("the server's per_page changed within a range; resuming from the records committed",
 					zap.Int("per_page_was", per), zap.Int("per_page", p.PerPage), zap.Int("offset", offset), zap.Int("page", np))
 				per, unsettled = p.PerPage, true
-				depth = 0
+				steady = false
 				ahead.drop()
 				if np != page {
 					page = np
@@ -163,7 +160,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				log.Info("communications range changed while it was paged; stepping back",
 					zap.Int("total_was", total), zap.Int("total", p.Total), zap.Int("page", page))
 				unsettled = true
-				depth = 0
+				steady = false
 				ahead.drop()
 			}
 			if paged {
@@ -208,6 +205,10 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			st.lastID = lastID
 			if st.fresh > 0 {
 				steps = 0
+			}
+			depth := 0
+			if steady {
+				depth = r.inFlight(true) - 1 // as the answer times call for now
 			}
 			if depth > 0 && !st.done && paged && held == nil && !reuse {
 				for k := page + 1; k <= min(page+depth, p.LastPage); k++ {

@@ -89,7 +89,7 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 	} else {
 		// Several details are fetched at once when the pace allows it (see
 		// run.inFlight), and committed one by one in order.
-		details = fetchOrdered(ctx, r.inFlight(false), len(due), fetchOne)
+		details = fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
 	}
 	done := 0
 	for fd, err := range details {
@@ -201,8 +201,9 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 
 // inFlight is the number of requests the run keeps in flight for the main
 // interface, or with comms for the communications endpoint: the setting
-// MaxInFlight, else what the client's pace calls for (extract.InFlightFor:
-// 1 at the default 10/s, so one request at a time as before). Without a
+// MaxInFlight, else what the client's pace and the answer times measured so
+// far call for (extract.Client.InFlight: 1 at the default 10/s with answers
+// under 100 ms, so one request at a time as before). Without a
 // spool it is 1: items fetched ahead would wait in memory only, and a crash
 // must not lose more than the request in flight and the page in hand.
 func (r *run) inFlight(comms bool) int {

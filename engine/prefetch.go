@@ -67,9 +67,10 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 	}
 }
 
-// fetchOrdered fetches items 0..count-1 with fetch, up to n at a time, and
-// yields them in index order: while the consumer handles item i, items
-// i+1..i+n are being fetched (or wait, fetched, for their turn) — no more,
+// fetchOrdered fetches items 0..count-1 with fetch, up to n = inFlight() at
+// a time (asked again before each launch, so it may follow the answer
+// times), and yields them in index order: while the consumer handles item
+// i, items i+1..i+n are being fetched (or wait, fetched, for their turn) — no more,
 // so at most n requests are in flight and at most n fetched items wait for
 // the consumer. With n = 1 it is prefetch's one item ahead. The fetches run
 // in goroutines of fetchOrdered's own, which all end before it returns: when
@@ -77,8 +78,7 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 // cancelled and their results are dropped. A failed item is yielded with its
 // error after every item before it, and ends the sequence. A fetch must be
 // safe to run concurrently with the others.
-func fetchOrdered[T any](ctx context.Context, n, count int, fetch func(ctx context.Context, i int) (T, error)) iter.Seq2[T, error] {
-	n = max(n, 1)
+func fetchOrdered[T any](ctx context.Context, inFlight func() int, count int, fetch func(ctx context.Context, i int) (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		pctx, cancel := context.WithCancel(ctx)
 		type result struct {
@@ -90,7 +90,7 @@ func fetchOrdered[T any](ctx context.Context, n, count int, fetch func(ctx conte
 			cancel()
 			wg.Wait()
 		}()
-		pending := make([]chan result, 0, n+1) // of items launched..., in index order
+		var pending []chan result // the items launched and not yet yielded, in index order
 		launched := 0
 		launch := func(upTo int) { // launch items below upTo
 			for ; launched < min(upTo, count); launched++ {
@@ -106,6 +106,7 @@ func fetchOrdered[T any](ctx context.Context, n, count int, fetch func(ctx conte
 			}
 		}
 		for i := range count {
+			n := max(inFlight(), 1)
 			launch(i + n)
 			var res result
 			select {
@@ -116,7 +117,7 @@ func fetchOrdered[T any](ctx context.Context, n, count int, fetch func(ctx conte
 				return
 			}
 			pending = pending[1:]
-			launch(i + 1 + n) // the next n fetch while item i is handled
+			launch(i + 1 + max(inFlight(), 1)) // the next n fetch while item i is handled
 			if !yield(res.v, res.err) || res.err != nil {
 				return
 			}

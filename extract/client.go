@@ -382,7 +382,7 @@ func New(opts Options) (*Client, error) {
 		// Enough idle connections for the requests kept in flight (see
 		// InFlight): a connection closed after each answer is a new
 		// handshake, and a reused one that died is a resend.
-		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl), InFlightFor(opts.CommsRateLimit))
+		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl, time.Second/10), InFlightFor(opts.CommsRateLimit, time.Second/10))
 		hc.Transport = tr
 	}
 	hc.CheckRedirect = checkRedirect
@@ -463,16 +463,16 @@ func (c *Client) WithLogger(log *zap.Logger) *Client {
 	return &cp
 }
 
-// InFlight is the number of requests worth keeping in flight at the
-// client's pace: InFlightFor the main interface's rate, or with comms the
-// communications endpoint's (its own rate when it has one). The client is
-// safe for that many concurrent calls; the pacer spaces them as it spaces
-// one caller's.
+// InFlight is the number of requests worth keeping in flight now:
+// InFlightFor the pace and the answer times measured so far, of the main
+// interface or, with comms, of the communications endpoint (its own pace
+// when it has one). The client is safe for that many concurrent calls; the
+// pacer spaces them as it spaces one caller's.
 func (c *Client) InFlight(comms bool) int {
 	if comms && c.commsPacer != nil {
-		return InFlightFor(c.commsPacer.perSecond)
+		return c.commsPacer.inFlight()
 	}
-	return InFlightFor(c.pacer.perSecond)
+	return c.pacer.inFlight()
 }
 
 // RequestBudget returns the client's request budget (nil when unlimited).
@@ -705,6 +705,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 				zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page), zap.Int("resends", extra))
 		}
 		info.Duration = time.Since(start)
+		if err == nil {
+			pc.observe(info.Duration)
+		}
 		info.Err = err
 		info.ErrorClass = errorClass(err)
 		c.report(&info)

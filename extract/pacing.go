@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -34,22 +35,47 @@ type pacer struct {
 	perSecond float64
 	bucket    *rate.Limiter
 	guard     *windowGuard
+	latency   atomic.Int64 // moving average of an answer's time, ns; 0 before the first
 }
 
-// InFlightLatency is the answer time the default number of requests in
-// flight is sized for (see InFlightFor).
-const InFlightLatency = 100 * time.Millisecond
+// observe adds an answered request's time (from its send to its body read)
+// to the moving average (weight 1/5).
+func (p *pacer) observe(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for {
+		old := p.latency.Load()
+		v := int64(d)
+		if old > 0 {
+			v = old + (int64(d)-old)/5
+		}
+		if p.latency.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// inFlight is InFlightFor the pace and the answer times seen so far (1
+// before the first answer).
+func (p *pacer) inFlight() int {
+	return InFlightFor(p.perSecond, time.Duration(p.latency.Load()))
+}
 
 // InFlightFor is the number of requests to keep in flight so that answers
-// that take up to InFlightLatency still let a pace of perSecond requests per
-// second through: ceil(perSecond × InFlightLatency), at least 1 — 1 at the
-// default 10/s, 10 at 100/s. Pacing is unchanged by it: requests in flight
-// together still leave one by one, evenly spaced, under the window guard.
-func InFlightFor(perSecond float64) int {
-	if !(perSecond > 0) {
+// that take latency each still let a pace of perSecond requests per second
+// through: x = perSecond × latency requests are busy at any moment; one
+// request at a time when x ≤ 1 (at the default 10/s, any answer faster than
+// 100 ms), else ceil(x) + 1 (a spare for the answers slower than the mean),
+// at most max(1, floor(perSecond)) — the window guard's slots. Pacing is
+// unchanged by it: requests in flight together still leave one by one,
+// evenly spaced, under the window guard.
+func InFlightFor(perSecond float64, latency time.Duration) int {
+	x := perSecond * latency.Seconds()
+	if !(x > 1) {
 		return 1
 	}
-	return max(1, int(math.Ceil(perSecond*InFlightLatency.Seconds()-1e-9)))
+	return max(1, min(int(math.Ceil(x))+1, int(math.Floor(min(perSecond, maxWindowSlots)))))
 }
 
 // maxWindowSlots bounds the guard's slots for very high rates (the window

@@ -132,12 +132,28 @@ func TestPacerWindowFromRate(t *testing.T) {
 
 func TestInFlightFor(t *testing.T) {
 	for _, c := range []struct {
-		rate float64
-		want int
-	}{{10, 1}, {2.5, 1}, {0, 1}, {-1, 1}, {11, 2}, {100, 10}, {1000, 100}} {
-		if got := InFlightFor(c.rate); got != c.want {
-			t.Errorf("InFlightFor(%v) = %d, want %d", c.rate, got, c.want)
+		rate    float64
+		latency time.Duration
+		want    int
+	}{
+		{10, 0, 1}, {10, 50 * time.Millisecond, 1}, {10, 100 * time.Millisecond, 1}, {10, 150 * time.Millisecond, 3},
+		{2.5, time.Second, 2}, {0, time.Second, 1}, {-1, time.Second, 1},
+		{100, 50 * time.Millisecond, 6}, {100, 52 * time.Millisecond, 7}, {100, 5 * time.Second, 100},
+		{1000, 500 * time.Microsecond, 1}, {1000, 3 * time.Millisecond, 4},
+	} {
+		if got := InFlightFor(c.rate, c.latency); got != c.want {
+			t.Errorf("InFlightFor(%v, %v) = %d, want %d", c.rate, c.latency, got, c.want)
 		}
+	}
+	p := newPacer(100, 0)
+	if n := p.inFlight(); n != 1 {
+		t.Errorf("before any answer: %d in flight, want 1", n)
+	}
+	for range 20 {
+		p.observe(50 * time.Millisecond)
+	}
+	if n := p.inFlight(); n != 6 {
+		t.Errorf("after answers of 50 ms at 100/s: %d in flight, want 6", n)
 	}
 }
 
