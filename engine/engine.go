@@ -80,7 +80,7 @@ type Settings struct {
 	// MaxInFlight bounds the requests kept in flight at once by detail
 	// fetches and communications pages fetched ahead (0: what the client's
 	// pace and the answer times call for, extract.Client.InFlight — 1 at
-	// 10/s with answers under 100 ms, 6 at 100/s with 50 ms answers).
+	// 10/s with answers under 100 ms, 9 at 100/s with 50 ms answers).
 	// Requests still leave paced; a crash loses at most those in flight
 	// (fetched items wait in the spool). Ignored with NoPrefetch, and 1
 	// without a SpoolDir.

@@ -66,7 +66,8 @@ func (p *pacer) inFlight() int {
 // that take latency each still let a pace of perSecond requests per second
 // through: x = perSecond × latency requests are busy at any moment; one
 // request at a time when x ≤ 1 (at the default 10/s, any answer faster than
-// 100 ms), else ceil(x) + 1 (a spare for the answers slower than the mean),
+// 100 ms), else ceil(1.5 x) + 1 (spares for the answers slower than the
+// mean: the average hides the slow ones),
 // at most max(1, floor(perSecond)) — the window guard's slots. Pacing is
 // unchanged by it: requests in flight together still leave one by one,
 // evenly spaced, under the window guard.
@@ -75,7 +76,7 @@ func InFlightFor(perSecond float64, latency time.Duration) int {
 	if !(x > 1) {
 		return 1
 	}
-	return max(1, min(int(math.Ceil(x))+1, int(math.Floor(min(perSecond, maxWindowSlots)))))
+	return max(1, min(int(math.Ceil(1.5*x))+1, int(math.Floor(min(perSecond, maxWindowSlots)))))
 }
 
 // maxWindowSlots bounds the guard's slots for very high rates (the window

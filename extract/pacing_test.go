@@ -136,10 +136,10 @@ func TestInFlightFor(t *testing.T) {
 		latency time.Duration
 		want    int
 	}{
-		{10, 0, 1}, {10, 50 * time.Millisecond, 1}, {10, 100 * time.Millisecond, 1}, {10, 150 * time.Millisecond, 3},
+		{10, 0, 1}, {10, 50 * time.Millisecond, 1}, {10, 100 * time.Millisecond, 1}, {10, 150 * time.Millisecond, 4},
 		{2.5, time.Second, 2}, {0, time.Second, 1}, {-1, time.Second, 1},
-		{100, 50 * time.Millisecond, 6}, {100, 52 * time.Millisecond, 7}, {100, 5 * time.Second, 100},
-		{1000, 500 * time.Microsecond, 1}, {1000, 3 * time.Millisecond, 4},
+		{100, 50 * time.Millisecond, 9}, {100, 52 * time.Millisecond, 9}, {100, 5 * time.Second, 100},
+		{1000, 500 * time.Microsecond, 1}, {1000, 3 * time.Millisecond, 6},
 	} {
 		if got := InFlightFor(c.rate, c.latency); got != c.want {
 			t.Errorf("InFlightFor(%v, %v) = %d, want %d", c.rate, c.latency, got, c.want)
@@ -152,8 +152,8 @@ func TestInFlightFor(t *testing.T) {
 	for range 20 {
 		p.observe(50 * time.Millisecond)
 	}
-	if n := p.inFlight(); n != 6 {
-		t.Errorf("after answers of 50 ms at 100/s: %d in flight, want 6", n)
+	if n := p.inFlight(); n != 9 {
+		t.Errorf("after answers of 50 ms at 100/s: %d in flight, want 9", n)
 	}
 }
 
