@@ -208,7 +208,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			}
 			depth := 0
 			if steady {
-				depth = r.inFlight(true) - 1 // as the answer times call for now
+				depth = min(r.inFlight(true)-1, maxPagesAhead) // as the answer times call for now
 			}
 			if depth > 0 && !st.done && paged && held == nil && !reuse {
 				for k := page + 1; k <= min(page+depth, p.LastPage); k++ {

@@ -213,5 +213,20 @@ func (r *run) inFlight(comms bool) int {
 	if n := r.e.set.MaxInFlight; n > 0 {
 		return n
 	}
-	return r.client.InFlight(comms)
+	return min(r.client.InFlight(comms), maxDerivedInFlight)
 }
+
+// maxDerivedInFlight caps the requests in flight the pace and answer times
+// call for (SYNC_MAX_IN_FLIGHT can set more): every request in flight holds a
+// database connection for its quota count and its answer in memory, and at
+// a high limit the derived number (up to the limit itself) starved the page
+// commits of connections and held gigabytes (a 1 M e-mail first sync at
+// AGENCY_RATE_LIMIT=1000 failed with "acquire connection: context deadline
+// exceeded" at 3 GiB). 16 covers 100/s at 100 ms answers.
+const maxDerivedInFlight = 16
+
+// maxPagesAhead caps the communications pages fetched ahead of the one in
+// hand: a page holds up to 1000 e-mails, and the load path, not the fetch,
+// is the ceiling of a backfill (7-21 pages/s here), so more pages ahead only
+// wait in memory.
+const maxPagesAhead = 3

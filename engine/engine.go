@@ -351,6 +351,10 @@ func normaliseStreams(req Request) ([]string, error) {
 
 func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (*Result, error) {
 	started := e.set.Now()
+	// The run's duration is the process's own (monotonic) time: the
+	// service clock that dates the run moves when its first answer shows
+	// the service's offset, which would make "took" days long or negative.
+	wallStart := time.Now()
 	for _, s := range req.FullRefresh {
 		if err := e.book.resetStream(ctx, e.pool, s); err != nil {
 			return nil, err
@@ -465,7 +469,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		}
 	}
 	e.saveClock(fctx)
-	dur := e.set.Now().Sub(started)
+	dur := time.Since(wallStart)
 	if e.metrics != nil {
 		if err := e.PublishFreshness(fctx); err != nil {
 			r.log.Warn("metrics: last success not read from the warehouse", zap.Error(err))
