@@ -123,6 +123,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{[]string{"2"}, "pace", h.pace},
 		{[]string{"4", "5"}, "steady state and no-op", h.steady},
 		{[]string{"1", "6"}, "first syncs (request efficiency, memory)", h.backfills},
+		{[]string{"8"}, "large agency (first sync, 14 days, raised limit, several quota days)", h.large},
 	} {
 		wanted := false
 		for _, f := range s.figs {
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // sortRows orders rows by figure number, keeping the order within a figure.
 func sortRows(rows []Row) []Row {
 	out := make([]Row, 0, len(rows))
-	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
 		for _, r := range rows {
 			if r.ID == id {
 				out = append(out, r)
@@ -170,7 +171,7 @@ func sortRows(rows []Row) []Row {
 		}
 	}
 	for _, r := range rows {
-		if r.ID < "1" || r.ID > "7" || len(r.ID) != 1 {
+		if r.ID < "1" || r.ID > "8" || len(r.ID) != 1 {
 			out = append(out, r)
 		}
 	}
