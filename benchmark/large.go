@@ -193,10 +193,10 @@ func (h *harness) largeAgency(ctx context.Context) []Row {
 	if err != nil {
 		return failFrom(0, err)
 	}
-	h.log("large agency: first sync %d requests (minimum %d) in %s", first.requests, minimum.Total, first.res.Took().Round(time.Second))
+	h.log("large agency: first sync %d requests (minimum %d) in %s", first.requests, minimum.Total, syncTook(first.res).Round(time.Second))
 	ratio := Ratio(float64(first.requests), float64(minimum.Total))
 	detail := []string{fmt.Sprintf("status %s (exit %d) on a fresh schema, autovacuum %s, sync time %s s, peak RSS %s, sync_runs.requests_used %s",
-		first.res.Status(), first.res.Code, autovacuum, Float(first.res.Took().Seconds(), 1), Bytes(float64(first.res.MaxRSSKiB)*1024),
+		first.res.Status(), first.res.Code, autovacuum, Float(syncTook(first.res).Seconds(), 1), Bytes(float64(first.res.MaxRSSKiB)*1024),
 		Int(int64(first.res.Num("requests_used"))))}
 	detail = append(detail, "minimum by endpoint: "+endpointList(minimum.ByEndpoint))
 	if ex := EndpointExcess(first.byEndpoint, minimum.ByEndpoint); len(ex) > 0 {

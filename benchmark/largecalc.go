@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/agencysync/agencysync/childproc"
 )
 
 // PhaseRate is how fast the worker sent the requests of some endpoints,
@@ -111,4 +113,47 @@ func dayList(days []QuotaDay) string {
 		}
 	}
 	return b.String()
+}
+
+// SyncTime is the sync's own time read off agencysync's JSON log: from the
+// "sync started" line to the (last) "sync summary" line, both stamped by
+// the worker's clock. The summary's "took" field is not used: it is
+// measured against the service's clock learnt during the run (its Date
+// header), so it is off by the clock difference when the two disagree, as
+// they do against a sandbox whose virtual clock was moved. ok is false
+// without both lines.
+func SyncTime(log []byte) (d time.Duration, ok bool) {
+	var started, summary time.Time
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg string    `json:"msg"`
+			TS  time.Time `json:"ts"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch l.Msg {
+		case "sync started":
+			if started.IsZero() {
+				started = l.TS
+			}
+		case "sync summary":
+			summary = l.TS
+		}
+	}
+	if started.IsZero() || summary.IsZero() {
+		return 0, false
+	}
+	return summary.Sub(started), true
+}
+
+// syncTook is SyncTime of a worker's log, or its wall time when the log
+// lacks the lines.
+func syncTook(res *childproc.Result) time.Duration {
+	if d, ok := SyncTime(res.Stderr); ok {
+		return d
+	}
+	return res.Wall
 }

@@ -44,3 +44,18 @@ func TestSpreadOf(t *testing.T) {
 		t.Errorf("no days: ratio %v, want NaN", s.Ratio)
 	}
 }
+
+func TestSyncTime(t *testing.T) {
+	// The summary's own "took" is ignored: the log's timestamps are the
+	// worker's clock, whatever clock the summary measured with.
+	log := `{"level":"info","ts":"2026-11-24T07:52:00.250Z","msg":"sync started"}
+{"level":"debug","ts":"2026-11-24T07:52:01.000Z","msg":"request","endpoint":"brands","duration":0.05}
+{"level":"info","ts":"2026-11-24T07:52:42.750Z","msg":"sync summary","took":-2015535.515}
+`
+	if d, ok := SyncTime([]byte(log)); !ok || d != 42500*time.Millisecond {
+		t.Errorf("SyncTime = %s, %v; want 42.5s, true", d, ok)
+	}
+	if _, ok := SyncTime([]byte(`{"level":"info","ts":"2026-11-24T07:52:00Z","msg":"sync started"}`)); ok {
+		t.Error("SyncTime without a summary: ok")
+	}
+}

@@ -222,7 +222,7 @@ func (r *Report) Markdown() string {
    `+"`rate_limited`"+` and `+"`by_status`"+` counts.
 3. **Pipeline** — the sandbox (`+"`--no-limits`"+`, no latency) holds %s e-mails; one
    `+"`agencysync run --streams communications`"+` process on an empty schema (which it migrates first). Its e-mails/s are reported twice, each
-   against the same raw COPY of the same run: (a) e-mails ÷ the sync summary's `+"`took`"+` — the sync's own time:
+   against the same raw COPY of the same run: (a) e-mails ÷ the sync's own time (its log from `+"`sync started`"+` to `+"`sync summary`"+`):
    fetch, decode, transform, load, bookkeeping; (b) e-mails ÷ the process's wall time from exec to exit — the whole
    process: start, configuration, schema migration, the sync, exit. The raw COPY copies the same e-mails,
    recipients and users — rows built from the ground truth by package `+"`oracle`"+`, which shares no code with the
