@@ -83,7 +83,7 @@ var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000
 	Pace:            childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},
 	DecodeBenchtime: "1s", LoadBenchEmails: 20_000,
 	Large: LargeSizes{
-		Agency: childproc.SandboxOptions{Brands: 200, ProjectsPerBrand: 20, Emails: 1_000_000},
+		Agency:    childproc.SandboxOptions{Brands: 200, ProjectsPerBrand: 20, Emails: 1_000_000},
 		DayAppend: 5000, HourlyAppend: 200, Days: 14,
 		Raised: childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
 		Huge:   childproc.SandboxOptions{Brands: 1000, ProjectsPerBrand: 20}, HugeQuota: dailyQuota,
@@ -97,7 +97,7 @@ var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 1
 	Pace:            childproc.SandboxOptions{Brands: 2, ProjectsPerBrand: 6, Emails: 10_000},
 	DecodeBenchtime: "30x", LoadBenchEmails: 3000,
 	Large: LargeSizes{
-		Agency: childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
+		Agency:    childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
 		DayAppend: 1250, HourlyAppend: 50, Days: 3,
 		Raised: childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 20, Emails: 20_000},
 		Huge:   childproc.SandboxOptions{Brands: 100, ProjectsPerBrand: 20, Emails: 5000}, HugeQuota: 1000,

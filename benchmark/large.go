@@ -479,3 +479,9 @@ func (h *harness) hugeAgency(ctx context.Context) []Row {
 			strings.Join(parts, "; "), Int(total), Int(int64(minimum.Total)), Float(Ratio(float64(total), float64(minimum.Total)), 3),
 			truthText, z.HugeQuota)}}
 }
+
+// withLimitsOff returns o with the sandbox's limits off.
+func withLimitsOff(o childproc.SandboxOptions) childproc.SandboxOptions {
+	o.NoLimits = true
+	return o
+}
