@@ -25,7 +25,7 @@ func main() {
 
 func run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("agencybench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smaller sizes (make bench-quick): the same table in about two minutes")
+	quick := fs.Bool("quick", false, "smaller sizes (make bench-quick): the same table in a few minutes")
 	runs := fs.Int("runs", 3, "runs of each scenario (at least 3); figures are their medians")
 	out := fs.String("out", "BENCHMARKS.md", "Markdown file to write the report to (empty: print only)")
 	bin := fs.String("bin", "", "folder with prebuilt agencysync and agencysandbox (default: build them)")
