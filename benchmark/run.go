@@ -27,6 +27,9 @@ type Report struct {
 	// benchmark's own), and Steps the same per step.
 	OtherCores float64
 	Steps      []Step
+	// Earlier, when set, is the session whose rows complete this one's
+	// (MergeEarlier).
+	Earlier *Report `json:",omitempty"`
 }
 
 // Step is one step of a session and how busy the rest of the machine was.
@@ -205,6 +208,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.Machine.Markdown())
 	b.WriteString(r.otherCPU())
 	b.WriteString(r.busyNote())
+	b.WriteString(r.earlierNote())
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(Table(r.Rows))
 	b.WriteString("\n## How each figure is measured\n\n")

@@ -1,0 +1,84 @@
+package benchmark
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Save writes the report as JSON, for a later session's MergeEarlier.
+func (r *Report) Save(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("save report: %w", err)
+	}
+	return nil
+}
+
+// LoadReport reads a report that Save wrote.
+func LoadReport(rd io.Reader) (*Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("load report: %w", err)
+	}
+	return &r, nil
+}
+
+// MergeEarlier completes r with the rows of the figures r did not measure,
+// taken from an earlier session's report; the Markdown then says which
+// figures come from that session and describes its machine.
+func (r *Report) MergeEarlier(earlier *Report) {
+	measured := map[string]bool{}
+	for _, row := range r.Rows {
+		measured[row.ID] = true
+	}
+	kept := false
+	for _, row := range earlier.Rows {
+		if !measured[row.ID] {
+			r.Rows = append(r.Rows, row)
+			kept = true
+		}
+	}
+	if kept {
+		r.Rows = sortRows(r.Rows)
+		r.Earlier = earlier
+	}
+}
+
+// earlierNote is the Markdown section about the rows of an earlier session.
+func (r *Report) earlierNote() string {
+	e := r.Earlier
+	if e == nil {
+		return ""
+	}
+	var own, kept []string
+	for _, row := range r.Rows {
+		if slices.ContainsFunc(e.Rows, func(o Row) bool { return o == row }) {
+			if !slices.Contains(kept, row.ID) {
+				kept = append(kept, row.ID)
+			}
+		} else if !slices.Contains(own, row.ID) {
+			own = append(own, row.ID)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**Figures %s come from an earlier session** of the same harness (`make bench`, all figures, in %s), since\n"+
+		"the whole table did not fit in the time left after the last merge; %s measured afterwards, as above.\nThe earlier session's machine:\n\n",
+		strings.Join(kept, ", "), e.Took.Round(time.Second), plural(own, "figure %s was", "figures %s were"))
+	b.WriteString(e.Machine.Markdown())
+	b.WriteString(e.otherCPU())
+	b.WriteString(e.busyNote())
+	return b.String()
+}
+
+// plural formats ids with one or many, by their count.
+func plural(ids []string, one, many string) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf(one, ids[0])
+	}
+	return fmt.Sprintf(many, strings.Join(ids, ", "))
+}
