@@ -255,7 +255,9 @@ func (r *Report) Markdown() string {
    amount of 1%% of the finance records changed through the admin API), then the nightly `+"`agencysync run`"+`: its
    requests ÷ the 10 000-request quota. (c) %d simulated days: each day a nightly run and %d hourly
    `+"`agencysync run --streams communications`"+`, the sandbox clock +1 h and %s e-mails appended before each hourly run
-   and before each later nightly run, which also follows a different 2%% of deadlines and 1%% of amounts changed.
+   and before each later nightly run, which also follows a different 2%% of deadlines and 0.1%% of amounts changed
+   (the same requests as 1%%: a day's changes of each finance list fit one page either way; the sandbox recomputes
+   every aggregate after each edit, which makes 1%% a day slow).
    A day's requests are the worker's quota ledger (`+"`api_quota_usage`"+`) for that day — the service's day: the worker
    takes its quota day from the sandbox's `+"`Date`"+` header, so the sandbox's virtual clock moves it — cross-checked
    with the sandbox's counts of the day's runs. Every run must succeed. (d) Raised limit: `+"`AGENCY_RATE_LIMIT=100`"+`
