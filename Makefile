@@ -23,6 +23,10 @@ build: ## build bin/agencysync and bin/agencysandbox
 test: ## run every test with the race detector (DATABASE_URL, or a private PostgreSQL cluster)
 	$(GO) test -race -timeout 30m $(PKGS)
 
+.PHONY: test-schema-owner
+test-schema-owner: ## run every test with the commands under test connected as a role that owns only its schema (no CREATE on the database)
+	AGENCYSYNC_TEST_SCHEMA_OWNER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
 .PHONY: test-soak
 test-soak: ## run the reliability suite at soak sizes (200 000 e-mails, more kills, longer faults)
 	AGENCYSYNC_SOAK=1 $(GO) test -race -count=1 -timeout 90m -v ./reliability/
@@ -56,7 +60,7 @@ test-unprivileged: ## (root) run make test as an ordinary user, DATABASE_URL uns
 		$(MAKE) -C /home/$(TEST_USER)/agencysync test
 
 .PHONY: demo
-demo: build ## start the sandbox, sync it into the default warehouse, print what landed
+demo: build ## start the sandbox (free ports), sync it into the default warehouse, print what landed and the psql command
 	./deploy/demo.sh
 
 .PHONY: lint
@@ -78,5 +82,5 @@ bench-large: ## figure 8 alone, the large agency (200 brands x 20 projects, 1 M 
 	$(GO) run ./cmd/agencybench --figures 8 --out ''
 
 .PHONY: clean
-clean: ## remove binaries and the demo's private warehouse
+clean: ## remove binaries and the demo's logs (the private warehouse's folder is kept: see the README)
 	rm -rf $(BIN) .data

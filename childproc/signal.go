@@ -1,6 +1,7 @@
 package childproc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -12,7 +13,7 @@ func (w *Worker) Signal(sig os.Signal) error {
 	if !w.Running() {
 		return nil
 	}
-	if err := w.cmd.Process.Signal(sig); err != nil && w.Running() {
+	if err := w.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) && w.Running() {
 		return fmt.Errorf("signal agencysync: %w", err)
 	}
 	return nil

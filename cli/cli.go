@@ -37,6 +37,8 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // Env is what a command runs with: the process's streams and environment.
 type Env struct {
+	// Stdin feeds commands that read input (psql); nil reads nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Lookup         func(string) (string, bool)
 	ReadFile       func(string) ([]byte, error)
@@ -44,7 +46,7 @@ type Env struct {
 
 // OSEnv is the process's own environment.
 func OSEnv() Env {
-	return Env{Stdout: os.Stdout, Stderr: os.Stderr, Lookup: os.LookupEnv, ReadFile: os.ReadFile}
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Lookup: os.LookupEnv, ReadFile: os.ReadFile}
 }
 
 type command struct {
@@ -62,7 +64,8 @@ func commands() []command {
 		{"plan", "print today's plan (streams, estimated requests, budget) without sending a request", runPlan},
 		{"status", "per stream watermark, last success, lag, rows, rejects; quota; last runs [--json]", runStatus},
 		{"migrate", "apply or inspect warehouse migrations: migrate up|down|status", runMigrate},
-		{"config", "print the configuration reference (variables, defaults, forms)", runConfigHelp},
+		{"psql", "open psql on the warehouse (search_path on WAREHOUSE_SCHEMA): psql [psql arguments]", runPsql},
+		{"config", "print the configuration reference; --effective: the values in force, secrets masked", runConfig},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -115,6 +118,13 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	err := cmd.run(ctx, a, args[1:])
 	code = exitCode(err)
+	if code == ExitFailure && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// A signal stopped the command before it got under way (opening
+		// the warehouse, migrating, planning): nothing was half-done, and
+		// the next run starts where this one would have.
+		err = &exitError{code: ExitIncomplete, err: fmt.Errorf("stopped by a signal before it finished: %w", err)}
+		code = ExitIncomplete
+	}
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		err = nil
@@ -193,24 +203,44 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // openWarehouse opens the configured warehouse (a private cluster when
 // DATABASE_URL is unset).
 func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
+	dir := ""
+	if a.cfg.DatabaseURL.Value() == "" {
+		var err error
+		if dir, err = a.localDataDir(); err != nil {
+			return nil, err
+		}
+	}
 	return warehouse.Open(ctx, warehouse.Options{
-		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
+		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: dir,
 		StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
 	})
 }
 
 func runMigrate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("migrate", a)
-	fs.Usage = func() { fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|down|status") }
+	fs.Usage = func() {
+		fmt.Fprintln(a.env.Stderr, "usage: agencysync migrate up|status|down [--yes]")
+		fs.PrintDefaults()
+	}
+	yes := fs.Bool("yes", false, "migrate down: really roll back the newest migration (it drops what that migration created)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 {
 		return usagef("migrate needs one of up, down, status")
 	}
 	verb := fs.Arg(0)
+	if err := parseFlags(fs, fs.Args()[1:]); err != nil { // flags after the verb
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("migrate %s takes no arguments, got %q", verb, fs.Args())
+	}
 	if verb != "up" && verb != "down" && verb != "status" {
 		return usagef("migrate %q: want up, down or status", verb)
+	}
+	if *yes && verb != "down" {
+		return usagef("--yes is for migrate down only")
 	}
 	w, err := a.openWarehouse(ctx)
 	if err != nil {
@@ -226,6 +256,9 @@ func runMigrate(ctx context.Context, a *app, args []string) error {
 	case "up":
 		return m.Up(ctx)
 	case "down":
+		if !*yes {
+			return downRefusal(ctx, m, w.Schema)
+		}
 		return m.Down(ctx)
 	default:
 		st, err := m.Status(ctx)

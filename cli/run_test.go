@@ -220,3 +220,23 @@ func TestInterruptCommitsAndExits75Quickly(t *testing.T) {
 		t.Fatalf("run after the interrupt exit %d:\n%s", code, errs)
 	}
 }
+
+// TestSignalBeforeTheRunStartsExits75: a SIGTERM (the context cancelled)
+// while the command is still opening the warehouse is an interruption, exit
+// 75 like any stopped run, not a failure (exit 1).
+func TestSignalBeforeTheRunStartsExits75(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	vars := syncEnv(t, sb, o, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, ReadFile: os.ReadFile,
+		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+	if code := Main(ctx, []string{"run"}, env); code != ExitIncomplete {
+		t.Fatalf("run stopped before it started: exit %d, want %d\n%s", code, ExitIncomplete, errb.String())
+	}
+	if st := sb.Stats(); st.Requests != 0 {
+		t.Fatalf("%d requests sent after the signal", st.Requests)
+	}
+}

@@ -29,6 +29,7 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
+	metrics  *engine.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -62,6 +63,8 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		if err := warehouse.Migrate(ctx, w.Pool, w.Schema, a.log); err != nil {
 			return nil, err
 		}
+	} else if err := requireMigrated(ctx, w); err != nil {
+		return nil, err
 	}
 	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
 		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
@@ -91,6 +94,10 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 	})
+	if errors.Is(err, extract.ErrInsecureURL) {
+		return nil, &config.Error{Variable: "AGENCY_BASE_URL or AGENCY_COMMS_URL", Problem: "plain http:// to a host that is not loopback",
+			Form: "https://, or AGENCY_ALLOW_INSECURE_HTTP=true"}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +113,7 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		return nil, err
 	}
 	ok = true
-	return &wired{w: w, eng: eng, registry: reg}, nil
+	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
 }
 
 // spoolDir is the page spool's folder: in the system's temporary folder
@@ -215,7 +222,12 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
 	if err != nil {
 		return err
 	}
@@ -252,7 +264,12 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
 	if err != nil {
 		return err
 	}
@@ -326,8 +343,15 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return engine.Serve(ctx, x.eng, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
-		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log})
+	runner, drain, err := a.runner(x)
+	if err != nil {
+		return err
+	}
+	defer drain()
+	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
+		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
+		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

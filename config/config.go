@@ -33,8 +33,9 @@ type Config struct {
 	DatabaseURL Secret `env:"DATABASE_URL" form:"postgres://user:pass@host:5432/db" desc:"PostgreSQL connection string of the warehouse; unset: a private local cluster is started (demo)" secret:"true"`
 	// WarehouseSchema is the Postgres schema holding every warehouse table.
 	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
-	// LocalDataDir is where the private cluster keeps its data when DATABASE_URL is unset.
-	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR, default=.data/postgres" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset"`
+	// LocalDataDir is where the private cluster keeps its data when
+	// DATABASE_URL is unset; empty: warehouse.DefaultLocalDir.
+	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset; unset: $XDG_DATA_HOME/agencysync/postgres, else ~/.local/share/agencysync/postgres, and /var/lib/agencysync/postgres as root (the server then runs as the postgres user)"`
 	// DBStatementTimeout bounds every warehouse statement.
 	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
 
@@ -103,6 +104,9 @@ type Config struct {
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
 	HTTPAddr string `env:"HTTP_ADDR, default=127.0.0.1:9464" form:"host:port, e.g. :9464" desc:"listen address of serve's /healthz, /readyz and /metrics"`
+	// NotifyURL receives a JSON POST {"text": ...} when a run fails, ends
+	// partial, raises warnings or recovers (a Slack-compatible webhook).
+	NotifyURL Secret `env:"SYNC_NOTIFY_URL" form:"an absolute http(s) URL, e.g. a Slack incoming webhook" desc:"webhook that gets a JSON POST {\"text\": …} when a run fails, ends partial, raises warnings or recovers; unset: no notifications" secret:"true"`
 
 	// LogLevel is the minimum level logged.
 	LogLevel string `env:"LOG_LEVEL, default=info" form:"debug, info, warn or error" desc:"minimum log level"`
@@ -144,9 +148,25 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 		return nil, describe(err, l.last)
 	}
 	if err := cfg.validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && l.fromFile[ce.Variable] {
+			// The value came from <NAME>_FILE: name the variable the user set.
+			ce.Problem = "the file named by " + ce.Variable + "_FILE " + ce.Problem
+			ce.Variable += "_FILE"
+		}
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback address: plain
+// http:// to it never leaves the machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // validPort reports whether p is a port number (0 to 65535).
@@ -193,6 +213,19 @@ func (c *Config) validate() error {
 		}
 		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			return fieldError(f.field, "must not end with /v1 (the client adds it)")
+		}
+		if u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()) {
+			return fieldError(f.field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
+		}
+	}
+	if n := c.NotifyURL.Value(); n != "" {
+		// The URL is a secret (a webhook's path is its key): never echo it.
+		u, err := url.Parse(n)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return fieldError("NotifyURL", "not an absolute http(s) URL")
+		case u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()):
+			return fieldError("NotifyURL", "plain http:// to a host other than loopback (use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true)")
 		}
 	}
 	if c.CommsBrandURL != "" {
@@ -310,7 +343,7 @@ func (c *Config) RequireSource() error {
 // error redaction can be checked against them.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey} {
+	for _, s := range []Secret{c.DatabaseURL, c.APIKey, c.CommsKey, c.NotifyURL} {
 		if s.Value() != "" {
 			out = append(out, s.Value())
 		}
@@ -429,7 +462,8 @@ type secretFileLookuper struct {
 	readFile func(string) ([]byte, error)
 	secrets  map[string]bool
 	err      error
-	last     string // the key looked up last
+	last     string          // the key looked up last
+	fromFile map[string]bool // secrets read from <NAME>_FILE
 }
 
 func (l *secretFileLookuper) Lookup(key string) (string, bool) {
@@ -451,6 +485,10 @@ func (l *secretFileLookuper) Lookup(key string) (string, bool) {
 		l.fail(&Error{Variable: key + "_FILE", Problem: fmt.Sprintf("cannot read %q", path), Form: "a readable file holding the value"})
 		return "", false
 	}
+	if l.fromFile == nil {
+		l.fromFile = map[string]bool{}
+	}
+	l.fromFile[key] = true
 	return strings.TrimRight(string(b), "\r\n"), true
 }
 

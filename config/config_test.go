@@ -147,6 +147,9 @@ func TestBadValues(t *testing.T) {
 		{"HTTP_ADDR", "not-an-address"},
 		{"HTTP_ADDR", "127.0.0.1:http-alt"},
 		{"AGENCY_COMMS_BRAND_URL", "brands/42"},
+		{"SYNC_NOTIFY_URL", "hooks.slack.example/services/hunter2"},
+		{"SYNC_NOTIFY_URL", "ftp://hooks.example/hunter2"},
+		{"SYNC_NOTIFY_URL", "http://hooks.example/hunter2"}, // plain http to a non-local host
 	}
 	for _, c := range cases {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
@@ -190,6 +193,36 @@ func TestVariablesDocumented(t *testing.T) {
 		"AGENCY_DAILY_QUOTA", "AGENCY_QUOTA_RESERVE", "SYNC_SCHEDULE", "LOG_LEVEL", "LOG_FORMAT"} {
 		if !seen[name] {
 			t.Errorf("contract variable %s missing", name)
+		}
+	}
+}
+
+func TestNotifyURL(t *testing.T) {
+	t.Parallel()
+	const hook = "https://hooks.slack.example/services/T0/B0/hunter2"
+	cfg, err := LoadFrom(context.Background(), env(map[string]string{"SYNC_NOTIFY_URL": hook}), noFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NotifyURL.Value() != hook {
+		t.Fatalf("NotifyURL = %q", cfg.NotifyURL.Value())
+	}
+	if b, _ := json.Marshal(cfg); strings.Contains(string(b), "hunter2") || strings.Contains(fmt.Sprintf("%+v", cfg), "hunter2") {
+		t.Fatal("the notify URL is printed: it is a secret")
+	}
+	found := false
+	for _, s := range cfg.Secrets() {
+		found = found || s == hook
+	}
+	if !found {
+		t.Error("Secrets() lacks the notify URL")
+	}
+	for _, ok := range []map[string]string{
+		{"SYNC_NOTIFY_URL": "http://127.0.0.1:9000/hook"},
+		{"SYNC_NOTIFY_URL": "http://hooks.example/x", "AGENCY_ALLOW_INSECURE_HTTP": "true"},
+	} {
+		if _, err := LoadFrom(context.Background(), env(ok), noFiles); err != nil {
+			t.Errorf("%v: %v", ok, err)
 		}
 	}
 }

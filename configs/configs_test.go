@@ -127,6 +127,8 @@ func requiredVariables(t *testing.T) map[string]bool {
 	full := map[string]string{}
 	for _, v := range config.Variables() {
 		switch {
+		case v.Secret && strings.Contains(v.Form, "http(s) URL"): // a webhook
+			full[v.Name] = "https://hooks.example/services/T0/B0/x"
 		case v.Secret:
 			full[v.Name] = "postgres://u:p@db.example:5432/w"
 		case v.Default != "":
@@ -302,8 +304,11 @@ func TestEnvExampleLoads(t *testing.T) {
 		if strings.HasSuffix(e.Name, "_FILE") {
 			local := filepath.Join(dir, filepath.Base(e.Value))
 			content := "secret-" + e.Name
-			if e.Name == "DATABASE_URL_FILE" {
+			switch e.Name {
+			case "DATABASE_URL_FILE":
 				content = "postgres://agencysync:pw@db.example:5432/warehouse"
+			case "SYNC_NOTIFY_URL_FILE":
+				content = "https://hooks.example/services/T0/B0/secret"
 			}
 			if err := os.WriteFile(local, []byte(content+"\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -564,8 +569,8 @@ func TestStreamsExample(t *testing.T) {
 	if i, j := slices.Index(prio, engine.TaskFinance), slices.Index(prio, engine.TaskBrands); i > j {
 		t.Errorf("finance should come before brands: %v", prio)
 	}
-	if prio[len(prio)-1] != engine.TaskCommsBackfill {
-		t.Errorf("the e-mail history should come last: %v", prio)
+	if prio[len(prio)-2] != engine.TaskCommsBackfill || prio[len(prio)-1] != engine.TaskVerify {
+		t.Errorf("the e-mail history should come last, before its verification: %v", prio)
 	}
 	// The line introduced as the default is the real default, spelled out.
 	raw, err := os.ReadFile("streams.env.example")

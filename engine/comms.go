@@ -40,6 +40,10 @@ type rangeCursor struct {
 	// Unpaged: the service's answers carried no paging fields, so Total is
 	// unknown and the range cannot be reconciled at its closing.
 	Unpaged bool `json:"unpaged,omitempty"`
+	// FirstPage is the page an increment started at because the warehouse
+	// already held the pages before it (see skipHeld); 0 for a range read
+	// from its first page.
+	FirstPage int `json:"first_page,omitempty"`
 }
 
 // backfillCursor is the history backfill: from Start to End (the day it
@@ -69,6 +73,19 @@ type commsCursor struct {
 	LastIncrementPages int             `json:"last_increment_pages,omitempty"`
 	LastCheck          *rangeCheck     `json:"last_check,omitempty"`
 	Manual             *rangeCursor    `json:"manual,omitempty"` // partition "backfill" only
+	// FullReadOn is the run day (YYYY-MM-DD) on which an increment last
+	// read its whole range, FullReadFrom..FullReadTo, from its first page
+	// (FullReadPages pages). Until the day changes, later increments whose
+	// range lies inside it start at the first page that can hold new records.
+	FullReadOn    string `json:"full_read_on,omitempty"`
+	FullReadFrom  string `json:"full_read_from,omitempty"`
+	FullReadTo    string `json:"full_read_to,omitempty"`
+	FullReadPages int    `json:"full_read_pages,omitempty"`
+	// LastPerPage is the page size the service answered in the last
+	// increment; LastSkipRequests the requests of the last increment that
+	// started past its first page.
+	LastPerPage      int `json:"last_per_page,omitempty"`
+	LastSkipRequests int `json:"last_skip_requests,omitempty"`
 }
 
 func dateString(t time.Time) string { return t.UTC().Format(time.DateOnly) }
@@ -184,6 +201,9 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		return nil
 	}
 	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
+	if err := r.skipHeld(ctx, log, cs); err != nil {
+		return err
+	}
 	if err := r.incrementRange(ctx, log, cs); err != nil {
 		return err
 	}
@@ -207,14 +227,101 @@ func (r *run) catchUpServiceDay(ctx context.Context, log *zap.Logger, cs *commsS
 	return r.incrementRange(ctx, log, cs)
 }
 
+// skipHeld lets a new increment start at the first page that can hold
+// records the warehouse does not hold yet, when today's run already read
+// the increment's range in full (the lookback is re-read once a day).
+//
+// Records come in ascending id, so the warehouse's held records of the
+// range (counted as the reconciliation counts them: per day of
+// AGENCY_COMMS_TZ, rejected records included) are its first positions:
+// with per_page as last answered, the pages before floor(held/per_page)+1
+// hold nothing new. The cursor is seeded as if those pages had been
+// committed: Seen = held (so no shortfall is reported for pages skipped on
+// purpose), LastID = the highest id held, and the layout unknown (Total -1),
+// so that the first page asked is checked: when it does not start with a
+// record the warehouse holds (records deleted at the service moved the new
+// ones to earlier pages), the pager steps back page by page until it does.
+// The closing reconciliation compares the service's total with the
+// warehouse's count of the range, as for any range.
+func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) error {
+	rc, c := cs.cur.Increment, &cs.cur
+	today := dateString(r.today)
+	switch {
+	case c.FullReadOn != today || c.FullReadFrom == "" || c.FullReadFrom > rc.From || c.FullReadTo < rc.To:
+		log.Info("communications increment reads its range from the first page: not read in full today",
+			zap.String("from", rc.From), zap.String("to", rc.To), zap.String("last_full_read", c.FullReadOn))
+		return nil
+	case c.LastPerPage <= 0:
+		return nil
+	}
+	from, err := parseDate(rc.From)
+	if err != nil {
+		return err
+	}
+	to, err := parseDate(rc.To)
+	if err != nil {
+		return err
+	}
+	loc := r.e.set.CommsTZ
+	vs, err := r.e.loadVerify(ctx)
+	if err != nil {
+		return err
+	}
+	days, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, vs.undatedKeys())
+	if err != nil {
+		return fmt.Errorf("count held communications: %w", err)
+	}
+	held := 0
+	for _, n := range days {
+		held += n
+	}
+	for day, keys := range vs.Undated {
+		if day >= rc.From && day <= rc.To {
+			held += len(keys)
+		}
+	}
+	per := c.LastPerPage
+	page := held/per + 1
+	if page <= 1 {
+		return nil
+	}
+	lastID, err := r.e.recon.MaxEmailID(ctx, load.DayStart(from, loc), load.DayStart(to.AddDate(0, 0, 1), loc))
+	if err != nil {
+		return err
+	}
+	if lastID <= 0 {
+		return nil // nothing to check the first page against
+	}
+	rc.NextPage, rc.FirstPage, rc.PerPage = page, page, per
+	rc.Offset, rc.Seen, rc.LastID = (page-1)*per, held, lastID
+	rc.Total, rc.LastPage = -1, (held+per-1)/per
+	log.Info("communications increment starts at the first page that can hold new records",
+		zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("held", held), zap.Int("per_page", per), zap.Int("page", page))
+	return nil
+}
+
 func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsState) error {
 	rc := cs.cur.Increment
 	startPage := rc.NextPage
+	spent := r.budget.Spent()
 	err := r.pageRange(ctx, log, cs, rc, func(done bool) {
 		if done {
-			cs.cur.LastIncrementPages = max(rc.NextPage-startPage, 1)
-			cs.cur.LastCheck = r.check(log, rc)
-			cs.cur.Increment = nil
+			c := &cs.cur
+			c.LastIncrementPages = max(rc.NextPage-startPage, 1)
+			if rc.PerPage > 0 && !rc.Unpaged {
+				c.LastPerPage = rc.PerPage
+			}
+			switch {
+			case rc.FirstPage > 1:
+				c.LastSkipRequests = max(r.budget.Spent()-spent, 1)
+			default:
+				// Read from its first page to its last (a resumed range in
+				// more than one run; the range's To tells its day).
+				c.FullReadOn, c.FullReadFrom, c.FullReadTo = dateString(r.today), rc.From, rc.To
+				c.FullReadPages = max(rc.NextPage-1, 1)
+			}
+			c.LastCheck = r.check(log, rc)
+			c.Increment = nil
 		}
 	})
 	return err

@@ -177,8 +177,18 @@ func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err err
 			back.Note = fmt.Sprintf("next window after %s; backfill to %s", bf.DoneUntil, bf.End)
 		}
 	default:
-		inc.Requests += max(cs.cur.LastIncrementPages, 1)
-		inc.Note += fmt.Sprintf("pages of the last increment: %d", max(cs.cur.LastIncrementPages, 1))
+		if c := cs.cur; c.FullReadOn == dateString(today) && c.LastPerPage > 0 {
+			// Read in full today: the next increment starts at the first
+			// page that can hold new records (skipHeld).
+			n := max(c.LastSkipRequests, 1)
+			inc.Requests += n
+			inc.Note += fmt.Sprintf("from the first page that can hold new records (the lookback window was read in full today); last time %d request(s)", n)
+		} else {
+			// The day's first increment re-reads the lookback window whole.
+			n := max(c.FullReadPages, c.LastIncrementPages, 1)
+			inc.Requests += n
+			inc.Note += fmt.Sprintf("the lookback window read in full, once a day: about %d page(s)", n)
+		}
 		back.Note = "backfill complete"
 	}
 	return inc, back, nil

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +20,7 @@ type Metrics struct {
 	LastSuccess     *prometheus.GaugeVec     // agencysync_last_success_timestamp_seconds{stream}
 	RunDuration     *prometheus.HistogramVec // agencysync_run_duration_seconds{status}
 	Runs            *prometheus.CounterVec   // agencysync_runs_total{status}
+	NextRun         *prometheus.GaugeVec     // agencysync_next_run_timestamp_seconds{stream} (serve)
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -55,10 +59,35 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agencysync_runs_total", Help: "Sync runs, by final status.",
 		}, []string{"status"}),
+		NextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "agencysync_next_run_timestamp_seconds", Help: "Unix time of the next scheduled sync of each stream (serve).",
+		}, []string{"stream"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.RequestDuration, m.Retries, m.QuotaSpent, m.QuotaLeft,
-			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs)
+			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun)
 	}
 	return m
+}
+
+// RefreshMetrics sets the series that describe the warehouse rather than this
+// process — today's quota spent and left, each stream's last success — from
+// the warehouse, as Status reads them. serve calls it at start, so a restart
+// shows the truth before its first scheduled sync.
+func (e *Engine) RefreshMetrics(ctx context.Context) error {
+	if e.metrics == nil {
+		return nil
+	}
+	rep, err := e.Status(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("refresh metrics: %w", err)
+	}
+	e.metrics.QuotaSpent.Set(float64(rep.QuotaSpent))
+	e.metrics.QuotaLeft.Set(float64(rep.QuotaLeft))
+	for _, s := range rep.Streams {
+		if s.LastSuccess != nil {
+			e.metrics.LastSuccess.WithLabelValues(s.Stream).Set(float64(s.LastSuccess.UnixNano()) / 1e9)
+		}
+	}
+	return nil
 }

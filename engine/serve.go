@@ -83,6 +83,17 @@ type ServeOptions struct {
 	Gatherer  prometheus.Gatherer
 	Ready     func(ctx context.Context) error // database reachable, migrations current
 	Logger    *zap.Logger
+	// Refresh, when set, is called once at start (before the first
+	// scheduled sync) to fill the metrics from the warehouse; its error is
+	// logged, never fatal.
+	Refresh func(ctx context.Context) error
+	// NextRun, when set, gets each stream's next scheduled run at start and
+	// after every scheduled run.
+	NextRun *prometheus.GaugeVec
+	// Now is the clock of NextRun (default time.Now).
+	Now func() time.Time
+	// StatusPage answers / (see NewStatusPage); nil: / is not served.
+	StatusPage http.Handler
 }
 
 // Serve runs syncs on the schedules until ctx ends: a job never overlaps
@@ -101,12 +112,30 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 	cl := cronLogger{log}
 	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl),
 		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	var wg sync.WaitGroup
 	// One mutex across schedules: two of this process's jobs never overlap.
 	var running sync.Mutex
 	for _, s := range opts.Schedules {
 		streams := s.Streams
-		_, err := c.AddFunc(s.Spec, func() {
+		sched, err := cron.ParseStandard(s.Spec)
+		if err != nil {
+			return fmt.Errorf("schedule %q: %w", s.Spec, err)
+		}
+		setNext := func() {
+			if opts.NextRun != nil {
+				next := sched.Next(now().In(loc))
+				for _, st := range streams {
+					opts.NextRun.WithLabelValues(st).Set(float64(next.Unix()))
+				}
+			}
+		}
+		setNext()
+		_, err = c.AddFunc(s.Spec, func() {
+			setNext()
 			if !running.TryLock() {
 				log.Info("scheduled sync skipped: another scheduled sync of this process is running", zap.Strings("streams", streams))
 				return
@@ -127,6 +156,11 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 		log.Info("sync scheduled", zap.String("cron", s.Spec), zap.Strings("streams", streams))
 	}
 
+	if opts.Refresh != nil {
+		if err := opts.Refresh(ctx); err != nil {
+			log.Warn("metrics not read from the warehouse at start; they fill in after the first sync", zap.Error(err))
+		}
+	}
 	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second}
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
 	if err != nil {
@@ -137,10 +171,14 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 	go func() { srvErr <- srv.Serve(ln) }()
 
 	c.Start()
+	var reason string
 	select {
 	case <-ctx.Done():
+		reason = context.Cause(ctx).Error()
 	case err = <-srvErr:
+		reason = fmt.Sprintf("serve http: %v", err)
 	}
+	log.Info("serve stopping: waiting for a running sync to commit its page", zap.String("reason", reason))
 	stopCtx := c.Stop() // no new jobs; wait for the running one (it sees ctx cancelled and commits its page)
 	<-stopCtx.Done()
 	wg.Wait()
@@ -148,8 +186,10 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve stopped", zap.String("reason", reason))
 		return fmt.Errorf("serve http: %w", err)
 	}
+	log.Info("serve stopped", zap.String("reason", reason))
 	return nil
 }
 
@@ -177,6 +217,9 @@ func healthMux(opts ServeOptions) *http.ServeMux {
 		g = prometheus.DefaultGatherer
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	if opts.StatusPage != nil {
+		mux.Handle("/{$}", opts.StatusPage)
+	}
 	return mux
 }
 

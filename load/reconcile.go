@@ -166,3 +166,19 @@ AND record_key = ANY($1::text[]) AND last_run_id = $2::uuid`, r.rejects)
 	}
 	return n, nil
 }
+
+// MaxEmailID is the highest record_id of the live e-mails whose email_at
+// lies in [start, end), or 0 when there are none: the last record of a
+// range the warehouse holds (records come in ascending id), which tells an
+// increment whether the first page it asks starts with a record it holds.
+func (r *Reconciler) MaxEmailID(ctx context.Context, start, end time.Time) (int64, error) {
+	if !start.Before(end) {
+		return 0, fmt.Errorf("find highest e-mail id: empty window %s..%s", start, end)
+	}
+	q := fmt.Sprintf(`SELECT coalesce(max(record_id), 0) FROM %s WHERE _deleted_at IS NULL AND email_at >= $1 AND email_at < $2`, r.emails)
+	var id int64
+	if err := r.pool.QueryRow(ctx, q, start, end).Scan(&id); err != nil {
+		return 0, fmt.Errorf("find highest e-mail id: %w", err)
+	}
+	return id, nil
+}

@@ -179,3 +179,14 @@ func (r *rig) storedCount() int {
 	}
 	return n
 }
+
+// runCount is the number of rows in sync_runs (0 before the schema exists).
+func (r *rig) runCount() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int
+	if err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{r.schema, "sync_runs"}.Sanitize()).Scan(&n); err != nil {
+		return 0
+	}
+	return n
+}

@@ -106,7 +106,9 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 			sc := sc.in(t)
 			t.Parallel()
 			o := s12Sandbox()
-			o.Latency = 20 * time.Millisecond
+			// Slow pages, so that the kill after three of them lands while
+			// the run still has pages to go.
+			o.Latency = 150 * time.Millisecond
 			r := newRig(t, sc, o)
 			r.sb.twists(c.first)
 			w := startWorker(t, r.env, "run", "--streams", "communications")

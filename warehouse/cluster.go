@@ -42,6 +42,7 @@ type LocalCluster struct {
 	dataDir   string
 	socketDir string
 	throwaway bool
+	attached  bool // a server already running on dataDir; Stop leaves it running
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	logPath   string
@@ -74,6 +75,11 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 		}
 	} else if c.dataDir, err = filepath.Abs(c.dataDir); err != nil {
 		return nil, fmt.Errorf("resolve data directory: %w", err)
+	} else if dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second); ok {
+		c.dsn, c.attached = dsn, true
+		close(c.exited)
+		log.Info("private PostgreSQL cluster already running; using it", zap.String("data_dir", c.dataDir))
+		return c, nil
 	}
 	// The socket path must stay short (108 bytes), so it lives in /tmp.
 	if c.socketDir, err = os.MkdirTemp("", "agencysync-pgsock-"); err != nil {
@@ -85,6 +91,12 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 			c.cleanup()
 		}
 	}()
+	if owner.uid >= 0 {
+		// The server's user must traverse the folders this creates above its data.
+		if err := mkdirTraversable(filepath.Dir(c.dataDir)); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -133,6 +145,14 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 	c.dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	if err := c.waitReady(ctx, 60*time.Second); err != nil {
 		c.stopServer()
+		// Another process may have started the same data folder meanwhile.
+		if !c.throwaway {
+			if dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second); ok {
+				c.cleanup()
+				log.Info("private PostgreSQL cluster started by another process; using it", zap.String("data_dir", c.dataDir))
+				return &LocalCluster{dsn: dsn, dataDir: c.dataDir, attached: true, exited: c.exited, log: log}, nil
+			}
+		}
 		return nil, err
 	}
 	started = true
@@ -140,11 +160,20 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 	return c, nil
 }
 
+// Attached reports whether StartLocal found the server already running on
+// the data folder (started by another agencysync process) and used it: Stop
+// then leaves it running for its owner.
+func (c *LocalCluster) Attached() bool { return c.attached }
+
 // DSN returns the connection string of the cluster's postgres database.
 func (c *LocalCluster) DSN() string { return c.dsn }
 
 // Stop shuts the server down (fast mode) and removes throwaway directories.
+// An attached cluster (see Attached) is left running.
 func (c *LocalCluster) Stop() error {
+	if c.attached {
+		return nil
+	}
 	err := c.stopServer()
 	c.cleanup()
 	return err

@@ -52,12 +52,12 @@ func TestMissingRightsAreNamed(t *testing.T) {
 	role := pgx.Identifier{own.Role}.Sanitize()
 
 	// A schema that does not exist needs CREATE on the database.
-	missing := warehousetest.NewSchemaName(t)
+	missing := warehousetest.UnusedSchemaName(t)
 	err = warehouse.EnsureSchema(ctx, pool, missing)
 	assertPrivilege(t, err, "CREATE", "database", missing)
 
 	// A schema of another role without USAGE for this one.
-	foreign := warehousetest.NewSchemaName(t)
+	foreign := warehousetest.UnusedSchemaName(t)
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{foreign}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}

@@ -145,6 +145,7 @@ type Migrator struct {
 	schema   string
 	role     string
 	log      *zap.Logger
+	fsys     fs.FS // the migration files (DownPreview reads them)
 }
 
 // NewMigrator prepares a goose Provider over a dedicated database/sql handle
@@ -184,7 +185,7 @@ func newMigrator(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs
 		db.Close()
 		return nil, fmt.Errorf("create migration provider: %w", err)
 	}
-	return &Migrator{db: db, provider: p, schema: schema, role: cc.User, log: log}, nil
+	return &Migrator{db: db, provider: p, schema: schema, role: cc.User, log: log, fsys: fsys}, nil
 }
 
 // Up applies every pending migration.

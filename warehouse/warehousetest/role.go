@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,7 +34,7 @@ func NewSchemaOwner(t testing.TB) SchemaOwner {
 	t.Helper()
 	role, dsn := NewRole(t)
 	ctx := context.Background()
-	schema := NewSchemaName(t)
+	schema := newSchemaName(t)
 	_, err := Pool(t).Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()+" AUTHORIZATION "+pgx.Identifier{role}.Sanitize())
 	if err != nil {
 		t.Fatalf("warehousetest: create schema for %s: %v", role, err)
@@ -60,24 +59,10 @@ func NewRole(t testing.TB) (role, dsn string) {
 	}
 	// Registered before any later schema's cleanup, so it runs after it.
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// A session still open would keep the role (and its temp tables) alive.
-		if _, err := p.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role); err != nil {
-			t.Errorf("warehousetest: end sessions of %s: %v", role, err)
-		}
-		for _, q := range []string{"DROP OWNED BY " + ident + " CASCADE", "DROP ROLE " + ident} {
-			var err error
-			for range 50 { // terminated backends leave asynchronously
-				if _, err = p.Exec(ctx, q); err == nil {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				t.Errorf("warehousetest: %s: %v", q, err)
-				return
-			}
+		// dropRole ends the role's sessions first: one still open would
+		// keep the role (and its temp tables) alive.
+		if err := dropRole(p, role); err != nil {
+			t.Errorf("warehousetest: %v", err)
 		}
 	})
 	var canCreate bool

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agencysync/agencysync/config"
+)
+
+// runConfig prints the configuration reference, or with --effective the
+// values in force (environment, _FILE secrets, defaults) with secrets masked.
+func runConfig(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("config", a)
+	effective := fs.Bool("effective", false, "print the values in force (secrets masked) instead of the reference")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("config takes no arguments, got %q", fs.Args())
+	}
+	if !*effective {
+		return runConfigHelp(ctx, a, nil)
+	}
+	cfg, err := config.LoadFrom(ctx, a.env.Lookup, a.env.ReadFile)
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
+	for _, s := range cfg.Effective(a.env.Lookup) {
+		if s.Name == "WAREHOUSE_LOCAL_DIR" && s.Source != "environment" && cfg.DatabaseURL.Value() == "" {
+			if dir, err := a.localDataDir(); err == nil {
+				s.Value, s.Source = dir, "default (DATABASE_URL unset)"
+			}
+		}
+		fmt.Fprintf(a.env.Stdout, "%-28s %-44s %s\n", s.Name, s.Value, s.Source)
+	}
+	return nil
+}

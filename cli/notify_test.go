@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRunNotifies: with SYNC_NOTIFY_URL set, a run that ends partial posts
+// one message, the next (successful) run posts one recovery, and neither the
+// messages nor the logs hold a key or the webhook's path.
+func TestRunNotifies(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var texts []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Text string }
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		texts = append(texts, body.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	const path = "/services/T0/B0/hooksecretpath"
+	sb, o := startSandbox(t, nil)
+	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_DAILY_QUOTA": "8", "AGENCY_QUOTA_RESERVE": "0%", "SYNC_NOTIFY_URL": hook.URL + path})
+	code, out, errs := mainWith(vars, "run")
+	if code != ExitIncomplete {
+		t.Fatalf("run with a tiny budget exit %d, want %d:\n%s", code, ExitIncomplete, errs)
+	}
+	assertNoSecrets(t, out, errs)
+	if strings.Contains(errs, "hooksecretpath") {
+		t.Errorf("the log holds the webhook's path:\n%s", errs)
+	}
+	mu.Lock()
+	if len(texts) != 1 || !strings.Contains(texts[0], "partial") {
+		t.Fatalf("messages %q, want one partial", texts)
+	}
+	mu.Unlock()
+	vars["AGENCY_DAILY_QUOTA"] = "10000"
+	if code, _, errs := mainWith(vars, "run"); code != ExitOK {
+		t.Fatalf("second run exit %d:\n%s", code, errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
+		t.Fatalf("messages %q, want a recovery after the partial run", texts)
+	}
+	assertNoSecrets(t, texts...)
+}
+
+// TestServeAnswersStatusPage: serve's HTTP address answers / with the page.
+func TestServeAnswersStatusPage(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	vars := syncEnv(t, sb, o, map[string]string{"HTTP_ADDR": addr, "SYNC_SCHEDULE": "0 0 1 1 *"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		env := Env{Stdout: io.Discard, Stderr: &errb, ReadFile: os.ReadFile,
+			Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+		done <- Main(ctx, []string{"serve"}, env)
+	}()
+	var page string
+	for range 300 {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				page = string(b)
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, errb.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	if !strings.Contains(page, `<table id="streams">`) || !strings.Contains(page, `data-stream="communications"`) {
+		t.Fatalf("GET / did not answer the status page:\n%.500s", page)
+	}
+}

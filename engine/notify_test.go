@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/notify"
+)
+
+// scriptedRunner returns the results given, in turn.
+type scriptedRunner struct {
+	results []*Result
+	n       int
+}
+
+func (s *scriptedRunner) Run(context.Context, Request) (*Result, error) {
+	r := s.results[s.n]
+	s.n++
+	return r, nil
+}
+
+// statusLog is a RunHistory over runs in the order they ran.
+type statusLog struct{ order []*Result }
+
+func (l *statusLog) PreviousRunStatus(_ context.Context, runID string) (string, error) {
+	prev := ""
+	for _, r := range l.order {
+		if r.RunID == runID {
+			return prev, nil
+		}
+		if r.Status != StatusSkipped {
+			prev = string(r.Status)
+		}
+	}
+	return "", load.ErrNoSuchRun
+}
+
+type collectSender struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (c *collectSender) Send(text string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.texts = append(c.texts, text)
+	return nil
+}
+
+// TestNotifyingEvents runs a scripted sequence: each of the four events
+// yields one message, quiet runs none.
+func TestNotifyingEvents(t *testing.T) {
+	t.Parallel()
+	seq := []struct {
+		res  *Result
+		want string // "" for no message
+	}{
+		{&Result{RunID: "11111111-a", Status: StatusSucceeded}, ""},
+		{&Result{RunID: "22222222-a", Status: StatusFailed, Err: errors.New("brands: HTTP 500")}, "failed"},
+		{&Result{RunID: "33333333-a", Status: StatusSkipped}, ""},
+		{&Result{RunID: "44444444-a", Status: StatusSucceeded}, "recovered"},
+		{&Result{RunID: "55555555-a", Status: StatusPartial, Err: errors.New("today's request budget is spent")}, "ended partial"},
+		{&Result{RunID: "66666666-a", Status: StatusSucceeded, Notes: []string{"shortfall 2"}}, "recovered"},
+		{&Result{RunID: "77777777-a", Status: StatusSucceeded, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
+		{&Result{RunID: "88888888-a", Status: StatusSucceeded}, ""},
+	}
+	runner := &scriptedRunner{}
+	hist := &statusLog{}
+	for _, s := range seq {
+		runner.results = append(runner.results, s.res)
+		hist.order = append(hist.order, s.res)
+	}
+	sender := &collectSender{}
+	r := Notifying(runner, hist, sender, NotifyOptions{Schema: "agency", Logger: zaptest.NewLogger(t)})
+	for i, s := range seq {
+		before := len(sender.texts)
+		res, err := r.Run(context.Background(), Request{Trigger: TriggerServe})
+		if err != nil || res != s.res {
+			t.Fatalf("run %d: the wrapper changed the result: %v %v", i, res, err)
+		}
+		got := sender.texts[before:]
+		switch {
+		case s.want == "" && len(got) != 0:
+			t.Errorf("run %d (%s): %q, want no message", i, s.res.Status, got)
+		case s.want != "" && (len(got) != 1 || !strings.Contains(got[0], s.want) || !strings.Contains(got[0], s.res.RunID[:8])):
+			t.Errorf("run %d (%s): %q, want one message saying %q", i, s.res.Status, got, s.want)
+		}
+	}
+	if !strings.Contains(sender.texts[len(sender.texts)-1], "shortfall 3") || !strings.Contains(sender.texts[len(sender.texts)-1], "• gap") {
+		t.Errorf("the warnings message lacks its warnings: %q", sender.texts[len(sender.texts)-1])
+	}
+	// A run that could not even start is a failure too.
+	before := len(sender.texts)
+	errRunner := runnerFunc(func(context.Context, Request) (*Result, error) { return nil, errors.New("lock: connection refused") })
+	if _, err := Notifying(errRunner, hist, sender, NotifyOptions{}).Run(context.Background(), Request{}); err == nil {
+		t.Fatal("the error was swallowed")
+	}
+	if got := sender.texts[before:]; len(got) != 1 || !strings.Contains(got[0], "failed") || !strings.Contains(got[0], "connection refused") {
+		t.Errorf("a run error gave %q", got)
+	}
+}
+
+type runnerFunc func(context.Context, Request) (*Result, error)
+
+func (f runnerFunc) Run(ctx context.Context, req Request) (*Result, error) { return f(ctx, req) }
+
+// TestNotifyRealRunNoKeyNoDelay runs the real engine against a main
+// interface that echoes the key in its errors; the webhook hangs until the
+// run has returned. The run ends failed, without waiting for the webhook,
+// and the one message it sends holds no key.
+func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Emails, o.HistoryDays = 200, 10
+	h := newHarness(t, o, nil)
+	key := o.APIKey
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"message": "invalid filter for key " + r.Header.Get("Authorization") + " (" + key + ")"})
+	}))
+	t.Cleanup(echo.Close)
+	h.apiURL = echo.URL
+	h.eng = h.engine(nil)
+
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var texts []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Text string }
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+		mu.Lock()
+		texts = append(texts, body.Text)
+		mu.Unlock()
+		select { // answer only once the run has returned
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hook.Close)
+	n, err := notify.New(notify.Options{URL: hook.URL + "/services/T/B/hooksecret", Redact: h.eng.Redact, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := load.New(h.pool, load.Config{Schema: h.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Notifying(h.eng, store, n, NotifyOptions{Schema: h.schema, Redact: h.eng.Redact, Logger: zaptest.NewLogger(t)})
+	res, err := r.Run(context.Background(), Request{Trigger: TriggerTest})
+	// Reaching here with the webhook still holding its answer means the run did not wait for it.
+	close(release)
+	if err != nil || res.Status != StatusFailed {
+		t.Fatalf("run: %v %+v, want failed", err, res)
+	}
+	if !strings.Contains(res.Err.Error(), "invalid filter") {
+		t.Fatalf("the run failed for another reason: %v", res.Err)
+	}
+	if err := n.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(texts) != 1 {
+		t.Fatalf("%d messages, want 1: %q", len(texts), texts)
+	}
+	if !strings.Contains(texts[0], "failed") || !strings.Contains(texts[0], "invalid filter") {
+		t.Errorf("message %q does not say what failed", texts[0])
+	}
+	for _, secret := range []string{key, o.CommsKey, "hooksecret"} {
+		if len(secret) >= 4 && strings.Contains(texts[0], secret) {
+			t.Errorf("message holds a secret %q: %s", secret, texts[0])
+		}
+	}
+
+	// The next run succeeds (the real interface again): one recovery message.
+	h.apiURL = ""
+	h.eng = h.engine(nil)
+	n2, err := notify.New(notify.Options{URL: hook.URL + "/services/T/B/hooksecret", Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	res, err = Notifying(h.eng, store, n2, NotifyOptions{Schema: h.schema}).Run(context.Background(), Request{Trigger: TriggerTest})
+	if err != nil || res.Status != StatusSucceeded {
+		t.Fatalf("second run: %v %+v", err, res)
+	}
+	if err := n2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
+		t.Errorf("after the failed run, a success sent %q, want one recovery", texts[1:])
+	}
+}
