@@ -231,6 +231,7 @@ func (h *harness) largeAgency(ctx context.Context) []Row {
 	byDay := map[string]int64{}
 	var nightlies []sandboxRun
 	var hourly []float64
+	var over []string // hourly runs above 2 requests: day, hour, requests
 	for d := 1; d <= z.Days; d++ {
 		if d > 1 {
 			if _, err := h.editDay(ctx, sb, head, d-1, time.Hour, z.HourlyAppend, laterFinanceEvery); err != nil {
@@ -256,6 +257,9 @@ func (h *harness) largeAgency(ctx context.Context) []Row {
 				return append(rows, failFrom(1, err)...)
 			}
 			hourly = append(hourly, float64(r.requests))
+			if r.requests > 2 {
+				over = append(over, fmt.Sprintf("day %d %02d:00 %d", d, hr, r.requests))
+			}
 			byDay[r.day] += r.requests
 		}
 		h.log("large agency: day %d (%s): nightly %d requests, %d in all", d, n.day, n.requests, byDay[n.day])
@@ -308,7 +312,8 @@ func (h *harness) largeAgency(ctx context.Context) []Row {
 		Result:  fmt.Sprintf("%s at most, median %s", ints(hi), Float(Median(hourly), 1)),
 		Target:  "≤ 2",
 		Verdict: Check(hi, hi <= 2),
-		Detail:  fmt.Sprintf("%d hourly runs, all succeeded; runs by requests: %s", len(hourly), endpointList(counts))})
+		Detail: fmt.Sprintf("%d hourly runs, all succeeded; runs by requests: %s; above 2 (day, hour, requests): %s",
+			len(hourly), endpointList(counts), orNone(over))})
 	return rows
 }
 
@@ -531,4 +536,12 @@ func (h *harness) autovacuumOff(ctx context.Context) (func(), error) {
 			h.log("turn autovacuum back on: %v", err)
 		}
 	}, nil
+}
+
+// orNone joins xs, or says "none".
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
