@@ -487,6 +487,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(batch.Users)
+		r.stats.rangePage(rc.From, rc.To, int64(len(batch.Emails)+len(batch.Rejects)), st.done)
 		if r.spool != nil {
 			r.spool.drop(r.pageKey(rc, page.Number))
 		}

@@ -122,6 +122,8 @@ type warehouseStore interface {
 	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
 	NewListing(table string, scope map[string]any) (*load.Listing, error)
 	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
+	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
+	Freshness(ctx context.Context) ([]load.StreamFreshness, error)
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -253,6 +255,9 @@ type Result struct {
 	// Verify is what the run's verification (agencysync verify, or the
 	// scheduled verify task) found and did; nil when none ran.
 	Verify *VerifyReport
+	// Tasks is what each task that ran did, by task name (also stored in
+	// sync_runs.streams_detail).
+	Tasks map[string]load.TaskDetail
 }
 
 // run is the state of one run in progress.
@@ -275,6 +280,7 @@ type run struct {
 	closing   []closedRange // ranges closed by the current task, reconciled after it (verify.go)
 	gaps      []string      // differences not repaired within the run (verify.go)
 	verified  *VerifyReport // the run's verification, if any
+	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -391,8 +397,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
+		r.stats.begin(item.Task, budget.Spent(), time.Now())
 		err := r.runTask(ctx, item.Task, req, tlog)
 		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
+		r.stats.end(budget.Spent(), time.Now())
 		if err == nil {
 			continue
 		}
@@ -430,6 +438,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	// connections in the pool, and a "running" row would outlive the run.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	res.Tasks = r.stats.detail()
+	if err := e.store.SetStreamsDetail(fctx, runID, res.Tasks); err != nil {
+		r.log.Warn("run history: streams detail not recorded", zap.Error(err))
+	}
 	for wait := 100 * time.Millisecond; ; wait *= 2 {
 		err := e.store.FinishRun(fctx, runID, load.RunResult{Status: string(res.Status), RequestsUsed: res.RequestsUsed,
 			Retries: res.Retries, RowsByTable: res.Counts.RowsByTable(), Rejected: res.Counts.Rejected, Error: errText})
@@ -445,8 +457,8 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	e.saveClock(fctx)
 	dur := e.set.Now().Sub(started)
 	if e.metrics != nil {
-		for _, s := range completedStreams(streams, plan.Items, res) {
-			e.metrics.LastSuccess.WithLabelValues(s).SetToCurrentTime()
+		if err := e.PublishFreshness(fctx); err != nil {
+			r.log.Warn("metrics: last success not read from the warehouse", zap.Error(err))
 		}
 		e.metrics.Runs.WithLabelValues(string(res.Status)).Inc()
 		e.metrics.RunDuration.WithLabelValues(string(res.Status)).Observe(dur.Seconds())
@@ -462,27 +474,6 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	}
 	r.log.Info("sync summary", fields...)
 	return res, nil
-}
-
-// completedStreams lists the streams whose every task ran to completion in a
-// run (none when the run stopped early).
-func completedStreams(streams []string, items []PlanItem, res *Result) []string {
-	if res.Status == StatusPartial || res.Status == StatusSkipped || errors.Is(res.Err, extract.ErrUnauthorized) {
-		return nil
-	}
-	var out []string
-	for _, s := range streams {
-		ok := true
-		for _, it := range items {
-			if _, failed := res.StreamErrors[it.Task]; failed && strings.Contains(it.Task.Stream(), s) {
-				ok = false
-			}
-		}
-		if ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // classifyStop returns the error that must stop the whole run (budget,
@@ -583,6 +574,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.mu.Lock()
 	r.counts.Add(c)
 	r.mu.Unlock()
+	r.stats.read(&p.Batch)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))

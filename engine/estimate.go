@@ -174,7 +174,11 @@ func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err err
 			back.Note = fmt.Sprintf("window %s..%s from page %d of %d; backfill to %s", rc.From, rc.To, rc.NextPage, rc.LastPage, bf.End)
 		} else {
 			back.Requests, back.Unknown = 1, true
-			back.Note = fmt.Sprintf("next window after %s; backfill to %s", bf.DoneUntil, bf.End)
+			if bf.DoneUntil == "" {
+				back.Note = fmt.Sprintf("first window from %s; backfill to %s; the first page tells its size", bf.Start, bf.End)
+			} else {
+				back.Note = fmt.Sprintf("next window after %s; backfill to %s", bf.DoneUntil, bf.End)
+			}
 		}
 	default:
 		if c := cs.cur; c.FullReadOn == dateString(today) && c.LastPerPage > 0 {

@@ -92,11 +92,18 @@ type Estimate struct {
 	Note     string // how the figure was reached
 }
 
-// PlanItem is one task's share of the day's budget.
+// PlanItem is one task's share of the day's budget. Tasks run one after the
+// other on the run's one budget: a task may use what the tasks before it
+// leave, so an open-ended task (Unknown) is allotted its known part and may
+// take up to UpTo.
 type PlanItem struct {
 	Estimate
-	Allotted int // requests the task may use in this run
+	Allotted int // requests the task is expected to use in this run
+	UpTo     int // the most it may use: what is left at its turn when open-ended, else Allotted
 	Deferred int // estimated requests that wait for a later day
+	// After names the open-ended task before this one whose size decides
+	// whether Allotted holds ("" when none).
+	After Task
 }
 
 // Plan is the allocation of today's remaining quota to the tasks.
@@ -110,30 +117,48 @@ type Plan struct {
 }
 
 // MakePlan allots the day's remaining budget to the estimates in priority
-// order. Tasks absent from estimates are not planned. An unknown estimate
+// order, the order the run spends it in. Tasks absent from estimates are not
+// planned. A known estimate gets what it needs while the budget lasts. An
+// open-ended estimate (Unknown) followed by another one gets its known part
+// and may take up to what is left at its turn; the last open-ended one
 // takes everything left.
 func MakePlan(day time.Time, dailyQuota int, reserveShare float64, spent int, priorities []Task, estimates []Estimate) Plan {
 	reserve := int(math.Ceil(float64(dailyQuota) * reserveShare))
 	p := Plan{Day: day, DailyQuota: dailyQuota, Reserve: reserve, Spent: spent}
 	p.Budget = max(dailyQuota-reserve-spent, 0)
-	left := p.Budget
+	var ordered []Estimate
 	for _, t := range priorities {
 		for _, e := range estimates {
-			if e.Task != t {
-				continue
+			if e.Task == t {
+				ordered = append(ordered, e)
 			}
-			item := PlanItem{Estimate: e}
-			want := e.Requests
-			if e.Unknown {
-				want = max(left, e.Requests)
-			}
-			item.Allotted = min(want, left)
-			if !e.Unknown {
-				item.Deferred = e.Requests - item.Allotted
-			}
-			left -= item.Allotted
-			p.Items = append(p.Items, item)
 		}
+	}
+	lastUnknown := -1
+	for i, e := range ordered {
+		if e.Unknown {
+			lastUnknown = i
+		}
+	}
+	left := p.Budget
+	var after Task
+	for i, e := range ordered {
+		item := PlanItem{Estimate: e, After: after}
+		switch {
+		case !e.Unknown:
+			item.Allotted = min(e.Requests, left)
+			item.Deferred = e.Requests - item.Allotted
+			item.UpTo = item.Allotted
+		case i == lastUnknown:
+			item.Allotted = left
+			item.UpTo = left
+		default:
+			item.Allotted = min(e.Requests, left)
+			item.UpTo = left
+			after = e.Task
+		}
+		left -= item.Allotted
+		p.Items = append(p.Items, item)
 	}
 	return p
 }
@@ -164,12 +189,20 @@ func (p Plan) Print(w io.Writer) {
 	fmt.Fprintln(tw, "TASK\tSTREAM\tESTIMATED\tALLOTTED\tWAITS FOR TOMORROW\tBASIS")
 	for _, it := range p.Items {
 		est := fmt.Sprint(it.Requests)
+		allotted := fmt.Sprint(it.Allotted)
 		waits := fmt.Sprint(it.Deferred)
 		if it.Unknown {
 			est = fmt.Sprintf("≥%d (unknown)", it.Requests)
 			waits = "what the allotment does not cover"
+			if it.UpTo > it.Allotted {
+				allotted = fmt.Sprintf("%d, up to %d", it.Allotted, it.UpTo)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", it.Task, it.Task.Stream(), est, it.Allotted, waits, it.Note)
+		note := it.Note
+		if it.After != "" && it.Allotted > 0 {
+			note = strings.TrimSpace(note + fmt.Sprintf(" (less what %s takes beyond its estimate)", it.After))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Task, it.Task.Stream(), est, allotted, waits, note)
 	}
 	tw.Flush()
 }

@@ -35,6 +35,13 @@ func TestMakePlan(t *testing.T) {
 			deferred:  map[Task]int{},
 		},
 		{
+			name: "an open-ended task before another gets its known part", quota: 100, reserve: 0, spent: 0,
+			estimates: []Estimate{{Task: TaskCommsBackfill, Requests: 1, Unknown: true}, {Task: TaskDetails, Requests: 2, Unknown: true}, {Task: TaskFinance, Requests: 7}},
+			budget:    100,
+			allotted:  map[Task]int{TaskFinance: 7, TaskDetails: 2, TaskCommsBackfill: 91},
+			deferred:  map[Task]int{},
+		},
+		{
 			name: "priorities decide who waits", quota: 100, reserve: 0, spent: 40,
 			estimates: []Estimate{{Task: TaskCommsBackfill, Requests: 500}, {Task: TaskDetails, Requests: 50}, {Task: TaskCommsIncrement, Requests: 5}, {Task: TaskFinance, Requests: 7}},
 			budget:    60,

@@ -1,23 +1,28 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/load"
 )
 
 // StreamStatus is one stream's health, for `agencysync status`.
 type StreamStatus struct {
 	Stream      string     `json:"stream"`
 	Watermark   *time.Time `json:"watermark,omitempty"`
-	LastSuccess *time.Time `json:"last_success,omitempty"` // the oldest last success of its partitions
-	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // now - LastSuccess
+	LastSuccess *time.Time `json:"last_success,omitempty"` // sync_freshness.last_success_at (load.Store.Freshness)
+	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // sync_freshness.lag, rounded to the second
 	Rows        int64      `json:"rows"`                   // rows of its main table, soft-deleted excluded
 	Rejected    int64      `json:"rejected"`               // rejected_records of the stream
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
@@ -34,6 +39,9 @@ type RunSummary struct {
 	Rejected     int            `json:"rejected"`
 	RowsByTable  map[string]int `json:"rows_by_table"`
 	Error        string         `json:"error,omitempty"`
+	// StreamsDetail is sync_runs.streams_detail: per task, the stream,
+	// requests, records read, duration and communications ranges fetched.
+	StreamsDetail map[string]load.TaskDetail `json:"streams_detail"`
 }
 
 // StatusReport is what `agencysync status` prints.
@@ -60,20 +68,29 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 	plan := MakePlan(day, e.set.DailyQuota, e.set.QuotaReserve, spent, nil, nil)
 	rep := &StatusReport{Schema: e.set.Schema, QuotaDay: day.Format(time.DateOnly), QuotaSpent: spent, QuotaLeft: plan.Budget}
 	main := map[string]string{StreamBrands: "brands", StreamProjects: "projects", StreamFinance: "invoices", StreamCommunications: "emails"}
-	now := e.set.Now()
+	fresh, err := e.store.Freshness(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range AllStreams {
 		ss := StreamStatus{Stream: s}
-		q := fmt.Sprintf(`SELECT max(watermark), min(last_success_at), bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
+		for _, f := range fresh {
+			if f.Stream != s {
+				continue
+			}
+			ss.Watermark, ss.LastSuccess = f.Watermark, f.LastSuccessAt
+			if f.Lag != nil {
+				lag := math.Round(f.Lag.Seconds())
+				ss.LagSeconds = &lag
+			}
+		}
+		q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
 FROM %s WHERE stream = $1`, e.book.t("sync_state"))
 		var inProgress *bool
-		if err := e.pool.QueryRow(ctx, q, s).Scan(&ss.Watermark, &ss.LastSuccess, &inProgress); err != nil {
+		if err := e.pool.QueryRow(ctx, q, s).Scan(&inProgress); err != nil {
 			return nil, fmt.Errorf("read state of %s: %w", s, err)
 		}
 		ss.InProgress = inProgress != nil && *inProgress
-		if ss.LastSuccess != nil {
-			lag := math.Round(now.Sub(*ss.LastSuccess).Seconds())
-			ss.LagSeconds = &lag
-		}
 		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+" WHERE _deleted_at IS NULL").Scan(&ss.Rows); err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", s, err)
 		}
@@ -85,17 +102,20 @@ FROM %s WHERE stream = $1`, e.book.t("sync_state"))
 	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, '')
+	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, ''), streams_detail
 FROM %s ORDER BY started_at DESC LIMIT $1`, e.book.t("sync_runs")), lastRuns)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	rep.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunSummary, error) {
 		var rs RunSummary
-		var byTable []byte
-		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error)
+		var byTable, detail []byte
+		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error, &detail)
 		if err == nil {
 			err = json.Unmarshal(byTable, &rs.RowsByTable)
+		}
+		if err == nil {
+			err = json.Unmarshal(detail, &rs.StreamsDetail)
 		}
 		return rs, err
 	})
@@ -152,6 +172,39 @@ func (rep *StatusReport) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
 	}
 	tw.Flush()
+	if len(rep.Runs) > 0 && len(rep.Runs[0].StreamsDetail) > 0 {
+		r := rep.Runs[0]
+		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tTOOK\tRANGES FETCHED")
+		tasks := make([]string, 0, len(r.StreamsDetail))
+		for t := range r.StreamsDetail {
+			tasks = append(tasks, t)
+		}
+		slices.SortFunc(tasks, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
+		for _, t := range tasks {
+			d := r.StreamsDetail[t]
+			var ranges []string
+			for _, rg := range d.Ranges {
+				s := fmt.Sprintf("%s..%s (%d pages, %d records)", rg.From, rg.To, rg.Pages, rg.Records)
+				if !rg.Complete {
+					s += " unfinished"
+				}
+				ranges = append(ranges, s)
+			}
+			took := (time.Duration(d.DurationSeconds * float64(time.Second))).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, took, cmp.Or(strings.Join(ranges, ", "), "—"))
+		}
+		tw.Flush()
+	}
+}
+
+// taskOrder is a task's place in the default priorities (unknown names last).
+func taskOrder(name string) int {
+	if i := slices.Index(DefaultPriorities, Task(name)); i >= 0 {
+		return i
+	}
+	return len(DefaultPriorities)
 }
 
 func fmtTime(t *time.Time) string {

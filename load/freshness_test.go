@@ -1,0 +1,67 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestFreshnessDefinition: a stream's last success is the oldest last
+// success of its regular partitions; details, backfill and verify do not
+// age it; a regular partition that never succeeded leaves it unknown; the
+// lag is the database's now minus it.
+func TestFreshnessDefinition(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	ctx := context.Background()
+	st := qualified(schema, "sync_state")
+	if _, err := pool.Exec(ctx, `INSERT INTO `+st+` (stream, partition, last_success_at) VALUES
+	('brands', 'list', now() - interval '10 seconds'),
+	('brands', 'details', now() - interval '3 days'),
+	('finance', 'budgets', now() - interval '20 seconds'),
+	('finance', 'invoices', now() - interval '2 hours'),
+	('communications', '', now() - interval '30 seconds'),
+	('communications', 'backfill', now() - interval '9 days'),
+	('communications', 'verify', NULL),
+	('projects', 'list', NULL),
+	('projects', 'details', now())`); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := s.Freshness(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"brands": 10 * time.Second, "finance": 2 * time.Hour, "communications": 30 * time.Second, "projects": -1}
+	if len(fresh) != len(want) {
+		t.Fatalf("Freshness = %+v", fresh)
+	}
+	common := time.Duration(-1)
+	for _, f := range fresh {
+		w, ok := want[f.Stream]
+		switch {
+		case !ok:
+			t.Errorf("unexpected stream %q", f.Stream)
+		case w < 0:
+			if f.LastSuccessAt != nil || f.Lag != nil {
+				t.Errorf("%s: last success %v lag %v, want none (its list never succeeded)", f.Stream, f.LastSuccessAt, f.Lag)
+			}
+		case f.LastSuccessAt == nil || f.Lag == nil:
+			t.Errorf("%s: no last success", f.Stream)
+		default:
+			// The rows share one transaction time and the view one now():
+			// every lag is its offset plus the same time since the insert.
+			if d := f.Now.Sub(*f.LastSuccessAt) - *f.Lag; d > time.Millisecond || d < -time.Millisecond {
+				t.Errorf("%s: lag %s, now - last success %s", f.Stream, *f.Lag, f.Now.Sub(*f.LastSuccessAt))
+			}
+			since := *f.Lag - w
+			if since < 0 {
+				t.Errorf("%s: lag %s, want at least %s", f.Stream, *f.Lag, w)
+			}
+			if common < 0 {
+				common = since
+			} else if d := since - common; d > time.Millisecond || d < -time.Millisecond {
+				t.Errorf("%s: lag %s is not its offset %s plus the %s of the others", f.Stream, *f.Lag, w, common)
+			}
+		}
+	}
+}
