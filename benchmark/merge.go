@@ -82,3 +82,28 @@ func plural(ids []string, one, many string) string {
 	}
 	return fmt.Sprintf(many, strings.Join(ids, ", "))
 }
+
+// separateMark ends the heading of a BENCHMARKS.md section that make bench
+// does not produce (figures measured by other means); such sections are
+// kept when the file is rewritten.
+const separateMark = "(measured separately)"
+
+// KeepSeparateSections returns fresh (the harness's Markdown) followed by
+// the sections of old whose "## " heading ends with "(measured
+// separately)", each up to the next "## " heading that does not.
+func KeepSeparateSections(old, fresh string) string {
+	var kept []string
+	keep := false
+	for _, line := range strings.SplitAfter(old, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			keep = strings.HasSuffix(strings.TrimSpace(line), separateMark)
+		}
+		if keep {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == 0 {
+		return fresh
+	}
+	return strings.TrimRight(fresh, "\n") + "\n\n" + strings.Join(kept, "")
+}

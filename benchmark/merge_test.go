@@ -39,3 +39,15 @@ func TestMergeEarlier(t *testing.T) {
 		t.Error("LoadReport of garbage: no error")
 	}
 }
+
+func TestKeepSeparateSections(t *testing.T) {
+	old := "# agencysync benchmarks\n\n## Results\n\nold table\n\n## Views (measured separately)\n\nviews table\n\n## Storage (measured separately)\n\nbytes\n"
+	got := KeepSeparateSections(old, "# agencysync benchmarks\n\n## Results\n\nnew table\n")
+	want := "# agencysync benchmarks\n\n## Results\n\nnew table\n\n## Views (measured separately)\n\nviews table\n\n## Storage (measured separately)\n\nbytes\n"
+	if got != want {
+		t.Errorf("KeepSeparateSections =\n%s\nwant\n%s", got, want)
+	}
+	if got := KeepSeparateSections("# old\n\n## Results\n\nx\n", "new\n"); got != "new\n" {
+		t.Errorf("without separate sections: %q, want the new text alone", got)
+	}
+}

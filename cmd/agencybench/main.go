@@ -71,7 +71,11 @@ func run(ctx context.Context, args []string) int {
 	fmt.Printf("took %s; load average %s at the start, %s at the end; other processes used %s cores on average\n",
 		rep.Took.Round(1e9), rep.Machine.LoadStart, rep.Machine.LoadEnd, benchmark.Float(rep.OtherCores, 2))
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(rep.Markdown()), 0o644); err != nil {
+		md := rep.Markdown()
+		if old, err := os.ReadFile(*out); err == nil { // sections measured by other means stay
+			md = benchmark.KeepSeparateSections(string(old), md)
+		}
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "agencybench: write report:", err)
 			return 1
 		}
