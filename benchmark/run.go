@@ -253,8 +253,10 @@ func (r *Report) Markdown() string {
    schema (`+"`AGENCY_RATE_LIMIT=1000`"+`, otherwise the default configuration), requests ÷ `+"`oracle.MinimumRequests`"+`.
    (b) A day of changes (the sandbox clock +24 h, %s e-mails appended, the deadline of 2%% of the projects and the
    amount of 1%% of the finance records changed through the admin API), then the nightly `+"`agencysync run`"+`: its
-   requests ÷ the 10 000-request quota. (c) %d simulated days: each day a nightly run and %d hourly
-   `+"`agencysync run --streams communications`"+`, the sandbox clock +1 h and %s e-mails appended before each hourly run
+   requests ÷ the 10 000-request quota. The first sync runs at midnight of the sandbox's clock, the nightly runs at
+   02:00 (`+"`SYNC_SCHEDULE`"+`'s default hour). (c) %d simulated days: each day a nightly run and %d hourly
+   `+"`agencysync run --streams communications`"+` at the other hours (the first day from 02:00), the sandbox clock +1 h
+   and %s e-mails appended before each hourly run
    and before each later nightly run, which also follows a different 2%% of deadlines and 0.1%% of amounts changed
    (the same requests as 1%%: a day's changes of each finance list fit one page either way; the sandbox recomputes
    every aggregate after each edit, which makes 1%% a day slow).
