@@ -107,7 +107,7 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
 		Priorities: priorities, DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
-		NoPrefetch: !cfg.Prefetch, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
+		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
 	})
 	if err != nil {
 		return nil, err

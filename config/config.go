@@ -100,6 +100,8 @@ type Config struct {
 	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
 	// Prefetch fetches the next page while the current one loads.
 	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (pages wait in the spool under $TMPDIR until committed, so a crash still loses at most the request in flight)"`
+	// MaxInFlight bounds the requests in flight at once (0: derived from the rate limit and the answer times).
+	MaxInFlight int `env:"SYNC_MAX_IN_FLIGHT, default=0" form:"0, or a number of requests from 1 to 1000" desc:"requests in flight at once for details and communications pages fetched ahead (0: from the rate limit and the answer times measured — 1 while rate × answer time ≤ 1, as at 10/s with answers under 100 ms, else 1.5 × that product rounded up plus one, e.g. 9 at 100/s with 50 ms answers); requests still leave paced, and only with SYNC_PREFETCH and the spool"`
 	// AutoMigrate applies pending migrations before run and serve.
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
@@ -254,6 +256,9 @@ func (c *Config) validate() error {
 	}
 	if c.CommsRateLimit < 0 || c.CommsRateLimit > 1000 {
 		return fieldError("CommsRateLimit", fmt.Sprintf("%v is out of range", c.CommsRateLimit))
+	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > 1000 {
+		return fieldError("MaxInFlight", fmt.Sprintf("%d is out of range", c.MaxInFlight))
 	}
 	if c.DetailMaxAge <= 0 {
 		return fieldError("DetailMaxAge", "must be positive")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -88,6 +89,18 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 		reuse := false
 		var prevFirst, prevLast int64
 		prevIDs := false
+		// Pages after the one in hand are fetched ahead, several at a time
+		// when the pace calls for it (run.inFlight less the one the page
+		// loop's consumer is loading): only within a settled layout, up to
+		// the last page the server announced, so they cost no request a
+		// sequential pager would not send. When the range changes while it
+		// is paged (mail arriving in today's range changes its total on
+		// every request), those fetched ahead are dropped — at most depth
+		// requests wasted — and the rest of the range is paged one page at
+		// a time.
+		steady := !r.e.set.NoPrefetch // fetch ahead (the layout never changed)
+		ahead := newPagesAhead(ctx)
+		defer ahead.stop()
 		for {
 			if err := ctx.Err(); err != nil {
 				yield(nil, fmt.Errorf("page communications: %w", err))
@@ -104,7 +117,16 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				}
 				reuse = false
 				var err error
-				if p, spooled, err = r.commsPage(ctx, log, q, start, page, per, !unsettled); err != nil {
+				if unsettled {
+					steady = false
+					ahead.drop()
+				}
+				if f := ahead.take(page, per); f != nil {
+					p, spooled, err = f.wait(ctx)
+				} else {
+					p, spooled, err = r.commsPage(ctx, log, q, start, page, per, !unsettled)
+				}
+				if err != nil {
 					yield(nil, err)
 					return
 				}
@@ -123,6 +145,8 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				log.Info("the server's per_page changed within a range; resuming from the records committed",
 					zap.Int("per_page_was", per), zap.Int("per_page", p.PerPage), zap.Int("offset", offset), zap.Int("page", np))
 				per, unsettled = p.PerPage, true
+				steady = false
+				ahead.drop()
 				if np != page {
 					page = np
 					if steps, again = steps+1, again+1; steps > rangeStepBacks(page) || tooManyAgain(again, furthest) {
@@ -136,6 +160,8 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				log.Info("communications range changed while it was paged; stepping back",
 					zap.Int("total_was", total), zap.Int("total", p.Total), zap.Int("page", page))
 				unsettled = true
+				steady = false
+				ahead.drop()
 			}
 			if paged {
 				total, haveTotal = p.Total, true
@@ -180,6 +206,21 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			if st.fresh > 0 {
 				steps = 0
 			}
+			depth := 0
+			if steady {
+				depth = r.inFlight(true) - 1 // as the answer times call for now
+			}
+			if depth > 0 && !st.done && paged && held == nil && !reuse {
+				for k := page + 1; k <= min(page+depth, p.LastPage); k++ {
+					key := ""
+					if r.spool != nil {
+						key = r.pageKey(&start, k)
+					}
+					ahead.launch(k, p.PerPage, r.spool, key, func(ctx context.Context) (*spooledPage, bool, error) {
+						return r.commsPage(ctx, log, q, start, k, p.PerPage, true)
+					})
+				}
+			}
 			if !yield(st, nil) || st.done {
 				return
 			}
@@ -190,6 +231,126 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			furthest = max(furthest, page)
 		}
 	}
+}
+
+// pagesAhead is the communications pages fetched ahead of a range's page
+// loop, each by a goroutine of its own that ends before stop returns. Each
+// page is spooled as soon as its answer is in (a crash loses only the
+// requests in flight), and taken out of the spool again when it is dropped
+// (a page fetched under a layout given up must not come back from the
+// spool). It is used by the page loop's goroutine only.
+type pagesAhead struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	pages  map[int]*pageAhead
+}
+
+// pageAhead is one page fetched ahead, asked with per_page per.
+type pageAhead struct {
+	per  int
+	done chan struct{} // closed when p, fromSpool and err are set
+
+	p         *spooledPage
+	fromSpool bool // read from the spool a killed run left
+	err       error
+
+	sp      *pageSpool
+	key     string
+	mu      sync.Mutex
+	dropped bool // given up: not to be spooled, or to be taken out again
+	put     bool // spooled by this fetch
+}
+
+func newPagesAhead(ctx context.Context) *pagesAhead {
+	a := &pagesAhead{parent: ctx, pages: map[int]*pageAhead{}}
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	return a
+}
+
+// launch fetches page n (asked with per) ahead, unless it is already, and
+// spools it under key in sp (nil: no spool).
+func (a *pagesAhead) launch(n, per int, sp *pageSpool, key string, fetch func(ctx context.Context) (*spooledPage, bool, error)) {
+	if _, ok := a.pages[n]; ok {
+		return
+	}
+	f := &pageAhead{per: per, done: make(chan struct{}), sp: sp, key: key}
+	a.pages[n] = f
+	ctx := a.ctx
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(f.done)
+		f.p, f.fromSpool, f.err = fetch(ctx)
+		if f.err != nil || f.fromSpool || sp == nil {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.dropped {
+			sp.put(key, f.p)
+			f.put = true
+		}
+	}()
+}
+
+// take hands over page n if it was fetched ahead with per (nil otherwise;
+// a page fetched with another per is dropped).
+func (a *pagesAhead) take(n, per int) *pageAhead {
+	f := a.pages[n]
+	if f == nil {
+		return nil
+	}
+	delete(a.pages, n)
+	if f.per != per {
+		f.drop()
+		return nil
+	}
+	return f
+}
+
+// wait is the page's answer once it is in, and whether it is in the spool.
+func (f *pageAhead) wait(ctx context.Context) (*spooledPage, bool, error) {
+	select {
+	case <-f.done:
+		return f.p, f.fromSpool || f.put, f.err
+	case <-ctx.Done():
+		return nil, false, fmt.Errorf("fetch communications page ahead: %w", ctx.Err())
+	}
+}
+
+// drop gives the page up: it is not spooled, or is taken out of the spool.
+func (f *pageAhead) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped = true
+	if f.put {
+		f.sp.drop(f.key)
+		f.put = false
+	}
+}
+
+// drop gives up every page fetched ahead (the range's layout changed, so
+// the loop asks for its pages itself again); those in flight are cancelled.
+func (a *pagesAhead) drop() {
+	if len(a.pages) == 0 {
+		return
+	}
+	a.cancel()
+	for _, f := range a.pages {
+		f.drop()
+	}
+	a.pages = map[int]*pageAhead{}
+	a.ctx, a.cancel = context.WithCancel(a.parent)
+}
+
+// stop gives up the pages not taken and waits for their goroutines: those
+// that came in stay spooled (a run that stops keeps what it fetched for the
+// next one, as the page in hand).
+func (a *pagesAhead) stop() {
+	a.cancel()
+	a.wg.Wait()
 }
 
 // commsPage is page n of the range asked with per_page per: from the spool

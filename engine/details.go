@@ -29,8 +29,8 @@ type fetchedDetail struct {
 }
 
 // details fetches the due details of the selected streams: brands (detail
-// and contacts) and projects, stalest first. Fetching the next entity
-// overlaps loading the current one.
+// and contacts) and projects, stalest first. Fetching the next entities
+// (as many as run.inFlight) overlaps loading the current one.
 func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 	streams := req.Streams
 	if len(streams) == 0 {
@@ -61,29 +61,38 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 	name := stream + ".details"
 	r.progress.Update(name, 0, len(due))
 	sp := r.spool
-	fetch := func(ctx context.Context) iter.Seq2[fetchedDetail, error] {
-		return func(yield func(fetchedDetail, error) bool) {
-			for _, d := range due {
-				var sd spooledDetail
-				if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
-					log.Info("detail from the spool", zap.String("id", d.ID))
-					if !yield(fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort}, nil) {
-						return
-					}
-					continue
-				}
-				fd, err := r.fetchDetail(ctx, stream, d)
-				if err == nil && sp != nil && !fd.gone {
-					sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort})
-				}
-				if !yield(fd, err) || err != nil {
+	// fetchOne is item i: from the spool when a killed run left it there,
+	// else from the service, spooled as soon as it is in (so that a crash
+	// loses only the requests in flight, not the details fetched ahead).
+	fetchOne := func(ctx context.Context, i int) (fetchedDetail, error) {
+		d := due[i]
+		var sd spooledDetail
+		if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
+			log.Info("detail from the spool", zap.String("id", d.ID))
+			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort}, nil
+		}
+		fd, err := r.fetchDetail(ctx, stream, d)
+		if err == nil && sp != nil && !fd.gone {
+			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort})
+		}
+		return fd, err
+	}
+	var details iter.Seq2[fetchedDetail, error]
+	if r.e.set.NoPrefetch {
+		details = func(yield func(fetchedDetail, error) bool) {
+			for i := range due {
+				if fd, err := fetchOne(ctx, i); !yield(fd, err) || err != nil {
 					return
 				}
 			}
 		}
+	} else {
+		// Several details are fetched at once when the pace allows it (see
+		// run.inFlight), and committed one by one in order.
+		details = fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
 	}
 	done := 0
-	for fd, err := range prefetch(ctx, r.e.set.NoPrefetch, fetch) {
+	for fd, err := range details {
 		if err != nil {
 			return err
 		}
@@ -188,4 +197,21 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 	fd.contacts = true
 	fd.batch.Rejects = append(fd.batch.Rejects, transform.RecordErrors(transform.StreamBrandContacts, rejects)...)
 	return fd, nil
+}
+
+// inFlight is the number of requests the run keeps in flight for the main
+// interface, or with comms for the communications endpoint: the setting
+// MaxInFlight, else what the client's pace and the answer times measured so
+// far call for (extract.Client.InFlight: 1 at the default 10/s with answers
+// under 100 ms, so one request at a time as before). Without a
+// spool it is 1: items fetched ahead would wait in memory only, and a crash
+// must not lose more than the request in flight and the page in hand.
+func (r *run) inFlight(comms bool) int {
+	if r.spool == nil {
+		return 1
+	}
+	if n := r.e.set.MaxInFlight; n > 0 {
+		return n
+	}
+	return r.client.InFlight(comms)
 }

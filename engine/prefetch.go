@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sync"
 )
 
 // prefetch runs the sequence made by open in its own goroutine, one item
@@ -62,6 +63,64 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 			// The producer gave up on a hand-over because ctx ended.
 			var zero T
 			yield(zero, fmt.Errorf("prefetch: %w", cmp.Or(ctx.Err(), context.Canceled)))
+		}
+	}
+}
+
+// fetchOrdered fetches items 0..count-1 with fetch, up to n = inFlight() at
+// a time (asked again before each launch, so it may follow the answer
+// times), and yields them in index order: while the consumer handles item
+// i, items i+1..i+n are being fetched (or wait, fetched, for their turn) — no more,
+// so at most n requests are in flight and at most n fetched items wait for
+// the consumer. With n = 1 it is prefetch's one item ahead. The fetches run
+// in goroutines of fetchOrdered's own, which all end before it returns: when
+// the consumer stops early or an item fails, the others' context is
+// cancelled and their results are dropped. A failed item is yielded with its
+// error after every item before it, and ends the sequence. A fetch must be
+// safe to run concurrently with the others.
+func fetchOrdered[T any](ctx context.Context, inFlight func() int, count int, fetch func(ctx context.Context, i int) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		pctx, cancel := context.WithCancel(ctx)
+		type result struct {
+			v   T
+			err error
+		}
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		var pending []chan result // the items launched and not yet yielded, in index order
+		launched := 0
+		launch := func(upTo int) { // launch items below upTo
+			for ; launched < min(upTo, count); launched++ {
+				i := launched
+				ch := make(chan result, 1)
+				pending = append(pending, ch)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					v, err := fetch(pctx, i)
+					ch <- result{v, err}
+				}()
+			}
+		}
+		for i := range count {
+			n := max(inFlight(), 1)
+			launch(i + n)
+			var res result
+			select {
+			case res = <-pending[0]:
+			case <-ctx.Done():
+				var zero T
+				yield(zero, fmt.Errorf("fetch ahead: %w", ctx.Err()))
+				return
+			}
+			pending = pending[1:]
+			launch(i + 1 + max(inFlight(), 1)) // the next n fetch while item i is handled
+			if !yield(res.v, res.err) || res.err != nil {
+				return
+			}
 		}
 	}
 }

@@ -121,8 +121,9 @@ type Options struct {
 	// CommsRateLimit is 0 to share the main limiter with the communications
 	// endpoint (default), or a separate pace for it.
 	CommsRateLimit float64
-	// SpacingMargin is added to the interval between two requests and to the
-	// window of the window guard (default 2ms; negative for none). The
+	// SpacingMargin is added to the window of the window guard, and to the
+	// interval between two requests up to 2% of it (default 2ms; negative
+	// for none). The
 	// service counts requests per second by arrival time: besides even
 	// spacing, the client lets at most floor(rate) requests through per
 	// window measured from their estimated arrivals (see the package
@@ -288,6 +289,54 @@ type Client struct {
 	log                  *zap.Logger
 	budget               *RequestBudget
 	redactor             *logging.Redactor
+	quotaOut             *quotaLatch // shared by the copies, but for WithBudget's
+}
+
+// quotaLatch remembers that the service refused a request for the daily
+// quota: with several requests in flight, those about to leave are not sent
+// (each would be refused, and counted) until the quota resets.
+type quotaLatch struct {
+	until atomic.Int64 // unix nanoseconds; 0: open
+	err   atomic.Pointer[APIError]
+}
+
+// maxQuotaLatch bounds how long the latch stays closed when the reset time
+// is unknown or far: a request after it is sent, and refused again if the
+// quota is still spent.
+const maxQuotaLatch = time.Hour
+
+// close shuts the latch until the quota resets (as e tells, at most
+// maxQuotaLatch; one minute when it does not tell).
+func (q *quotaLatch) close(e *APIError, now time.Time) {
+	until := now.Add(time.Minute)
+	switch {
+	case !e.ResetAt.IsZero() && e.ResetAt.After(now):
+		until = e.ResetAt
+	case e.RetryAfter > 0:
+		until = now.Add(e.RetryAfter)
+	}
+	until = minTime(until, now.Add(maxQuotaLatch))
+	cp := *e
+	q.err.Store(&cp)
+	q.until.Store(until.UnixNano())
+}
+
+// refused is the error of a request not sent because the latch is closed
+// (nil when it is open).
+func (q *quotaLatch) refused(cl *call, now time.Time) error {
+	if u := q.until.Load(); u == 0 || now.UnixNano() >= u {
+		return nil
+	}
+	e := *q.err.Load()
+	e.Endpoint, e.Page = cl.endpoint, cl.page
+	return &e
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // maxMessageLen bounds the server's error message and each detail as kept
@@ -314,6 +363,7 @@ func New(opts Options) (*Client, error) {
 		hook:         opts.Hook,
 		clock:        opts.Clock,
 		log:          opts.Logger,
+		quotaOut:     &quotaLatch{},
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
 		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
@@ -378,7 +428,10 @@ func New(opts Options) (*Client, error) {
 		hc = *opts.HTTPClient
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 4
+		// Enough idle connections for the requests kept in flight (see
+		// InFlight): a connection closed after each answer is a new
+		// handshake, and a reused one that died is a resend.
+		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl, time.Second/10), InFlightFor(opts.CommsRateLimit, time.Second/10))
 		hc.Transport = tr
 	}
 	hc.CheckRedirect = checkRedirect
@@ -435,9 +488,14 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 
 // WithBudget returns a copy of c that sends at most b's remaining requests;
 // past them it returns ErrBudgetExhausted without sending.
+//
+// The copy starts with no memory of a daily quota refusal: a budget is one
+// run's, and the copy's requests in flight stop at the first refusal
+// among them (see quotaLatch) — a later run asks the service again.
 func (c *Client) WithBudget(b *RequestBudget) *Client {
 	cp := *c
 	cp.budget = b
+	cp.quotaOut = &quotaLatch{}
 	return &cp
 }
 
@@ -457,6 +515,18 @@ func (c *Client) WithLogger(log *zap.Logger) *Client {
 	cp := *c
 	cp.log = log
 	return &cp
+}
+
+// InFlight is the number of requests worth keeping in flight now:
+// InFlightFor the pace and the answer times measured so far, of the main
+// interface or, with comms, of the communications endpoint (its own pace
+// when it has one). The client is safe for that many concurrent calls; the
+// pacer spaces them as it spaces one caller's.
+func (c *Client) InFlight(comms bool) int {
+	if comms && c.commsPacer != nil {
+		return c.commsPacer.inFlight()
+	}
+	return c.pacer.inFlight()
 }
 
 // RequestBudget returns the client's request budget (nil when unlimited).
@@ -617,6 +687,13 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		}
 		return fmt.Errorf("wait for rate limiter: %w", err)
 	}
+	if err := c.quotaOut.refused(cl, time.Now()); err != nil {
+		// Another request was just refused for the daily quota: this one
+		// is not sent (nor counted).
+		sl.release(time.Time{}, 0)
+		c.budget.refund()
+		return err
+	}
 	// The pacer's window guard wants when the request was written and how
 	// long its answer took to start (see pacer); without an answer the slot
 	// is held a window from the failure.
@@ -689,6 +766,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 				zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page), zap.Int("resends", extra))
 		}
 		info.Duration = time.Since(start)
+		if err == nil {
+			pc.observe(info.Duration)
+		}
 		info.Err = err
 		info.ErrorClass = errorClass(err)
 		c.report(&info)
@@ -719,7 +799,12 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	info.Bytes = int(n)
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if !ok {
-		return c.statusError(cl, resp, buf.Bytes())
+		err := c.statusError(cl, resp, buf.Bytes())
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Kind == ErrDailyQuota {
+			c.quotaOut.close(ae, time.Now())
+		}
+		return err
 	}
 	switch {
 	case n > c.maxBody:

@@ -129,3 +129,45 @@ func TestPacerWindowFromRate(t *testing.T) {
 		}
 	}
 }
+
+func TestInFlightFor(t *testing.T) {
+	for _, c := range []struct {
+		rate    float64
+		latency time.Duration
+		want    int
+	}{
+		{10, 0, 1}, {10, 50 * time.Millisecond, 1}, {10, 100 * time.Millisecond, 1}, {10, 150 * time.Millisecond, 4},
+		{2.5, time.Second, 2}, {0, time.Second, 1}, {-1, time.Second, 1},
+		{100, 50 * time.Millisecond, 9}, {100, 52 * time.Millisecond, 9}, {100, 5 * time.Second, 100},
+		{1000, 500 * time.Microsecond, 1}, {1000, 3 * time.Millisecond, 6},
+	} {
+		if got := InFlightFor(c.rate, c.latency); got != c.want {
+			t.Errorf("InFlightFor(%v, %v) = %d, want %d", c.rate, c.latency, got, c.want)
+		}
+	}
+	p := newPacer(100, 0)
+	if n := p.inFlight(); n != 1 {
+		t.Errorf("before any answer: %d in flight, want 1", n)
+	}
+	for range 20 {
+		p.observe(50 * time.Millisecond)
+	}
+	if n := p.inFlight(); n != 9 {
+		t.Errorf("after answers of 50 ms at 100/s: %d in flight, want 9", n)
+	}
+}
+
+// The spacing margin costs at most 2 % of the pace at any rate (at 10/s the
+// full 2 ms; at 100/s, where 2 ms would be a sixth of the interval, less):
+// the window guard, not the spacing, keeps each second under the limit.
+func TestSpacingMarginCostsAtMostTwoPercent(t *testing.T) {
+	for _, r := range []float64{1, 10, 50, 100, 500, 1000} {
+		p := newPacer(r, 2*time.Millisecond)
+		if got := float64(p.bucket.Limit()); got < 0.98*r-1e-9 || got > r {
+			t.Errorf("rate %v: spaced at %.2f/s, want within 2%% below", r, got)
+		}
+		if p.guard.window < time.Duration(float64(len(p.guard.freeAt))/r*float64(time.Second))+2*time.Millisecond {
+			t.Errorf("rate %v: window %v lost its margin", r, p.guard.window)
+		}
+	}
+}

@@ -55,6 +55,7 @@ var badValues = []badValue{
 	{variable: "SYNC_FINANCE_FULL_EVERY", value: "-1h"},
 	{variable: "SYNC_AUTO_MIGRATE", value: "perhaps"},
 	{variable: "SYNC_PREFETCH", value: "sometimes"},
+	{variable: "SYNC_MAX_IN_FLIGHT", value: "-1"},
 	{variable: "HTTP_ADDR", value: "not-an-address", command: "serve"},
 	{variable: "SYNC_NOTIFY_URL", value: "hooks.slack.example/services/T0/B0/hunter2-secret"},
 	{variable: "LOG_LEVEL", value: "loud"},

@@ -34,7 +34,10 @@ func TestS12StopInFlight(t *testing.T) {
 			o.Extra = []string{"--max-per-page", "20", "--jitter", "20ms"}
 			o.Latency = 10 * time.Millisecond
 			r := newRig(t, sc, o)
-			env := map[string]string{}
+			// One request in flight: the backfill's pace the stops are
+			// timed for (at the rig's 1000/s, pages fetched several at a
+			// time end it before the tenth stop).
+			env := map[string]string{"SYNC_MAX_IN_FLIGHT": "1"}
 			if mode.window != "" {
 				env["AGENCY_COMMS_BACKFILL_WINDOW"] = mode.window
 			}

@@ -1,0 +1,291 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/load"
+)
+
+// flightRecorder is a hand-written server in front of one sandbox listener:
+// it holds every request for latency before passing it on, and records when
+// each request arrived and how many of each class were in flight at once.
+type flightRecorder struct {
+	srv     *httptest.Server
+	latency time.Duration
+
+	mu       sync.Mutex
+	arrivals []time.Time
+	now      map[string]int // in flight by class
+	max      map[string]int // the most in flight at once by class
+}
+
+// requestClass is "detail" for a brand's or project's detail and a brand's
+// contacts, "comms" for the communications endpoint, "list" otherwise.
+func requestClass(r *http.Request) string {
+	p := strings.Trim(r.URL.Path, "/")
+	parts := strings.Split(p, "/")
+	switch {
+	case r.Method == http.MethodPost:
+		return "comms"
+	case len(parts) >= 3 && (parts[1] == "brands" || parts[1] == "projects"):
+		return "detail" // /v1/brands/{id}, /v1/brands/{id}/contacts, /v1/projects/{id}
+	default:
+		return "list"
+	}
+}
+
+func newFlightRecorder(t *testing.T, target string, latency time.Duration) *flightRecorder {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flightRecorder{latency: latency, now: map[string]int{}, max: map[string]int{}}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		class := requestClass(r)
+		f.mu.Lock()
+		f.arrivals = append(f.arrivals, time.Now())
+		f.now[class]++
+		f.max[class] = max(f.max[class], f.now[class])
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.now[class]--
+			f.mu.Unlock()
+		}()
+		select {
+		case <-time.After(f.latency):
+		case <-r.Context().Done():
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// most is the most requests of class that were in flight at once.
+func (f *flightRecorder) most(class string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.max[class]
+}
+
+// busiestSecond is the most arrivals within any window of one second over
+// the arrivals of every recorder given.
+func busiestSecond(fs ...*flightRecorder) int {
+	var all []time.Time
+	for _, f := range fs {
+		f.mu.Lock()
+		all = append(all, f.arrivals...)
+		f.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	most, j := 0, 0
+	for i := range all {
+		for all[i].Sub(all[j]) >= time.Second {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
+
+// pacedHarness is a harness whose engine talks to the sandbox through two
+// flight recorders (main interface and communications) at the given pace.
+func pacedHarness(t *testing.T, rate float64, latency time.Duration, brands, projects, emails int, tune func(*Settings)) (*harness, *flightRecorder, *flightRecorder) {
+	t.Helper()
+	o := smallSandbox()
+	o.Brands, o.ProjectsPerBrand, o.Emails = brands, projects, emails
+	// The sandbox enforces the limit itself: a burst above it is a genuine 429.
+	o.NoLimits, o.Rate, o.DailyQuota = false, rate, 1_000_000
+	h := newHarness(t, o, tune)
+	api := newFlightRecorder(t, h.sb.APIURL(), latency)
+	comms := newFlightRecorder(t, h.sb.CommsURL(), latency)
+	log := zaptest.NewLogger(t)
+	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, h.sb.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng *Engine
+	client, err := extract.New(extract.Options{
+		BaseURL: api.srv.URL, APIKey: h.opts.APIKey, CommsURL: comms.srv.URL, CommsKey: h.opts.CommsKey,
+		RateLimit: rate, PerPage: 100, Counter: ledger, Logger: log,
+		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]int64, h.opts.Users)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
+		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 1_000_000, QuotaReserve: 0.05, Now: h.sb.Now,
+		SpoolDir: filepath.Join(t.TempDir(), "spool")}
+	if tune != nil {
+		tune(&s)
+	}
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	return h, api, comms
+}
+
+// ledgerCount is the requests the ledger counted over all quota days.
+func (h *harness) ledgerCount() int {
+	return h.count("SELECT coalesce(sum(requests), 0)::int FROM " + h.table("api_quota_usage"))
+}
+
+// At a raised limit (100/s) and 50 ms of latency, one request at a time
+// cannot keep the pace: details and communications pages are fetched
+// several at a time — paced (no second holds more than the limit, the
+// sandbox answers no genuine 429), committed in order (the warehouse equals
+// the truth), and costing exactly the requests of a run that fetches one at
+// a time.
+func TestSeveralRequestsInFlightAtARaisedLimit(t *testing.T) {
+	t.Parallel()
+	const rate, latency = 100, 50 * time.Millisecond
+	h, api, comms := pacedHarness(t, rate, latency, 5, 8, 2500, nil)
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("run %s: %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+	if n := api.most("detail"); n < 2 {
+		t.Errorf("at most %d detail request(s) in flight at once; want several at %v/s with %v latency", n, rate, latency)
+	}
+	if n := comms.most("comms"); n < 2 {
+		t.Errorf("at most %d communications request(s) in flight at once; want several", n)
+	}
+	if n := busiestSecond(api, comms); n > rate {
+		t.Errorf("%d requests arrived within one second; the limit is %v", n, float64(rate))
+	}
+	st := h.sb.Stats()
+	if st.RateLimited != 0 {
+		t.Errorf("the sandbox answered %d genuine 429s", st.RateLimited)
+	}
+	if got := h.ledgerCount(); int64(got) != st.Requests || h.sent.Load() != st.Requests {
+		t.Errorf("ledger counted %d, client sent %d, sandbox saw %d requests", got, h.sent.Load(), st.Requests)
+	}
+
+	// The same sync one request at a time costs exactly as many requests.
+	seq, _, _ := pacedHarness(t, rate, 0, 5, 8, 2500, func(s *Settings) { s.NoPrefetch = true })
+	if res := seq.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("sequential run %s: %v", res.Status, res.Err)
+	}
+	if a, b := st.Requests, seq.sb.Stats().Requests; a != b {
+		t.Errorf("%d requests with several in flight, %d one at a time", a, b)
+	}
+}
+
+// At the default limit (10/s) with next to no latency one request in flight
+// keeps the pace: the behaviour stays as it was, one at a time.
+func TestOneRequestInFlightAtTheDefaultLimit(t *testing.T) {
+	t.Parallel()
+	h, api, comms := pacedHarness(t, 10, 0, 2, 3, 400, nil)
+	if res := h.run(Request{}); res.Status != StatusSucceeded {
+		t.Fatalf("run %s: %v", res.Status, res.Err)
+	}
+	h.assertEqualsTruth()
+	for _, c := range []struct {
+		f     *flightRecorder
+		class string
+	}{{api, "detail"}, {api, "list"}, {comms, "comms"}} {
+		if n := c.f.most(c.class); n != 1 {
+			t.Errorf("at most %d %s request(s) in flight at once; want 1 at the default limit", n, c.class)
+		}
+	}
+	if n := busiestSecond(api, comms); n > 10 {
+		t.Errorf("%d requests arrived within one second; the limit is 10", n)
+	}
+	if st := h.sb.Stats(); st.RateLimited != 0 {
+		t.Errorf("the sandbox answered %d genuine 429s", st.RateLimited)
+	}
+}
+
+// Mail arriving at the end of a range while its pages are fetched several
+// at a time: every record lands, and the pages fetched ahead under a layout
+// that changed cost at most the requests then in flight on top of what one
+// page at a time costs (at most one re-request a page).
+func TestMailArrivingWhilePagesAreFetchedAhead(t *testing.T) {
+	t.Parallel()
+	const inFlight = 8
+	srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
+	srv.perCap = 10
+	var next atomic.Int64
+	next.Store(100000)
+	srv.before = func(*http.Request, int, int) { srv.add(next.Add(1), mailNow.Add(-time.Minute)) }
+	dir := filepath.Join(t.TempDir(), "spool")
+	h := newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, inFlight })
+	if res := h.run(context.Background()); res.Status != StatusSucceeded {
+		t.Fatalf("status %s err %v", res.Status, res.Err)
+	}
+	srv.before = nil
+	n := int(srv.requests.Load())
+	pages := (len(srv.ids()) + 9) / 10
+	h.now = h.now.Add(time.Hour)
+	if res := h.run(context.Background()); res.Status != StatusSucceeded {
+		t.Fatalf("next run: %s %v", res.Status, res.Err)
+	}
+	if miss := h.missing(); len(miss) > 0 {
+		t.Fatalf("%d records missing: %v", len(miss), miss)
+	}
+	t.Logf("%d requests for %d pages while mail kept arriving, %d in flight", n, pages, inFlight)
+	if n > 2*pages+inFlight {
+		t.Errorf("%d requests for %d pages: more than one re-request per page and the %d in flight", n, pages, inFlight)
+	}
+}
+
+// Records deleted once page 2 is in, while pages 3 and later are fetched
+// ahead: every record lands (the records shifted toward the start are found
+// by stepping back, as with one page at a time).
+func TestRecordsDeletedWhilePagesAreFetchedAhead(t *testing.T) {
+	t.Parallel()
+	srv := newMailServer(50, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
+	srv.perCap = 10
+	all := srv.ids()
+	var once sync.Once
+	var h *mailHarness
+	srv.before = func(r *http.Request, _ int, page int) {
+		if page >= 3 {
+			for h.committedPages() < 2 && r.Context().Err() == nil {
+				time.Sleep(2 * time.Millisecond)
+			}
+			once.Do(func() { srv.remove(all[2], all[5], all[8], all[12], all[17]) })
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "spool")
+	h = newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, 4 })
+	res := h.run(context.Background())
+	got := h.landed()
+	for _, id := range all {
+		if _, ok := slices.BinarySearch(got, id); !ok {
+			t.Errorf("record %d skipped (status %s)", id, res.Status)
+		}
+	}
+	if res.Status != StatusSucceeded {
+		t.Errorf("status %s, err %v", res.Status, res.Err)
+	}
+}
