@@ -85,8 +85,7 @@ var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000
 	Large: LargeSizes{
 		Agency:    childproc.SandboxOptions{Brands: 200, ProjectsPerBrand: 20, Emails: 1_000_000},
 		DayAppend: 5000, HourlyAppend: 200, Days: 14,
-		Raised: childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
-		Huge:   childproc.SandboxOptions{Brands: 1000, ProjectsPerBrand: 20}, HugeQuota: dailyQuota,
+		Huge: childproc.SandboxOptions{Brands: 1000, ProjectsPerBrand: 20}, HugeQuota: dailyQuota,
 	}}
 
 // QuickSizes are the sizes of make bench-quick: the same table, smaller
@@ -99,8 +98,7 @@ var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 1
 	Large: LargeSizes{
 		Agency:    childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
 		DayAppend: 1250, HourlyAppend: 50, Days: 3,
-		Raised: childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 20, Emails: 20_000},
-		Huge:   childproc.SandboxOptions{Brands: 100, ProjectsPerBrand: 20, Emails: 5000}, HugeQuota: 1000,
+		Huge: childproc.SandboxOptions{Brands: 100, ProjectsPerBrand: 20, Emails: 5000}, HugeQuota: 1000,
 	}}
 
 // agency returns the options of an agency of the mode with emails e-mails

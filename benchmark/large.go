@@ -13,14 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/childproc"
-	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/oracle"
 )
 
 // LargeSizes are the workloads of figure 8 (issue 13): the large agency
 // (a first sync, a day of changes, then Days simulated days of nightly and
-// hourly runs), the raised-limit agency and the agency whose first sync
-// spans several quota days.
+// hourly runs) and the agency whose first sync spans several quota days.
 type LargeSizes struct {
 	// Agency is the large agency (limits off).
 	Agency childproc.SandboxOptions
@@ -28,9 +26,6 @@ type LargeSizes struct {
 	// nightly run, HourlyAppend those appended before every hourly run (and
 	// before every later nightly run), and Days the simulated days.
 	DayAppend, HourlyAppend, Days int
-	// Raised is the agency of the raised-limit rates (its sandbox enforces
-	// 100 requests/s with 50 ms latency).
-	Raised childproc.SandboxOptions
 	// Huge is the agency whose first sync needs more than a day's quota;
 	// HugeQuota is the daily quota of its sandbox and worker.
 	Huge      childproc.SandboxOptions
@@ -52,15 +47,11 @@ const nightlyHour = 2
 // besides its nightly run.
 const hourlyRuns = 23
 
-// raisedRate is the raised AGENCY_RATE_LIMIT of figure 8 and the rate its
-// sandbox enforces.
-const raisedRate = 100
-
 // large runs figure 8: the large agency, the raised limit and the first
 // sync spanning several quota days.
 func (h *harness) large(ctx context.Context) []Row {
 	rows := h.largeAgency(ctx)
-	rows = append(rows, h.raisedLimit(ctx)...)
+	rows = append(rows, h.Inflight(ctx)...) // H-conc's raised-limit figure
 	return append(rows, h.hugeAgency(ctx)...)
 }
 
@@ -336,77 +327,6 @@ func (h *harness) largeAgency(ctx context.Context) []Row {
 		Detail: fmt.Sprintf("%d hourly runs, all succeeded; runs by requests: %s; above 2 (day, hour, requests): %s",
 			len(hourly), strings.Join(byRequests, ", "), orNone(over))})
 	return rows
-}
-
-// raisedLimit measures the rates at a raised limit: AGENCY_RATE_LIMIT=100
-// against a sandbox enforcing 100 requests/s with 50 ms latency. Detail
-// requests/s are divided by 100; communications pages/s by the lower of
-// 100 and the load path's own ceiling, the pages/s of the same e-mails
-// from a sandbox without limits or latency.
-func (h *harness) raisedLimit(ctx context.Context) []Row {
-	o := h.sizes.Large.Raised
-	o.Rate, o.Latency, o.DailyQuota = raisedRate, 50*time.Millisecond, 1_000_000
-	fd := fmt.Sprintf("Raised limit (AGENCY_RATE_LIMIT=%d, sandbox at %d/s with 50 ms latency, %s): detail requests/s ÷ %d",
-		raisedRate, raisedRate, describe(o), raisedRate)
-	fc := fmt.Sprintf("Raised limit: communications pages/s ÷ min(%d, the load path's own ceiling)", raisedRate)
-	failAll := func(err error) []Row { return []Row{fail("8", fd, err), fail("8", fc, err)} }
-	sb, err := startSandbox(ctx, h.sandboxBin, o)
-	if err != nil {
-		return failAll(err)
-	}
-	defer sb.Stop()
-	schema := newSchema()
-	defer h.dropSchema(schema)
-	env := sb.WorkerEnv(h.dsn, schema)
-	env["AGENCY_RATE_LIMIT"] = strconv.Itoa(raisedRate)
-	env["LOG_LEVEL"] = "debug"
-	r, err := h.runCounted(ctx, sb, "raised-limit", env, succeeded("raised-limit first sync"), "run")
-	if err != nil {
-		return failAll(err)
-	}
-	st, err := sb.Stats(ctx)
-	if err != nil {
-		return failAll(err)
-	}
-	limited := max(st.RateLimited, st.ByStatus["429"])
-	detail := RequestRate(r.res.Stderr, extract.EndpointBrand, extract.EndpointBrandContacts, extract.EndpointProject)
-	comms := RequestRate(r.res.Stderr, extract.EndpointCommunications)
-
-	// The load path's ceiling: the same e-mails, no limits, no latency.
-	co := h.sizes.Large.Raised
-	co.NoLimits = true
-	csb, err := startSandbox(ctx, h.sandboxBin, co)
-	if err != nil {
-		return failAll(err)
-	}
-	defer csb.Stop()
-	cschema := newSchema()
-	defer h.dropSchema(cschema)
-	cenv := csb.WorkerEnv(h.dsn, cschema)
-	cenv["AGENCY_RATE_LIMIT"] = "1000"
-	cenv["LOG_LEVEL"] = "debug"
-	c, err := h.runCounted(ctx, csb, "raised-ceiling", cenv, succeeded("communications ceiling run"), "run", "--streams", "communications")
-	if err != nil {
-		return failAll(err)
-	}
-	ceiling := RequestRate(c.res.Stderr, extract.EndpointCommunications)
-	target := math.Min(raisedRate, ceiling.PerSecond)
-	dr, cr := Ratio(detail.PerSecond, raisedRate), Ratio(comms.PerSecond, target)
-	h.log("raised limit: detail %.1f/s, communications %.1f pages/s (ceiling %.1f), %d × 429", detail.PerSecond, comms.PerSecond, ceiling.PerSecond, limited)
-	return []Row{
-		{ID: "8", Figure: fd,
-			Result:  fmt.Sprintf("%s (%s requests/s), %d × 429", Float(dr, 2), Float(detail.PerSecond, 1), limited),
-			Target:  "≥ 0.9, 0 × 429",
-			Verdict: Check(dr, dr >= 0.9 && limited == 0),
-			Detail: fmt.Sprintf("brand, contacts and project detail requests %s, their starts (worker's debug log: end − duration) spanning %s s; status %s; %s requests in all (sandbox); 429s counted by the sandbox: %d",
-				Int(int64(detail.N)), Float(detail.Span.Seconds(), 2), r.res.Status(), Int(r.requests), limited)},
-		{ID: "8", Figure: fc,
-			Result:  fmt.Sprintf("%s (%s pages/s vs %s)", Float(cr, 2), Float(comms.PerSecond, 1), Float(target, 1)),
-			Target:  "≥ 0.9",
-			Verdict: Check(cr, cr >= 0.9),
-			Detail: fmt.Sprintf("%s communications pages spanning %s s at the raised limit; the ceiling: the same e-mails from a sandbox without limits or latency, run --streams communications at AGENCY_RATE_LIMIT=1000: %s pages in %s s = %s pages/s",
-				Int(int64(comms.N)), Float(comms.Span.Seconds(), 2), Int(int64(ceiling.N)), Float(ceiling.Span.Seconds(), 2), Float(ceiling.PerSecond, 1))},
-	}
 }
 
 // hugeRun is one run of the first sync that spans several quota days.

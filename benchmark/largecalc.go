@@ -6,55 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/agencysync/agencysync/childproc"
 )
-
-// PhaseRate is how fast the worker sent the requests of some endpoints,
-// read from its debug log: N requests whose starts span Span, so
-// (N − 1) ÷ Span requests a second.
-type PhaseRate struct {
-	N    int
-	Span time.Duration
-	// PerSecond is (N − 1) ÷ Span in seconds; NaN with fewer than two
-	// requests.
-	PerSecond float64
-}
-
-// RequestRate reads agencysync's JSON log at debug level and measures the
-// rate of the requests to the given endpoints (extract.Endpoint* names):
-// each "request" line has its end time and duration, so the request started
-// at ts − duration. Retries count as requests, as the rate limiter counts
-// them.
-func RequestRate(log []byte, endpoints ...string) PhaseRate {
-	var starts []time.Time
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg      string    `json:"msg"`
-			TS       time.Time `json:"ts"`
-			Endpoint string    `json:"endpoint"`
-			Duration float64   `json:"duration"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "request" || !slices.Contains(endpoints, l.Endpoint) {
-			continue
-		}
-		starts = append(starts, l.TS.Add(-time.Duration(l.Duration*float64(time.Second))))
-	}
-	r := PhaseRate{N: len(starts), PerSecond: math.NaN()}
-	if len(starts) < 2 {
-		return r
-	}
-	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
-	r.Span = starts[len(starts)-1].Sub(starts[0])
-	if r.Span > 0 {
-		r.PerSecond = float64(r.N-1) / r.Span.Seconds()
-	}
-	return r
-}
 
 // QuotaDay is one quota day's requests: the worker's ledger
 // (api_quota_usage) and the sandbox's count of the requests it answered

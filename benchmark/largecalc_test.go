@@ -6,28 +6,6 @@ import (
 	"time"
 )
 
-func TestRequestRate(t *testing.T) {
-	// Starts (ts − duration): project 0.100, project 0.110 (out of order in
-	// the log: concurrent requests end in any order), brand 0.130,
-	// communications 0.140 (not counted), project 0.150.
-	log := `{"level":"info","ts":"2026-11-22T02:00:00.000Z","msg":"sync started"}
-{"level":"debug","ts":"2026-11-22T02:00:00.170Z","msg":"request","endpoint":"project","duration":0.06}
-{"level":"debug","ts":"2026-11-22T02:00:00.150Z","msg":"request","endpoint":"project","duration":0.05}
-not json
-{"level":"debug","ts":"2026-11-22T02:00:00.180Z","msg":"request","endpoint":"brand","duration":0.05}
-{"level":"debug","ts":"2026-11-22T02:00:00.200Z","msg":"request","endpoint":"communications","duration":0.06}
-{"level":"debug","ts":"2026-11-22T02:00:00.190Z","msg":"other","endpoint":"project","duration":0.01}
-{"level":"debug","ts":"2026-11-22T02:00:00.200Z","msg":"request","endpoint":"project","duration":0.05}
-`
-	r := RequestRate([]byte(log), "project", "brand")
-	if r.N != 4 || r.Span != 50*time.Millisecond || math.Abs(r.PerSecond-60) > 1e-9 {
-		t.Errorf("RequestRate = %+v, want 4 requests over 50ms = 60/s", r)
-	}
-	if r := RequestRate([]byte(log), "communications"); r.N != 1 || !math.IsNaN(r.PerSecond) {
-		t.Errorf("one request: %+v, want N 1 and no rate", r)
-	}
-}
-
 func TestSpreadOf(t *testing.T) {
 	days := []QuotaDay{{"2026-11-02", 100, 100}, {"2026-11-03", 160, 160}, {"2026-11-04", 40, 41}}
 	s := SpreadOf(days)
