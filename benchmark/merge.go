@@ -66,9 +66,9 @@ func (r *Report) earlierNote() string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n**Figures %s come from an earlier session** of the same harness (`make bench`, all figures, in %s), since\n"+
-		"the whole table did not fit in the time left after the last merge; %s measured afterwards, as above.\nThe earlier session's machine:\n\n",
-		strings.Join(kept, ", "), e.Took.Round(time.Second), plural(own, "figure %s was", "figures %s were"))
+	fmt.Fprintf(&b, "\n**%s from a separate session** of the same harness (%s, in %s), run just before this one;\n"+
+		"%s measured in this session, as above. The separate session's machine:\n\n",
+		plural(kept, "Figure %s comes", "Figures %s come"), e.Machine.Commit, e.Took.Round(time.Second), plural(own, "figure %s was", "figures %s were"))
 	b.WriteString(e.Machine.Markdown())
 	b.WriteString(e.otherCPU())
 	b.WriteString(e.busyNote())

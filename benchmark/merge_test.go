@@ -30,7 +30,7 @@ func TestMergeEarlier(t *testing.T) {
 		t.Errorf("merged rows %q, want the earlier 1 and 3 and the new 8, in figure order", got)
 	}
 	md := now.Markdown()
-	for _, want := range []string{"commit bbb", "commit aaa", "Figures 1, 3 come from an earlier session"} {
+	for _, want := range []string{"commit bbb", "commit aaa", "Figures 1, 3 come from a separate session"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
