@@ -111,7 +111,13 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 			o.Latency = 150 * time.Millisecond
 			r := newRig(t, sc, o)
 			r.sb.twists(c.first)
-			w := startWorker(t, r.env, "run", "--streams", "communications")
+			// One request in flight: pages fetched ahead in parallel would
+			// end the run before the kill after three of them.
+			env := map[string]string{"SYNC_MAX_IN_FLIGHT": "1"}
+			for k, v := range r.env {
+				env[k] = v
+			}
+			w := startWorker(t, env, "run", "--streams", "communications")
 			waitFor(t, "three pages stored", 2*time.Minute, 5*time.Millisecond, func() bool { return r.storedCount() >= c.stored || !w.running() })
 			killed := w.running()
 			w.kill()

@@ -64,6 +64,9 @@ func TestS21DatabaseCrash(t *testing.T) {
 	sb := startSandbox(t, o)
 	proxy := startDBProxy(t, hostPort(t, cluster.DSN()))
 	env := sb.workerEnv(proxy.dsn(t, cluster.DSN()), schema)
+	// One request in flight, as at the default limit: pages fetched ahead in
+	// parallel would finish the backfill before the crash lands mid-way.
+	env["SYNC_MAX_IN_FLIGHT"] = "1"
 
 	ids, bad := sb.truth().emailIDs()
 	// Round 1 crashes the server while the worker fetches brand and project
