@@ -70,12 +70,16 @@ lint: ## gofmt check and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: bench
-bench: ## measure the performance figures (real binaries, sandbox, PostgreSQL; ~15 min on 2 cores) into BENCHMARKS.md
+bench: ## measure the performance figures (real binaries, sandbox, PostgreSQL; ~25 min on 2 cores) into BENCHMARKS.md
 	$(GO) run ./cmd/agencybench --out BENCHMARKS.md
 
 .PHONY: bench-quick
-bench-quick: ## the same table with smaller sizes in ~2 min (printed only; BENCHMARKS.md is left alone)
+bench-quick: ## the same table with smaller sizes in ~3 min (printed only; BENCHMARKS.md is left alone)
 	$(GO) run ./cmd/agencybench --quick --out ''
+
+.PHONY: bench-large
+bench-large: ## figure 8 alone, the large agency (200 brands x 20 projects, 1 M e-mails; printed only)
+	$(GO) run ./cmd/agencybench --figures 8 --out ''
 
 .PHONY: clean
 clean: ## remove binaries and the demo's logs (the private warehouse's folder is kept: see the README)

@@ -3,7 +3,7 @@
 //
 // It builds (or takes) the real agencysync and agencysandbox binaries, runs
 // them against PostgreSQL (DATABASE_URL, or a private cluster started with
-// warehouse.StartLocal) and measures, each as the median of at least three
+// warehouse.StartLocal) and measures, each of 1 to 7 as the median of at least three
 // runs, with every ratio taken pair by pair within a run:
 //
 //  1. request efficiency: the requests of a full first backfill ÷ the
@@ -19,7 +19,14 @@
 //     as a share of the daily quota and against a full refresh;
 //  5. no-op re-run: rows written, WAL bytes and requests;
 //  6. memory: the worker's peak RSS for two backfill sizes;
-//  7. the decode and load micro-benchmarks of packages extract and load.
+//  7. the decode and load micro-benchmarks of packages extract and load;
+//  8. the large agency (issue 13), each scenario once: its first sync's
+//     requests ÷ the minimum, the nightly run after a day of changes as a
+//     share of the quota, simulated days of nightly and hourly runs (the
+//     highest day ÷ the average, the hourly runs' requests; days are the
+//     service's, from the worker's quota ledger checked against the
+//     sandbox), detail and communications rates at a raised rate limit, and
+//     a first sync spanning several quota days, compared with the truth.
 //
 // Every scenario run uses a fresh warehouse schema, dropped afterwards. The
 // result is one Markdown table (Table), printed and written with the

@@ -37,7 +37,7 @@ type Config struct {
 	ModuleDir string
 	// DatabaseURL is the warehouse server; empty starts a private cluster.
 	DatabaseURL string
-	// Figures selects figures by number ("1".."7"); empty runs them all.
+	// Figures selects figures by number ("1".."8"); empty runs them all.
 	Figures []string
 	// LogDir, when set, keeps the log (stderr) of every agencysync process
 	// there, one file per process, for diagnosis.
@@ -72,13 +72,21 @@ type Sizes struct {
 	// DecodeBenchtime and LoadBenchEmails size the micro-benchmarks.
 	DecodeBenchtime string
 	LoadBenchEmails int
+	// Large sizes figure 8 (issue 13): the large agency, its first sync,
+	// a day of changes and SimDays simulated days.
+	Large LargeSizes
 }
 
 // FullSizes are the sizes of make bench (issue 8's).
 var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000_000, PipelineEmails: 100_000,
 	SteadyAppend:    5000,
 	Pace:            childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},
-	DecodeBenchtime: "1s", LoadBenchEmails: 20_000}
+	DecodeBenchtime: "1s", LoadBenchEmails: 20_000,
+	Large: LargeSizes{
+		Agency:    childproc.SandboxOptions{Brands: 200, ProjectsPerBrand: 20, Emails: 1_000_000},
+		DayAppend: 5000, HourlyAppend: 200, Days: 14,
+		Huge: childproc.SandboxOptions{Brands: 1000, ProjectsPerBrand: 20}, HugeQuota: dailyQuota,
+	}}
 
 // QuickSizes are the sizes of make bench-quick: the same table, smaller
 // (a quarter of the steady-state agency, a tenth of the e-mails).
@@ -86,7 +94,12 @@ var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 1
 	BackfillSmall: 10_000, BackfillLarge: 100_000, PipelineEmails: 20_000,
 	SteadyEmails: 5000, SteadyAppend: 1250,
 	Pace:            childproc.SandboxOptions{Brands: 2, ProjectsPerBrand: 6, Emails: 10_000},
-	DecodeBenchtime: "30x", LoadBenchEmails: 3000}
+	DecodeBenchtime: "30x", LoadBenchEmails: 3000,
+	Large: LargeSizes{
+		Agency:    childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
+		DayAppend: 1250, HourlyAppend: 50, Days: 3,
+		Huge: childproc.SandboxOptions{Brands: 100, ProjectsPerBrand: 20, Emails: 5000}, HugeQuota: 1000,
+	}}
 
 // agency returns the options of an agency of the mode with emails e-mails
 // (0: the sandbox's default), limits off.

@@ -33,7 +33,7 @@ func TestPipelineRowsSayWhatTheyInclude(t *testing.T) {
 	if !strings.HasPrefix(whole.Result, "0.40 (") || whole.Verdict != Check(0.4, false) {
 		t.Errorf("whole process: %q %q, want the median 0.40, missed", whole.Result, whole.Verdict)
 	}
-	for _, want := range []string{"ratio per run 0.500 / 0.500 / 1.250", "took", "not process start or migration"} {
+	for _, want := range []string{"ratio per run 0.500 / 0.500 / 1.250", "sync started to sync summary", "not process start or migration"} {
 		if !strings.Contains(own.Detail, want) {
 			t.Errorf("own-time detail lacks %q: %s", want, own.Detail)
 		}

@@ -27,6 +27,9 @@ type Report struct {
 	// benchmark's own), and Steps the same per step.
 	OtherCores float64
 	Steps      []Step
+	// Earlier, when set, is the session whose rows complete this one's
+	// (MergeEarlier).
+	Earlier *Report `json:",omitempty"`
 }
 
 // Step is one step of a session and how busy the rest of the machine was.
@@ -123,6 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{[]string{"2"}, "pace", h.pace},
 		{[]string{"4", "5"}, "steady state and no-op", h.steady},
 		{[]string{"1", "6"}, "first syncs (request efficiency, memory)", h.backfills},
+		{[]string{"8"}, "large agency (first sync, 14 days, raised limit, several quota days)", h.large},
 	} {
 		wanted := false
 		for _, f := range s.figs {
@@ -162,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // sortRows orders rows by figure number, keeping the order within a figure.
 func sortRows(rows []Row) []Row {
 	out := make([]Row, 0, len(rows))
-	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
 		for _, r := range rows {
 			if r.ID == id {
 				out = append(out, r)
@@ -170,7 +174,7 @@ func sortRows(rows []Row) []Row {
 		}
 	}
 	for _, r := range rows {
-		if r.ID < "1" || r.ID > "7" || len(r.ID) != 1 {
+		if r.ID < "1" || r.ID > "8" || len(r.ID) != 1 {
 			out = append(out, r)
 		}
 	}
@@ -198,12 +202,13 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "Measured by `%s` (`cmd/agencybench`, package `benchmark`) on %s in %s: the real `agencysync` and\n",
 		cmd, r.Machine.Date.Format("2006-01-02"), r.Took.Round(time.Second))
-	b.WriteString("`agencysandbox` binaries against PostgreSQL, each figure the median of " + fmt.Sprint(r.Runs) + " runs, every ratio taken pair by pair\n")
+	b.WriteString("`agencysandbox` binaries against PostgreSQL, each figure of 1 to 7 the median of " + fmt.Sprint(r.Runs) + " runs (figure 8's long scenarios run once), every ratio taken pair by pair\n")
 	b.WriteString("within a run, every scenario run on a fresh warehouse schema dropped afterwards.\n\n")
 	b.WriteString("## Machine\n\n")
 	b.WriteString(r.Machine.Markdown())
 	b.WriteString(r.otherCPU())
 	b.WriteString(r.busyNote())
+	b.WriteString(r.earlierNote())
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(Table(r.Rows))
 	b.WriteString("\n## How each figure is measured\n\n")
@@ -221,7 +226,7 @@ func (r *Report) Markdown() string {
    `+"`rate_limited`"+` and `+"`by_status`"+` counts.
 3. **Pipeline** — the sandbox (`+"`--no-limits`"+`, no latency) holds %s e-mails; one
    `+"`agencysync run --streams communications`"+` process on an empty schema (which it migrates first). Its e-mails/s are reported twice, each
-   against the same raw COPY of the same run: (a) e-mails ÷ the sync summary's `+"`took`"+` — the sync's own time:
+   against the same raw COPY of the same run: (a) e-mails ÷ the sync's own time (its log from `+"`sync started`"+` to `+"`sync summary`"+`):
    fetch, decode, transform, load, bookkeeping; (b) e-mails ÷ the process's wall time from exec to exit — the whole
    process: start, configuration, schema migration, the sync, exit. The raw COPY copies the same e-mails,
    recipients and users — rows built from the ground truth by package `+"`oracle`"+`, which shares no code with the
@@ -244,15 +249,42 @@ func (r *Report) Markdown() string {
    `+"`LOAD_BENCH_EMAILS=%d go test -run '^$' -bench '^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$' -benchtime 1x -count %d ./load/`"+`
    against the same server; each row gives the medians of the runs.
 
-The worker's quota ledger uses the real clock while the sandbox's clock starts at 2026-11-01 (its history ends
-there); `+"`AGENCY_COMMS_START_DATE`"+` is the day before the sandbox's history, so the backfill covers all of it.
+8. **The large agency** (issue 13) — the sandbox (`+"`--no-limits`"+`) holds %s. (a) The first sync on a fresh
+   schema (`+"`AGENCY_RATE_LIMIT=1000`"+`, otherwise the default configuration), requests ÷ `+"`oracle.MinimumRequests`"+`.
+   (b) A day of changes (the sandbox clock +24 h, %s e-mails appended, the deadline of 2%% of the projects and the
+   amount of 1%% of the finance records changed through the admin API), then the nightly `+"`agencysync run`"+`: its
+   requests ÷ the 10 000-request quota. The first sync runs at midnight of the sandbox's clock, the nightly runs at
+   02:00 (`+"`SYNC_SCHEDULE`"+`'s default hour). (c) %d simulated days: each day a nightly run and %d hourly
+   `+"`agencysync run --streams communications`"+` at the other hours (the first day from 02:00), the sandbox clock +1 h
+   and %s e-mails appended before each hourly run
+   and before each later nightly run, which also follows a different 2%% of deadlines and 0.1%% of amounts changed
+   (the same requests as 1%%: a day's changes of each finance list fit one page either way; the sandbox recomputes
+   every aggregate after each edit, which makes 1%% a day slow).
+   A day's requests are the worker's quota ledger (`+"`api_quota_usage`"+`) for that day — the service's day: the worker
+   takes its quota day from the sandbox's `+"`Date`"+` header, so the sandbox's virtual clock moves it — cross-checked
+   with the sandbox's counts of the day's runs. Every run must succeed. (d) Raised limit (`+"`Inflight`"+`, the
+   in-flight change's figure): `+"`AGENCY_RATE_LIMIT=100`"+` against a sandbox enforcing 100 requests/s with 50 ms latency; the
+   rates come from the worker's debug log (each request's start = its end − its duration): detail requests ÷ their
+   span ÷ 100, communications pages fetched and committed ÷ the lower of 100 and the load path's own ceiling (the same
+   measure without limits or latency), the same sync at `+"`SYNC_MAX_IN_FLIGHT=1`"+` beside it. (e) The first sync of %s against a sandbox
+   enforcing a daily quota of %s (and 2 000 requests/s): `+"`agencysync run`"+` (`+"`AGENCY_DAILY_QUOTA`"+` the same) is repeated,
+   the sandbox clock +24 h after each partial run, until one succeeds; every run must end succeeded or partial (exit
+   75), and the warehouse is then compared with the whole truth, table by table (row counts and content checksums
+   against `+"`oracle.Expected`"+`, the truth's rows built without the worker's code).
 
-Reproduce with `+"`make bench`"+` (writes this file; 7 to 13 minutes on these 2 cores, busy or not) or `+"`make bench-quick`"+` (the
-same table with smaller sizes in about two minutes; printed, this file is left alone). `+"`DATABASE_URL`"+` selects the
+The sandbox's clock starts at 2026-11-01 (its history ends there) and moves only when a scenario moves it; the
+worker takes its quota day from the sandbox's `+"`Date`"+` header. `+"`AGENCY_COMMS_START_DATE`"+` is the day before the
+sandbox's history, so the backfill covers all of it. A sync's own time is read off the worker's log (from
+`+"`sync started`"+` to `+"`sync summary`"+`, both stamped by the worker's clock).
+
+Reproduce with `+"`make bench`"+` (writes this file; about 25 minutes on these 2 cores) or `+"`make bench-quick`"+` (the
+same table with smaller sizes in a few minutes; printed, this file is left alone). `+"`DATABASE_URL`"+` selects the
 server; unset, a private cluster is started and thrown away.
 `, describe(z.agency(z.BackfillLarge)), describe(z.Pace), Int(int64(z.PipelineEmails)), describe(steady),
 		Int(int64(z.SteadyAppend)), Int(int64(z.BackfillSmall)), Int(int64(z.BackfillLarge)),
-		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs)
+		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs,
+		describe(withLimitsOff(z.Large.Agency)), Int(int64(z.Large.DayAppend)), z.Large.Days, hourlyRuns, Int(int64(z.Large.HourlyAppend)),
+		describe(z.Large.Huge), Int(int64(z.Large.HugeQuota)))
 	return b.String()
 }
 

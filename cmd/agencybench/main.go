@@ -25,13 +25,15 @@ func main() {
 
 func run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("agencybench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smaller sizes (make bench-quick): the same table in about two minutes")
+	quick := fs.Bool("quick", false, "smaller sizes (make bench-quick): the same table in a few minutes")
 	runs := fs.Int("runs", 3, "runs of each scenario (at least 3); figures are their medians")
 	out := fs.String("out", "BENCHMARKS.md", "Markdown file to write the report to (empty: print only)")
 	bin := fs.String("bin", "", "folder with prebuilt agencysync and agencysandbox (default: build them)")
-	figures := fs.String("figures", "", "comma-separated figure numbers 1-7 to measure (default all)")
+	figures := fs.String("figures", "", "comma-separated figure numbers 1-8 to measure (default all)")
 	logDir := fs.String("logs", "", "keep every agencysync process's log in this folder (diagnosis)")
 	logLevel := fs.String("worker-log-level", "", "LOG_LEVEL of the agencysync processes (default info; debug logs every request)")
+	save := fs.String("save", "", "also write the report as JSON to this file (for a later --keep)")
+	keep := fs.String("keep", "", "a report saved with --save whose rows complete this session's (the figures not measured now)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,11 +47,35 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "agencybench:", err)
 		return 1
 	}
+	if *save != "" {
+		if err := saveReport(*save, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "agencybench:", err)
+			return 1
+		}
+	}
+	if *keep != "" {
+		f, err := os.Open(*keep)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agencybench: open earlier report:", err)
+			return 1
+		}
+		earlier, err := benchmark.LoadReport(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agencybench:", err)
+			return 1
+		}
+		rep.MergeEarlier(earlier)
+	}
 	fmt.Println(benchmark.Table(rep.Rows))
 	fmt.Printf("took %s; load average %s at the start, %s at the end; other processes used %s cores on average\n",
 		rep.Took.Round(1e9), rep.Machine.LoadStart, rep.Machine.LoadEnd, benchmark.Float(rep.OtherCores, 2))
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(rep.Markdown()), 0o644); err != nil {
+		md := rep.Markdown()
+		if old, err := os.ReadFile(*out); err == nil { // sections measured by other means stay
+			md = benchmark.KeepSeparateSections(string(old), md)
+		}
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "agencybench: write report:", err)
 			return 1
 		}
@@ -59,4 +85,20 @@ func run(ctx context.Context, args []string) int {
 		fmt.Printf("%d figure(s) missed their target or could not be measured\n", len(missed))
 	}
 	return 0
+}
+
+// saveReport writes rep as JSON to path.
+func saveReport(path string, rep *benchmark.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create report file: %w", err)
+	}
+	if err := rep.Save(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close report file: %w", err)
+	}
+	return nil
 }
