@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -14,19 +13,7 @@ func TestMaxEmailIDOfAWindow(t *testing.T) {
 	t.Parallel()
 	_, pool, schema := newStore(t)
 	ctx := context.Background()
-	ins := func(id int64, at string, deleted bool) {
-		ts, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var del any
-		if deleted {
-			del = ts
-		}
-		if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (record_id, subject, email_at, raw, _deleted_at) VALUES ($1, 's', $2, '{}', $3)`, qualified(schema, "emails")), id, ts, del); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ins := emailInserter(t, pool, schema)
 	ins(10, "2025-03-01T00:00:00Z", false)
 	ins(12, "2025-03-01T23:59:59Z", false)
 	ins(14, "2025-03-01T23:00:00Z", true)  // soft-deleted

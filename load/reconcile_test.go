@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestEmailDayCountsCutsDaysInTheZone inserts e-mails at chosen instants
@@ -14,19 +16,7 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	t.Parallel()
 	_, pool, schema := newStore(t)
 	ctx := context.Background()
-	ins := func(id int64, at string, deleted bool) {
-		ts, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var del any
-		if deleted {
-			del = ts
-		}
-		if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (record_id, subject, email_at, raw, _deleted_at) VALUES ($1, 's', $2, '{}', $3)`, qualified(schema, "emails")), id, ts, del); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ins := emailInserter(t, pool, schema)
 	ins(1, "2025-03-01T00:00:00Z", false)
 	ins(2, "2025-03-01T22:30:00Z", false) // 2025-03-02 00:30 in Bucharest
 	ins(3, "2025-03-02T12:00:00Z", false)
@@ -108,5 +98,25 @@ func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	}
 	if want := map[string]int{"2025-03-01": 4, "2025-03-02": 2, "2025-03-03": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counts = %v, want %v", got, want)
+	}
+}
+
+// emailInserter returns a function that inserts an e-mail with id at an
+// RFC 3339 instant, soft-deleted at that instant when deleted is true.
+func emailInserter(t *testing.T, pool *pgxpool.Pool, schema string) func(id int64, at string, deleted bool) {
+	t.Helper()
+	return func(id int64, at string, deleted bool) {
+		t.Helper()
+		ts, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var del any
+		if deleted {
+			del = ts
+		}
+		if _, err := pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO %s (record_id, subject, email_at, raw, _deleted_at) VALUES ($1, 's', $2, '{}', $3)`, qualified(schema, "emails")), id, ts, del); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
