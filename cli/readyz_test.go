@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // countingTracer counts the statements and the new connections of every

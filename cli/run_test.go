@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agencysync/agencysync/sandbox"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

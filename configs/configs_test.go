@@ -20,8 +20,8 @@ import (
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
-	"github.com/agencysync/agencysync/sandbox"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }
@@ -400,17 +400,17 @@ func TestEnvFilesReadTheSameInBash(t *testing.T) {
 // --- sandbox.env -------------------------------------------------------------
 
 // sandboxDefaultAddrs reads agencysandbox's default listen addresses from the
-// flags table of sandbox/README.md.
+// flags table of internal/testkit/sandbox/README.md.
 func sandboxDefaultAddrs(t *testing.T) (api, comms string) {
 	t.Helper()
-	raw, err := os.ReadFile("../sandbox/README.md")
+	raw, err := os.ReadFile("../internal/testkit/sandbox/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	find := func(flag string) string {
 		m := regexp.MustCompile("\\| `" + flag + "` \\| `([^`]+)` \\|").FindStringSubmatch(string(raw))
 		if m == nil {
-			t.Fatalf("sandbox/README.md documents no default of %s", flag)
+			t.Fatalf("internal/testkit/sandbox/README.md documents no default of %s", flag)
 		}
 		return m[1]
 	}

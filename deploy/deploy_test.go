@@ -31,7 +31,7 @@ import (
 
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/engine"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // --- environment variables ---------------------------------------------------

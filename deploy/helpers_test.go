@@ -22,9 +22,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/agencysync/agencysync/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/config"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

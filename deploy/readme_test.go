@@ -20,12 +20,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
-	"github.com/agencysync/agencysync/sandbox"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // --- reading the README ----------------------------------------------------------

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
 // detailRequests is what the sandbox served of brand details, contacts and

@@ -30,10 +30,10 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/oracle"
-	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/transform"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

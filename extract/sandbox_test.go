@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
 // Integration tests against the project's in-process sandbox of the service.

@@ -17,7 +17,7 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // benchEmails is how many e-mails the load benchmarks write per run:

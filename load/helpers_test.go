@@ -14,7 +14,7 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

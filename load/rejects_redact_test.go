@@ -11,7 +11,7 @@ import (
 
 	"github.com/agencysync/agencysync/logging"
 	"github.com/agencysync/agencysync/transform"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // TestRejectsAreRedacted: a rejected record whose payload, key or reason

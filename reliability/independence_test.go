@@ -17,7 +17,7 @@ func TestOracleSharesNothingWithTheWorker(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	deps := strings.Fields(string(out))
-	if !strings.Contains(string(out), "github.com/agencysync/agencysync/oracle") {
+	if !strings.Contains(string(out), "github.com/agencysync/agencysync/internal/testkit/oracle") {
 		t.Fatalf("the suite does not use package oracle: %v", deps)
 	}
 	for _, d := range deps {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // Paths of the binaries under test, built once by TestMain.

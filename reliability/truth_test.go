@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // truth is the sandbox's dataset at one moment, by stream (oracle.Truth

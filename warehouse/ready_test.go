@@ -8,7 +8,7 @@ import (
 	"testing/fstest"
 
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/warehouse/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // TestReadinessAgreesWithGoose: the one-statement check says ready exactly

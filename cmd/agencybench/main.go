@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agencysync/agencysync/benchmark"
+	"github.com/agencysync/agencysync/internal/benchmark"
 )
 
 func main() {

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agencysync/agencysync/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 )
 
 func TestHelpListsEveryFlag(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agencysync/agencysync/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 )
 
 // Keys the harness gives the sandbox and the worker (a local sandbox only).

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agencysync/agencysync/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
 // ErrAddrInUse is wrapped by StartSandbox's error when the sandbox exited

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // rawTable is an unlogged, index-free copy of a warehouse table and which

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/agencysync/agencysync/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 )
 
 // QuotaDay is one quota day's requests: the worker's ledger

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // Minimum is the fewest requests that can sync an inventory completely

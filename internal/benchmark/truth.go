@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // FinanceRecord is a budget, invoice, collection or payment of the truth.

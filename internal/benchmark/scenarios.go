@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agencysync/agencysync/childproc"
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // workerTimeout bounds one agencysync process.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agencysync/agencysync/childproc"
-	"github.com/agencysync/agencysync/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // LargeSizes are the workloads of figure 8 (issue 13): the large agency
