@@ -350,6 +350,7 @@ func normaliseStreams(req Request) ([]string, error) {
 }
 
 func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (*Result, error) {
+	clockNote := e.readClock(ctx)
 	started := e.set.Now()
 	// The run's duration is the process's own (monotonic) time: the
 	// service clock that dates the run moves when its first answer shows
@@ -373,11 +374,6 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
-	if plan.Budget == 0 && e.probeClock(ctx) && !e.ledger.Today().Equal(plan.Day) {
-		if plan, err = e.makePlan(ctx, streams, req, done); err != nil {
-			return nil, err
-		}
-	}
 	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams, RequestsPlanned: plan.Allotted()})
 	if err != nil {
 		return nil, err
@@ -388,6 +384,9 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
 		log: runLog, today: utcDate(started)}
 	r.progress = e.progress(r.log)
+	if clockNote != "" {
+		r.note(clockNote)
+	}
 	defer r.spool.tidy()
 	base := r.client
 	r.log.Info("sync started", zap.Strings("streams", streams), zap.String("trigger", string(req.Trigger)),
@@ -675,20 +674,40 @@ func (e *Engine) serviceTime(t time.Time) time.Time {
 	return t.Add(off)
 }
 
-// probeClock asks the service for its clock when this process has not heard
-// it yet: the kept offset says today's budget is spent, but the service's day
-// may have moved on (its clock jumped), and a run that sends nothing would
-// never learn it. The probe carries no key and costs no quota. It reports
-// whether the clock was read.
-func (e *Engine) probeClock(ctx context.Context) bool {
-	if e.clock == nil || e.clock.Observed() {
-		return false
+// readClock reads the service's clock at the start of every run, before
+// anything is planned or dated, with one request that carries no key (a
+// 401, no quota; see extract.Client.ProbeClock). The offset this process
+// last saw, or the one a previous process kept, is stale once the service's
+// clock has moved since (a sandbox's virtual clock that jumped, a corrected
+// server): a run planned on it takes the wrong quota day and the wrong
+// "today", so the lookback's once-a-day re-read lands on the previous day
+// and the next run re-reads again.
+//
+// When the clock cannot be read (the network), the run plans on the offset
+// it has and says so: the returned note, "" when the clock was read, when
+// the service sends no Date header (the worker's clock is then the quota
+// day's, as documented) or when the run is being stopped anyway.
+func (e *Engine) readClock(ctx context.Context) string {
+	if e.clock == nil {
+		return ""
 	}
-	if err := e.client.ProbeClock(ctx); err != nil {
-		e.log.Info("could not read the service's clock; planning on the kept one", zap.Error(err))
-		return false
+	err := e.client.ProbeClock(ctx)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, extract.ErrNoServiceClock):
+		e.log.Info("the service's answer carries no Date header; planning on the clock as known", zap.Error(err))
+		return ""
+	case ctx.Err() != nil:
+		return ""
 	}
-	return true
+	kept := "the worker's clock (no offset kept)"
+	if off, known := e.clock.Offset(); known {
+		kept = fmt.Sprintf("the offset kept (%s)", off.Round(time.Second))
+	}
+	e.log.Warn("could not read the service's clock before planning; planning on "+kept+
+		"; the run's first answer corrects it", zap.Error(err))
+	return fmt.Sprintf("could not read the service's clock before planning (%v); planned on %s", err, kept)
 }
 
 // saveClock keeps the service clock's offset for the next process, which

@@ -39,6 +39,10 @@ type Config struct {
 	DatabaseURL string
 	// Figures selects figures by number ("1".."8"); empty runs them all.
 	Figures []string
+	// LargeDays, when positive, is the number of simulated days of figure
+	// 8's large agency instead of the mode's (14, quick 3): the 14 days at
+	// the quick mode's size, say.
+	LargeDays int
 	// LogDir, when set, keeps the log (stderr) of every agencysync process
 	// there, one file per process, for diagnosis.
 	LogDir string

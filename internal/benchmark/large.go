@@ -84,7 +84,7 @@ func (h *harness) runCounted(ctx context.Context, sb *Sandbox, label string, env
 		return sandboxRun{}, err
 	}
 	now := st.Now.UTC()
-	return sandboxRun{res: res, requests: st.Requests, byEndpoint: st.ByEndpoint, day: now.Format(time.DateOnly), at: now.Format("15:04")}, nil
+	return sandboxRun{res: res, requests: st.Keyed(), byEndpoint: keyedByEndpoint(st), day: now.Format(time.DateOnly), at: now.Format("15:04")}, nil
 }
 
 // succeeded accepts a run that exited 0 with a succeeded summary.

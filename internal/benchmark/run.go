@@ -68,6 +68,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Quick {
 		h.sizes = QuickSizes
 	}
+	if cfg.LargeDays > 0 {
+		h.sizes.Large.Days = cfg.LargeDays
+	}
 	loadStart := LoadAverage()
 	bin := cfg.BinDir
 	if bin == "" {
