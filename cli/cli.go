@@ -103,7 +103,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env}
 	defer reportPanic(env.Stderr, func() *config.Config { return a.cfg }, &code)
 	if cmd.name != "config" && cmd.name != "version" {
-		cfg, err := config.LoadFrom(ctx, env.Lookup, env.ReadFile)
+		cfg, err := config.LoadFrom(ctx, config.Environment{Lookup: env.Lookup, ReadFile: env.ReadFile}, Known())
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "agencysync: bad configuration: %v\n", err)
 			return ExitUsage

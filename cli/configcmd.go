@@ -21,7 +21,7 @@ func runConfig(ctx context.Context, a *app, args []string) error {
 	if !*effective {
 		return runConfigHelp(ctx, a, nil)
 	}
-	cfg, err := config.LoadFrom(ctx, a.env.Lookup, a.env.ReadFile)
+	cfg, err := config.LoadFrom(ctx, config.Environment{Lookup: a.env.Lookup, ReadFile: a.env.ReadFile}, Known())
 	if err != nil {
 		return err
 	}

@@ -67,8 +67,17 @@ type Config struct {
 	CommsTZ Location `env:"AGENCY_COMMS_TZ, default=UTC" form:"an IANA time zone, e.g. UTC or Europe/Bucharest" desc:"time zone in which the communications endpoint cuts days (date_start/date_end); reconciliation counts e-mails per day of this zone"`
 	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
-	// Paths remaps endpoint paths of the main interface.
-	Paths string `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// Paths remaps endpoint paths (endpoint name → path).
+	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// FieldMapPairs is AGENCY_FIELD_MAP as written; FieldMap is what is in force.
+	FieldMapPairs FieldMapPairs `env:"AGENCY_FIELD_MAP" form:"comma-separated table.column=source.path, e.g. projects.name=title,projects.status=state" desc:"source field each named warehouse column is read from, instead of the declared one (overrides AGENCY_FIELD_MAP_FILE pair by pair; see Field mapping)"`
+	// FieldMapFile names a YAML file of field mappings (table: {column: path}).
+	FieldMapFile string `env:"AGENCY_FIELD_MAP_FILE" form:"a YAML file path; the file maps tables to column: source.path pairs" desc:"the same mapping as AGENCY_FIELD_MAP, from a file (read first; AGENCY_FIELD_MAP overrides its pairs)"`
+	// FieldMap is the field mapping in force: AGENCY_FIELD_MAP_FILE's pairs
+	// overridden by AGENCY_FIELD_MAP's, keyed "table.column", valued by a
+	// source field path (dotted, one level per dot). Nil: every column is
+	// read from its declared field.
+	FieldMap map[string]string
 	// WorkflowID is sent as X-Workflow-Id.
 	WorkflowID string `env:"AGENCY_WORKFLOW_ID, default=agencysync" form:"a short name" desc:"X-Workflow-Id of the communications requests"`
 
@@ -88,9 +97,14 @@ type Config struct {
 	// SyncSchedule is the cron schedule of `agencysync serve`.
 	SyncSchedule string `env:"SYNC_SCHEDULE, default=0 2 * * *" form:"a 5-field cron expression, e.g. 0 2 * * *" desc:"when serve runs a sync (cron)"`
 	// StreamSchedules gives streams their own cron schedule in serve.
-	StreamSchedules string `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
-	// Priorities orders the planner's tasks.
-	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
+	StreamSchedules StreamSchedules `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
+	// Schedules are serve's schedules in force: SYNC_SCHEDULE for the
+	// streams SYNC_STREAM_SCHEDULES does not name, then one per expression
+	// of SYNC_STREAM_SCHEDULES.
+	Schedules []Schedule
+	// Priorities orders the planner's tasks; after Load it names every task
+	// (those SYNC_PRIORITIES leaves out follow in their default order).
+	Priorities TaskOrder `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
 	// DetailMaxAge is the maximum age of an unchanged brand or project
 	// detail: each day refreshes the slice of details whose day it is (an
 	// even share, 1/days of them), so every detail is re-fetched at least
@@ -131,17 +145,34 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (want %s)", e.Variable, e.Problem, e.Form)
 }
 
-// Load reads the configuration from the process environment and validates the
-// forms of every variable that is set. Use RequireSource before talking to the
-// service and nothing else checks that the service's variables are present.
-func Load(ctx context.Context) (*Config, error) {
-	return LoadFrom(ctx, os.LookupEnv, os.ReadFile)
+// ErrIncompleteKnown means Load was given a Known without the names a
+// variable may refer to: a programming error, never the user's.
+var ErrIncompleteKnown = errors.New("incomplete Known")
+
+// Environment is what the configuration is read from: the variables, and
+// the files that <NAME>_FILE secrets and AGENCY_FIELD_MAP_FILE name.
+type Environment struct {
+	Lookup   func(string) (string, bool)
+	ReadFile func(string) ([]byte, error)
 }
 
-// LoadFrom is Load with the environment lookup and file reading injected (tests).
-func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
+// Load reads the configuration from the process environment; see LoadFrom.
+func Load(ctx context.Context, known Known) (*Config, error) {
+	return LoadFrom(ctx, Environment{Lookup: os.LookupEnv, ReadFile: os.ReadFile}, known)
+}
+
+// LoadFrom parses, defaults and validates every variable that is set, once:
+// forms, the names SYNC_PRIORITIES, SYNC_STREAM_SCHEDULES and AGENCY_PATHS
+// refer to (against known), and AGENCY_FIELD_MAP_FILE and AGENCY_FIELD_MAP
+// (their syntax, then known.FieldMap). A problem is an *Error naming the
+// variable. Whether the variables a command needs are present is Require's
+// to say, so that a command runs without those it does not use.
+func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error) {
+	if err := known.complete(); err != nil {
+		return nil, err
+	}
 	var cfg Config
-	l := &secretFileLookuper{lookup: lookup, readFile: readFile, secrets: secretVariables()}
+	l := &secretFileLookuper{lookup: env.Lookup, readFile: env.ReadFile, secrets: secretVariables()}
 	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &cfg, Lookuper: l})
 	if l.err != nil {
 		return nil, l.err
@@ -158,7 +189,31 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 		}
 		return nil, err
 	}
+	if err := cfg.resolveNames(known); err != nil {
+		return nil, err
+	}
+	if err := cfg.loadFieldMap(env.ReadFile, known.FieldMap); err != nil {
+		return nil, err
+	}
 	return &cfg, nil
+}
+
+// resolveNames checks the names the variables refer to and fills in what
+// follows from them: the whole task order and serve's schedules.
+func (c *Config) resolveNames(known Known) error {
+	order, err := c.Priorities.complete(known.Tasks)
+	if err != nil {
+		return fieldError("Priorities", err.Error())
+	}
+	c.Priorities = order
+	if err := c.StreamSchedules.check(known.Streams); err != nil {
+		return fieldError("StreamSchedules", err.Error())
+	}
+	c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
+	if err := c.Paths.check(known.Endpoints); err != nil {
+		return fieldError("Paths", err.Error())
+	}
+	return nil
 }
 
 // loopbackHost reports whether host is localhost or a loopback address: plain
@@ -321,25 +376,51 @@ func checkKey(field, v string) error {
 	return nil
 }
 
-// RequireSource checks that every variable needed to talk to the Agency Data
-// Service is set (run, serve, plan and backfill need them; migrate does not).
-func (c *Config) RequireSource() error {
-	missing := func(field string) error { return fieldError(field, "is required") }
-	switch {
-	case c.BaseURL == "":
-		return missing("BaseURL")
-	case c.APIKey.Value() == "":
-		return missing("APIKey")
-	case c.CommsURL == "":
-		return missing("CommsURL")
-	case c.CommsKey.Value() == "":
-		return missing("CommsKey")
-	case c.CommsDomainID == 0:
-		return missing("CommsDomainID")
-	case len(c.CommsUserIDs) == 0:
-		return missing("CommsUserIDs")
-	case c.CommsStartDate.IsZero():
-		return missing("CommsStartDate")
+// Need is a set of variables a command uses beyond the warehouse's. Each
+// command asks only for what it calls (cli), so that a missing secret fails
+// only the commands that use it.
+type Need uint
+
+// What a command may need.
+const (
+	// NeedBaseURL: AGENCY_BASE_URL, the main interface, whose answers (even
+	// the keyless clock probe) tell the service's clock.
+	NeedBaseURL Need = 1 << iota
+	// NeedAPIKey: AGENCY_API_KEY, the main interface's key.
+	NeedAPIKey
+	// NeedComms: AGENCY_COMMS_URL, AGENCY_COMMS_KEY, AGENCY_COMMS_DOMAIN_ID
+	// and AGENCY_COMMS_USER_IDS, the communications requests.
+	NeedComms
+	// NeedStartDate: AGENCY_COMMS_START_DATE, where the e-mail history (its
+	// backfill, its estimate, its verification) starts.
+	NeedStartDate
+
+	// NeedMain is the main interface: its address and key.
+	NeedMain = NeedBaseURL | NeedAPIKey
+	// NeedSync is what a sync of every stream uses.
+	NeedSync = NeedMain | NeedComms | NeedStartDate
+)
+
+// Require checks that every variable of need is set, naming the first one
+// missing (an *Error: exit 2).
+func (c *Config) Require(need Need) error {
+	checks := []struct {
+		need    Need
+		field   string
+		missing bool
+	}{
+		{NeedBaseURL, "BaseURL", c.BaseURL == ""},
+		{NeedAPIKey, "APIKey", c.APIKey.Value() == ""},
+		{NeedComms, "CommsURL", c.CommsURL == ""},
+		{NeedComms, "CommsKey", c.CommsKey.Value() == ""},
+		{NeedComms, "CommsDomainID", c.CommsDomainID == 0},
+		{NeedComms, "CommsUserIDs", len(c.CommsUserIDs) == 0},
+		{NeedStartDate, "CommsStartDate", c.CommsStartDate.IsZero()},
+	}
+	for _, k := range checks {
+		if need&k.need != 0 && k.missing {
+			return fieldError(k.field, "is required")
+		}
 	}
 	return nil
 }

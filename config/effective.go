@@ -35,6 +35,9 @@ func (c *Config) Effective(lookup func(string) (string, bool)) []Setting {
 			s.Source = "unset"
 		}
 		f := rv.FieldByName(v.Field)
+		if s.Source == "unset" && !f.IsZero() {
+			s.Source = "default" // filled in at load (SYNC_PRIORITIES: the default order)
+		}
 		s.Value = printable(f, v)
 		if s.Value == "" || (s.Source == "unset" && f.IsZero()) {
 			s.Value = "(unset)"
