@@ -27,11 +27,6 @@ func runConfig(ctx context.Context, a *app, args []string) error {
 	}
 	a.cfg = cfg
 	for _, s := range cfg.Effective(a.env.Lookup) {
-		if s.Name == "WAREHOUSE_LOCAL_DIR" && s.Source != "environment" && cfg.DatabaseURL.Value() == "" {
-			if dir, err := a.localDataDir(); err == nil {
-				s.Value, s.Source = dir, "default (DATABASE_URL unset)"
-			}
-		}
 		fmt.Fprintf(a.env.Stdout, "%-28s %-44s %s\n", s.Name, s.Value, s.Source)
 	}
 	return nil

@@ -34,8 +34,12 @@ type Config struct {
 	// WarehouseSchema is the Postgres schema holding every warehouse table.
 	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
 	// LocalDataDir is where the private cluster keeps its data when
-	// DATABASE_URL is unset; empty: warehouse.DefaultLocalDir.
+	// DATABASE_URL is unset (Load fills in the default then; "" when
+	// DATABASE_URL is set and the variable is not).
 	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset; unset: $XDG_DATA_HOME/agencysync/postgres, else ~/.local/share/agencysync/postgres, and /var/lib/agencysync/postgres as root (the server then runs as the postgres user)"`
+	// PGBinDir holds the PostgreSQL programs of the private cluster and of
+	// `agencysync psql`; empty: searched for.
+	PGBinDir string `env:"PG_BINDIR" form:"a directory holding initdb, postgres and psql" desc:"PostgreSQL programs of the private cluster and of agencysync psql; unset: the newest /usr/lib/postgresql/*/bin, then PATH"`
 	// DBStatementTimeout bounds every warehouse statement.
 	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
 
@@ -154,7 +158,12 @@ var ErrIncompleteKnown = errors.New("incomplete Known")
 type Environment struct {
 	Lookup   func(string) (string, bool)
 	ReadFile func(string) ([]byte, error)
+	// Geteuid is the effective user id, which places the private cluster's
+	// data folder (root: RootLocalDir); nil: the process's.
+	Geteuid func() int
 }
+
+var osGeteuid = os.Geteuid
 
 // Load reads the configuration from the process environment; see LoadFrom.
 func Load(ctx context.Context, known Known) (*Config, error) {
@@ -187,6 +196,9 @@ func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error
 			ce.Problem = "the file named by " + ce.Variable + "_FILE " + ce.Problem
 			ce.Variable += "_FILE"
 		}
+		return nil, err
+	}
+	if err := cfg.defaultLocal(env); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveNames(known); err != nil {

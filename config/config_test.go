@@ -235,6 +235,14 @@ var testKnown = Known{
 	Endpoints: []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary", "communications"},
 }
 
+// loadTest loads as an ordinary user (euid 1000) with a home folder,
+// whoever runs the tests.
 func loadTest(lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
-	return LoadFrom(context.Background(), Environment{Lookup: lookup, ReadFile: readFile}, testKnown)
+	withHome := func(k string) (string, bool) {
+		if v, ok := lookup(k); ok || k != "HOME" {
+			return v, ok
+		}
+		return "/home/tester", true
+	}
+	return LoadFrom(context.Background(), Environment{Lookup: withHome, ReadFile: readFile, Geteuid: func() int { return 1000 }}, testKnown)
 }

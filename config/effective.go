@@ -36,7 +36,12 @@ func (c *Config) Effective(lookup func(string) (string, bool)) []Setting {
 		}
 		f := rv.FieldByName(v.Field)
 		if s.Source == "unset" && !f.IsZero() {
-			s.Source = "default" // filled in at load (SYNC_PRIORITIES: the default order)
+			// Filled in at load: SYNC_PRIORITIES the default order,
+			// WAREHOUSE_LOCAL_DIR the private cluster's folder.
+			s.Source = "default"
+			if v.Name == "WAREHOUSE_LOCAL_DIR" {
+				s.Source = "default (DATABASE_URL unset)"
+			}
 		}
 		s.Value = printable(f, v)
 		if s.Value == "" || (s.Source == "unset" && f.IsZero()) {

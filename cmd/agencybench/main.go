@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr,
+	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), PGBinDir: os.Getenv("PG_BINDIR"), Log: os.Stderr,
 		LogDir: *logDir, WorkerLogLevel: *logLevel}
 	if *figures != "" {
 		cfg.Figures = strings.Split(*figures, ",")
