@@ -145,3 +145,61 @@ func TestBadVariableFailsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncWithOnlyTheVariablesItUses: against the sandbox, a sync of the
+// e-mails (run, backfill, verify) completes without the main interface's
+// key, and a sync of the lists without any communications variable: what
+// Require lets through, the engine really does not use.
+func TestSyncWithOnlyTheVariablesItUses(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	full := syncEnv(t, sb, o, nil)
+	without := func(names ...string) map[string]string {
+		vars := maps.Clone(full)
+		for _, n := range names {
+			delete(vars, n)
+		}
+		return vars
+	}
+	comms := without("AGENCY_API_KEY")
+	lists := without("AGENCY_COMMS_URL", "AGENCY_COMMS_KEY", "AGENCY_COMMS_DOMAIN_ID", "AGENCY_COMMS_USER_IDS", "AGENCY_COMMS_START_DATE")
+	from := o.Start.AddDate(0, 0, -o.HistoryDays-1).Format("2006-01-02")
+	steps := []struct {
+		vars map[string]string
+		args []string
+	}{
+		{comms, []string{"run", "--streams", "communications"}},
+		{comms, []string{"verify"}},
+		{comms, []string{"backfill", "--from", from}},
+		{lists, []string{"run", "--streams", "brands,projects,finance"}},
+		{lists, []string{"status"}},
+	}
+	for _, s := range steps {
+		code, out, errs := mainWith(s.vars, s.args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", s.args, code, out, errs)
+		}
+		assertNoSecrets(t, out, errs)
+	}
+	code, out, errs := mainWith(full, "status", "--json")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Streams []struct {
+			Stream      string  `json:"stream"`
+			LastSuccess *string `json:"last_success"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(rep.Streams) != 4 {
+		t.Fatalf("status shows %d streams, want 4:\n%s", len(rep.Streams), out)
+	}
+	for _, st := range rep.Streams {
+		if st.LastSuccess == nil {
+			t.Errorf("stream %s never succeeded:\n%s", st.Stream, out)
+		}
+	}
+}

@@ -58,7 +58,7 @@ type Config struct {
 	// CommsStartDate is the first day of the communications backfill.
 	CommsStartDate Date `env:"AGENCY_COMMS_START_DATE" form:"a date YYYY-MM-DD, e.g. 2024-01-01" desc:"first day of the communications backfill"`
 	// CommsLookback is how far before the watermark incremental runs start.
-	CommsLookback time.Duration `env:"AGENCY_COMMS_LOOKBACK, default=24h" form:"a Go duration, e.g. 24h" desc:"overlap of each incremental communications window before the watermark"`
+	CommsLookback time.Duration `env:"AGENCY_COMMS_LOOKBACK, default=24h" form:"a positive Go duration, e.g. 24h" desc:"overlap of each incremental communications window before the watermark"`
 	// CommsWithMessage is the with_message value of communications requests.
 	CommsWithMessage string `env:"AGENCY_COMMS_WITH_MESSAGE, default=0" form:"0, 1, true or false" desc:"with_message of the communications requests (1: include bodies)"`
 	// CommsBrandURL is the -brand_url filter of communications requests (empty: all brands).
@@ -315,8 +315,10 @@ func (c *Config) validate() error {
 	if c.DailyQuota <= 0 {
 		return fieldError("DailyQuota", fmt.Sprintf("%d is not positive", c.DailyQuota))
 	}
-	if c.CommsLookback < 0 {
-		return fieldError("CommsLookback", "must not be negative")
+	if c.CommsLookback <= 0 {
+		// The engine reads a zero lookback as its default (24h): refuse
+		// it rather than silently use a day.
+		return fieldError("CommsLookback", "must be positive")
 	}
 	if c.CommsBackfillWindow < 0 || c.CommsBackfillWindow%(24*time.Hour) != 0 {
 		return fieldError("CommsBackfillWindow", "must be whole days")

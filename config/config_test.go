@@ -143,6 +143,8 @@ func TestBadValues(t *testing.T) {
 		{"LOG_FORMAT", "xml"},
 		{"DATABASE_URL", "mysql://root:hunter2@x/db"},
 		{"AGENCY_REQUEST_TIMEOUT", "soon"},
+		{"AGENCY_COMMS_LOOKBACK", "-1h"},
+		{"AGENCY_COMMS_LOOKBACK", "0s"}, // the engine reads a zero as its default, 24h
 		{"SYNC_AUTO_MIGRATE", "maybe"},
 		{"HTTP_ADDR", "not-an-address"},
 		{"HTTP_ADDR", "127.0.0.1:http-alt"},
