@@ -36,10 +36,19 @@ type wired struct {
 func (x *wired) close() { x.w.Close() }
 
 // wire opens the warehouse, applies pending migrations (unless disabled) and
-// builds the engine. With client, the engine talks to the service (the
-// command checked that what it uses is set: Config.Require); without, it only
-// reads the warehouse (plan, status) and no service variable is used.
-func (a *app) wire(ctx context.Context, migrate, client bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+// builds the engine with its client; the command has checked that the
+// variables it uses are set (Config.Require).
+func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+	return a.build(ctx, migrate, true, progress)
+}
+
+// wireReader is wire for the commands that only read the warehouse (plan,
+// status): the engine has no client, so no service variable is used.
+func (a *app) wireReader(ctx context.Context, migrate bool) (*wired, error) {
+	return a.build(ctx, migrate, false, nil)
+}
+
+func (a *app) build(ctx context.Context, migrate, client bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
 	cfg := a.cfg
 	w, err := a.openWarehouse(ctx)
 	if err != nil {
@@ -88,11 +97,7 @@ func (a *app) wire(ctx context.Context, migrate, client bool, progress func(*zap
 			Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 			Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 		})
-		if errors.Is(err, extract.ErrInsecureURL) {
-			return nil, &config.Error{Variable: "AGENCY_BASE_URL or AGENCY_COMMS_URL", Problem: "plain http:// to a host that is not loopback",
-				Form: "https://, or AGENCY_ALLOW_INSECURE_HTTP=true"}
-		}
-		if err != nil {
+		if err != nil { // config refused what extract would (plain http:// to a remote host)
 			return nil, err
 		}
 	}
@@ -190,7 +195,7 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(syncNeeds(sel)); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, true, a.progress(10*time.Second))
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -237,7 +242,7 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, true, a.progress(10*time.Second))
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -271,7 +276,7 @@ func runPlan(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate, false, nil)
+	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
@@ -291,7 +296,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate, false, nil)
+	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
@@ -318,7 +323,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(config.NeedSync); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, true, a.progress(30*time.Second))
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(30*time.Second))
 	if err != nil {
 		return err
 	}

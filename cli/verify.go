@@ -56,7 +56,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(need); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, true, a.progress(10*time.Second))
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
 	}

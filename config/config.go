@@ -1,7 +1,16 @@
-// Package config loads and validates agencysync's configuration from the
-// environment. Variable names are a contract: scripts, docs and deployment files
-// use them. Secrets also accept <NAME>_FILE (the value read from that file, as
-// container secrets do) and never appear in logs, errors, panics or help text.
+// Package config reads, defaults and checks agencysync's configuration from
+// the environment, once: the other packages receive typed values (Config's
+// fields) and read no variable themselves. Variable names are a contract:
+// scripts, docs and deployment files use them. Secrets also accept
+// <NAME>_FILE (the value read from that file, as container secrets do) and
+// never appear in logs, errors, panics or help text.
+//
+// LoadFrom checks every variable that is set, whichever command runs; the
+// names some variables refer to (tasks, streams, endpoints, warehouse
+// columns) come from the packages that own them through Known, so config
+// imports none of them. Whether a variable is present is the command's
+// question: Config.Require(Need) asks only for what that command uses.
+// A problem is an *Error naming the variable (exit code 2).
 package config
 
 import (
