@@ -8,7 +8,8 @@ import (
 )
 
 // runConfig prints the configuration reference, or with --effective the
-// values in force (environment, _FILE secrets, defaults) with secrets masked.
+// values in force (environment, _FILE secrets, defaults) with secrets masked,
+// and the field map that AGENCY_FIELD_MAP_FILE and AGENCY_FIELD_MAP make.
 func runConfig(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("config", a)
 	effective := fs.Bool("effective", false, "print the values in force (secrets masked) instead of the reference")
@@ -28,6 +29,10 @@ func runConfig(ctx context.Context, a *app, args []string) error {
 	a.cfg = cfg
 	for _, s := range cfg.Effective(a.env.Lookup) {
 		fmt.Fprintf(a.env.Stdout, "%-28s %-44s %s\n", s.Name, s.Value, s.Source)
+	}
+	if len(cfg.FieldMap) > 0 {
+		// What the two field map variables make together.
+		fmt.Fprintf(a.env.Stdout, "%-28s %s\n", "field map in force", config.FieldMapPairs(cfg.FieldMap))
 	}
 	return nil
 }
