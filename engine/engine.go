@@ -47,6 +47,10 @@ const (
 	StatusSkipped   Status = load.RunSkipped   // another sync held the lock
 )
 
+// ErrNoClient means Run was called on an engine built without a client
+// (Deps.Client), which only reads the warehouse.
+var ErrNoClient = errors.New("engine built without a client")
+
 // ErrInterrupted means the run stopped because its context ended (a signal):
 // the page in hand was committed and the next run resumes.
 var ErrInterrupted = errors.New("interrupted")
@@ -108,6 +112,8 @@ type Deps struct {
 	Pool   *pgxpool.Pool
 	Store  *load.Store
 	Ledger *load.Ledger
+	// Client talks to the service; nil builds an engine that only reads
+	// the warehouse (Plan, Status), whose Run returns ErrNoClient.
 	Client *extract.Client
 	// Clock, when set, is the service's clock the client learns from its
 	// answers; each run keeps its offset in the warehouse for the next
@@ -156,8 +162,8 @@ type Engine struct {
 // New checks the settings and returns an engine.
 func New(d Deps, s Settings) (*Engine, error) {
 	switch {
-	case d.Pool == nil || d.Store == nil || d.Ledger == nil || d.Client == nil:
-		return nil, errors.New("create engine: pool, store, ledger and client are required")
+	case d.Pool == nil || d.Store == nil || d.Ledger == nil:
+		return nil, errors.New("create engine: pool, store and ledger are required")
 	case s.Schema == "":
 		return nil, errors.New("create engine: empty schema")
 	case s.DailyQuota <= 0:
@@ -295,6 +301,9 @@ type run struct {
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
 func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	if e.client == nil {
+		return nil, fmt.Errorf("run sync: %w", ErrNoClient)
+	}
 	streams, err := normaliseStreams(req)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,54 +19,6 @@ import (
 type Schedule struct {
 	Spec    string
 	Streams []string
-}
-
-// ParseSchedules builds the schedules of serve: the default spec for every
-// stream not named in perStream, and one schedule per "stream=spec" entry of
-// perStream (";"-separated, e.g. "communications=0 * * * *").
-func ParseSchedules(defaultSpec, perStream string) ([]Schedule, error) {
-	own := map[string]string{}
-	for entry := range strings.SplitSeq(perStream, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		name, spec, ok := strings.Cut(entry, "=")
-		name, spec = strings.TrimSpace(name), strings.TrimSpace(spec)
-		if !ok || spec == "" {
-			return nil, fmt.Errorf("parse schedules: %q is not stream=cron", entry)
-		}
-		if _, err := ParseStreams(name); err != nil {
-			return nil, err
-		}
-		if _, err := cron.ParseStandard(spec); err != nil {
-			return nil, fmt.Errorf("parse schedules: %s: %q is not a cron expression", name, spec)
-		}
-		own[name] = spec
-	}
-	if _, err := cron.ParseStandard(defaultSpec); err != nil {
-		return nil, fmt.Errorf("parse schedules: %q is not a cron expression", defaultSpec)
-	}
-	var rest []string
-	bySpec := map[string][]string{}
-	for _, s := range AllStreams {
-		if spec, ok := own[s]; ok {
-			bySpec[spec] = append(bySpec[spec], s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	var out []Schedule
-	if len(rest) > 0 {
-		out = append(out, Schedule{Spec: defaultSpec, Streams: rest})
-	}
-	for _, s := range AllStreams {
-		if spec, ok := own[s]; ok && len(bySpec[spec]) > 0 {
-			out = append(out, Schedule{Spec: spec, Streams: bySpec[spec]})
-			delete(bySpec, spec)
-		}
-	}
-	return out, nil
 }
 
 // Runner performs one sync; *Engine implements it.

@@ -14,26 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestParseSchedules(t *testing.T) {
-	t.Parallel()
-	got, err := ParseSchedules("0 2 * * *", "communications=0 * * * *")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Spec != "0 2 * * *" || strings.Join(got[0].Streams, ",") != "brands,projects,finance" ||
-		got[1].Spec != "0 * * * *" || strings.Join(got[1].Streams, ",") != "communications" {
-		t.Fatalf("schedules %+v", got)
-	}
-	for _, bad := range []string{"emails=0 * * * *", "communications", "communications=every hour"} {
-		if _, err := ParseSchedules("0 2 * * *", bad); err == nil {
-			t.Errorf("ParseSchedules(%q) accepted", bad)
-		}
-	}
-	if _, err := ParseSchedules("nightly", ""); err == nil {
-		t.Error("bad default schedule accepted")
-	}
-}
-
 // fakeRunner counts runs, can block, and panics on demand.
 type fakeRunner struct {
 	runs    atomic.Int64

@@ -34,7 +34,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+	cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 	if err != nil {
 		t.Fatalf("start a private cluster: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 		if err := cluster.Stop(); err != nil {
 			t.Logf("after the crash: %v", err)
 		}
-		if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true}); err != nil {
+		if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true}); err != nil {
 			t.Fatalf("start the server again (crash recovery): %v", err)
 		}
 		proxy.setTarget(hostPort(t, cluster.DSN()))

@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "agencybench: --days must not be negative")
 		return 2
 	}
-	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr,
+	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), PGBinDir: os.Getenv("PG_BINDIR"), Log: os.Stderr,
 		LogDir: *logDir, WorkerLogLevel: *logLevel, LargeDays: *days}
 	if *figures != "" {
 		cfg.Figures = strings.Split(*figures, ",")
