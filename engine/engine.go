@@ -132,6 +132,15 @@ type warehouseStore interface {
 	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
 	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
 	Freshness(ctx context.Context) ([]load.StreamFreshness, error)
+	ResetStream(ctx context.Context, stream string) error
+	CloseDeadRuns(ctx context.Context) error
+	TryLock(ctx context.Context, key int64) (*load.SessionLock, bool, error)
+	LiveRows(ctx context.Context, table string, scope map[string]any) (int, error)
+	UnfinishedRunStarts(ctx context.Context) ([]time.Time, error)
+	PartitionsSucceededSince(ctx context.Context, stream string, partitions []string, since time.Time) ([]string, error)
+	StreamInProgress(ctx context.Context, stream string) (bool, error)
+	RejectedCount(ctx context.Context, stream string) (int64, error)
+	RecentRuns(ctx context.Context, n int) ([]load.RunSummary, error)
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -302,9 +311,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Trigger == "" {
 		req.Trigger = TriggerRun
 	}
-	lock, ok, err := e.tryLock(ctx)
+	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	if !ok {
 		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams}, "another sync of this warehouse schema holds the lock")
@@ -317,7 +326,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return &Result{RunID: id, Status: StatusSkipped}, nil
 	}
-	defer lock.release()
+	defer lock.Release()
 	return e.runLocked(ctx, req, streams)
 }
 
@@ -356,12 +365,12 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	// the service's offset, which would make "took" days long or negative.
 	wallStart := time.Now()
 	for _, s := range req.FullRefresh {
-		if err := e.book.resetStream(ctx, e.pool, s); err != nil {
+		if err := e.store.ResetStream(ctx, s); err != nil {
 			return nil, err
 		}
 		e.log.Info("stream state reset for a full refresh", zap.String("stream", s))
 	}
-	if err := e.book.closeDeadRuns(ctx, e.pool); err != nil {
+	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
@@ -624,40 +633,6 @@ func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger)
 		return r.details(ctx, req, log)
 	}
 	return fmt.Errorf("run task: unknown task %q", t)
-}
-
-// syncLock is a held advisory lock on a dedicated connection.
-type syncLock struct {
-	conn *pgxpool.Conn
-	id   int64
-}
-
-func (e *Engine) tryLock(ctx context.Context) (*syncLock, bool, error) {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("acquire lock connection: %w", err)
-	}
-	id := warehouse.SyncLockID(e.set.Schema)
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, false, fmt.Errorf("take sync lock: %w", err)
-	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
-	}
-	return &syncLock{conn: conn, id: id}, true, nil
-}
-
-func (l *syncLock) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
-		// The session is suspect: close it, which releases the lock too.
-		_ = l.conn.Conn().Close(ctx)
-	}
-	l.conn.Release()
 }
 
 func utcDate(t time.Time) time.Time {

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/load"
 )
@@ -28,21 +25,8 @@ type StreamStatus struct {
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
 }
 
-// RunSummary is one row of sync_runs.
-type RunSummary struct {
-	RunID        string         `json:"run_id"`
-	Trigger      string         `json:"trigger"`
-	Status       string         `json:"status"`
-	StartedAt    time.Time      `json:"started_at"`
-	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
-	RequestsUsed int            `json:"requests_used"`
-	Rejected     int            `json:"rejected"`
-	RowsByTable  map[string]int `json:"rows_by_table"`
-	Error        string         `json:"error,omitempty"`
-	// StreamsDetail is sync_runs.streams_detail: per task, the stream,
-	// requests, records read, duration and communications ranges fetched.
-	StreamsDetail map[string]load.TaskDetail `json:"streams_detail"`
-}
+// RunSummary is one row of sync_runs (load.RunSummary).
+type RunSummary = load.RunSummary
 
 // StatusReport is what `agencysync status` prints.
 type StatusReport struct {
@@ -84,43 +68,24 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 				ss.LagSeconds = &lag
 			}
 		}
-		q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
-FROM %s WHERE stream = $1`, e.book.t("sync_state"))
-		var inProgress *bool
-		if err := e.pool.QueryRow(ctx, q, s).Scan(&inProgress); err != nil {
-			return nil, fmt.Errorf("read state of %s: %w", s, err)
+		if ss.InProgress, err = e.store.StreamInProgress(ctx, s); err != nil {
+			return nil, err
 		}
-		ss.InProgress = inProgress != nil && *inProgress
-		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+" WHERE _deleted_at IS NULL").Scan(&ss.Rows); err != nil {
-			return nil, fmt.Errorf("count rows of %s: %w", s, err)
+		n, err := e.store.LiveRows(ctx, main[s], nil)
+		if err != nil {
+			return nil, err
 		}
-		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t("rejected_records")+" WHERE stream = $1 OR stream LIKE $1 || '.%'", s).Scan(&ss.Rejected); err != nil {
-			return nil, fmt.Errorf("count rejects of %s: %w", s, err)
+		ss.Rows = int64(n)
+		if ss.Rejected, err = e.store.RejectedCount(ctx, s); err != nil {
+			return nil, err
 		}
 		rep.Streams = append(rep.Streams, ss)
 	}
 	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, ''), streams_detail
-FROM %s ORDER BY started_at DESC LIMIT $1`, e.book.t("sync_runs")), lastRuns)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	rep.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunSummary, error) {
-		var rs RunSummary
-		var byTable, detail []byte
-		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error, &detail)
-		if err == nil {
-			err = json.Unmarshal(byTable, &rs.RowsByTable)
-		}
-		if err == nil {
-			err = json.Unmarshal(detail, &rs.StreamsDetail)
-		}
-		return rs, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

@@ -29,7 +29,8 @@ import (
 //   - it is older than the maximum age (a safety net; with a maximum age
 //     under a day, every detail is due daily and whenever it is that old).
 type DetailState struct {
-	table string
+	schema string
+	table  string
 }
 
 // NewDetailState returns the detail bookkeeping of schema.
@@ -37,7 +38,7 @@ func NewDetailState(schema string) (*DetailState, error) {
 	if schema == "" {
 		return nil, errors.New("create detail state: empty schema")
 	}
-	return &DetailState{table: pgx.Identifier{schema, "detail_state"}.Sanitize()}, nil
+	return &DetailState{schema: schema, table: pgx.Identifier{schema, "detail_state"}.Sanitize()}, nil
 }
 
 // ErrBadMaxAge is returned for a maximum detail age that is not positive.
@@ -183,6 +184,41 @@ func (d *DetailState) Fetched(ctx context.Context, tx pgx.Tx, stream, id, hash s
 WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
 	if err != nil {
 		return fmt.Errorf("record detail of %s %s: %w", stream, id, err)
+	}
+	return nil
+}
+
+// ErrNoDetails is returned for a stream without detail bookkeeping.
+var ErrNoDetails = errors.New("stream has no details")
+
+// MarkUnlisted marks as unlisted the entities of stream (brands or
+// projects) the warehouse soft-deleted — after a complete listing's
+// MarkDeleted, in the same transaction — so their details are no longer
+// fetched; the contacts of a deleted brand are soft-deleted with it (they
+// come back with its next detail).
+func (d *DetailState) MarkUnlisted(ctx context.Context, tx pgx.Tx, stream string) error {
+	var table, key string
+	switch stream {
+	case "brands":
+		table, key = "brands", "brand_id"
+	case "projects":
+		table, key = "projects", "project_id"
+	default:
+		return fmt.Errorf("record unlisted %s: %w", stream, ErrNoDetails)
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET listed = false, _synced_at = now()
+FROM %s AS x WHERE d.stream = $1 AND d.listed AND x.%s = d.entity_id AND x._deleted_at IS NOT NULL`,
+		d.table, pgx.Identifier{d.schema, table}.Sanitize(), pgx.Identifier{key}.Sanitize()), stream)
+	if err != nil {
+		return fmt.Errorf("record unlisted %s: %w", stream, err)
+	}
+	if stream == "brands" {
+		_, err = tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS c SET _deleted_at = now(), _synced_at = now()
+FROM %s AS b WHERE b.brand_id = c.brand_id AND b._deleted_at IS NOT NULL AND c._deleted_at IS NULL`,
+			pgx.Identifier{d.schema, "brand_contacts"}.Sanitize(), pgx.Identifier{d.schema, "brands"}.Sanitize()))
+		if err != nil {
+			return fmt.Errorf("soft-delete contacts of deleted brands: %w", err)
+		}
 	}
 	return nil
 }
