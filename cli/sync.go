@@ -21,6 +21,10 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
+	"github.com/agencysync/agencysync/report"
+	"github.com/agencysync/agencysync/serve"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -29,14 +33,14 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
-	metrics  *engine.Metrics
+	metrics  *metrics.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
 
 // wire opens the warehouse, applies pending migrations (unless disabled) and
 // builds the engine.
-func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
 	cfg := a.cfg
 	if err := cfg.RequireSource(); err != nil {
 		return nil, err
@@ -86,7 +90,7 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := engine.NewMetrics(reg)
+	metrics := metrics.New(reg)
 	var eng *engine.Engine
 	client, err := extract.New(extract.Options{
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
@@ -149,11 +153,11 @@ func parsePaths(s string) (extract.Paths, error) {
 }
 
 // progress shows bars on a terminal, periodic log lines (with run_id) off one.
-func (a *app) progress(every time.Duration) func(*zap.Logger) engine.Progress {
+func (a *app) progress(every time.Duration) func(*zap.Logger) progress.Display {
 	if logging.IsTerminal(a.env.Stderr) {
-		return func(*zap.Logger) engine.Progress { return engine.NewBarProgress(a.env.Stderr) }
+		return func(*zap.Logger) progress.Display { return progress.NewBar(a.env.Stderr) }
 	}
-	return func(runLog *zap.Logger) engine.Progress { return engine.NewLogProgress(runLog, every) }
+	return func(runLog *zap.Logger) progress.Display { return progress.NewLog(runLog, every) }
 }
 
 // exitFor maps a run's result to the documented exit codes.
@@ -320,7 +324,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	rep.Print(a.env.Stdout)
+	report.Status(a.env.Stdout, rep)
 	return nil
 }
 
@@ -330,7 +334,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	schedules, err := engine.ParseSchedules(a.cfg.SyncSchedule, a.cfg.StreamSchedules)
+	schedules, err := serve.ParseSchedules(a.cfg.SyncSchedule, a.cfg.StreamSchedules)
 	if err != nil {
 		return &config.Error{Variable: "SYNC_STREAM_SCHEDULES", Problem: err.Error(), Form: "stream=cron pairs separated by ;"}
 	}
@@ -348,10 +352,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer drain()
-	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+	return serve.Run(ctx, runner, serve.Options{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
 		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
-		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
+		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

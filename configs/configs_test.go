@@ -22,6 +22,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/serve"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }
@@ -535,7 +536,7 @@ func TestStreamsExample(t *testing.T) {
 				t.Errorf("line %d: %d tasks, want %d", e.Line, len(p), len(engine.DefaultPriorities))
 			}
 		case "SYNC_STREAM_SCHEDULES":
-			if _, err := engine.ParseSchedules("0 2 * * *", e.Value); err != nil {
+			if _, err := serve.ParseSchedules("0 2 * * *", e.Value); err != nil {
 				t.Errorf("line %d: %v", e.Line, err)
 			}
 		case "SYNC_SCHEDULE":
@@ -548,7 +549,7 @@ func TestStreamsExample(t *testing.T) {
 			t.Errorf("streams.env.example does not set %s", want)
 		}
 	}
-	scheds, err := engine.ParseSchedules(set["SYNC_SCHEDULE"], set["SYNC_STREAM_SCHEDULES"])
+	scheds, err := serve.ParseSchedules(set["SYNC_SCHEDULE"], set["SYNC_STREAM_SCHEDULES"])
 	if err != nil {
 		t.Fatal(err)
 	}

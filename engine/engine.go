@@ -4,6 +4,12 @@
 // its checkpoint so that a crash resumes where it stopped, holds one advisory
 // lock per warehouse schema so that two syncs never overlap, and records each
 // run in sync_runs.
+//
+// The engine only orchestrates: it holds no SQL (load runs every statement,
+// pages carry their bookkeeping as data), and serving (serve), metrics
+// (metrics), progress display (progress), the disk spool (spool), status
+// tables (report) and run notifications (notify) live in their own
+// packages. See cmd/agencysync's package documentation for the import graph.
 package engine
 
 import (
@@ -21,6 +27,8 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -113,10 +121,10 @@ type Deps struct {
 	// answers; each run keeps its offset in the warehouse for the next
 	// process (see extract.ServiceClock). Settings.Now should read it.
 	Clock   *extract.ServiceClock
-	Metrics *Metrics // nil: metrics not recorded
+	Metrics *metrics.Metrics // nil: metrics not recorded
 	// Progress makes the progress display of a run from the run's logger
 	// (which carries run_id); nil shows no progress.
-	Progress func(runLog *zap.Logger) Progress
+	Progress func(runLog *zap.Logger) progress.Display
 	Logger   *zap.Logger
 }
 
@@ -151,8 +159,8 @@ type Engine struct {
 	ledger   *load.Ledger
 	client   *extract.Client
 	clock    *extract.ServiceClock
-	metrics  *Metrics
-	progress func(runLog *zap.Logger) Progress
+	metrics  *metrics.Metrics
+	progress func(runLog *zap.Logger) progress.Display
 	log      *zap.Logger
 	set      Settings
 	book     *bookkeeping
@@ -201,7 +209,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		d.Logger = zap.NewNop()
 	}
 	if d.Progress == nil {
-		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
+		d.Progress = func(*zap.Logger) progress.Display { return progress.Nop{} }
 	}
 	book, err := newBookkeeping(s.Schema)
 	if err != nil {
@@ -233,6 +241,11 @@ func (e *Engine) ObserveRequest(info extract.RequestInfo) {
 	if info.Attempt > 1 {
 		e.metrics.Retries.Inc()
 	}
+}
+
+// Runner performs one sync; *Engine implements it.
+type Runner interface {
+	Run(ctx context.Context, req Request) (*Result, error)
 }
 
 // Range is an inclusive range of calendar dates.
@@ -287,7 +300,7 @@ type run struct {
 	budget   *extract.RequestBudget
 	log      *zap.Logger
 	today    time.Time // UTC date of the run's start (snapshot date)
-	progress Progress
+	progress progress.Display
 	spool    *pageSpool
 	// listsDone are the lists ("stream/partition") an unfinished run
 	// completed today: not listed again.

@@ -30,6 +30,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/transform"
@@ -118,7 +119,7 @@ func (h *harness) engine(tune func(*Settings)) *Engine {
 	if tune != nil {
 		tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
