@@ -105,7 +105,9 @@ func TestNotifyingEvents(t *testing.T) {
 	}
 	// A run that could not even start is a failure too.
 	before := len(sender.texts)
-	errRunner := runnerFunc(func(context.Context, engine.Request) (*engine.Result, error) { return nil, errors.New("lock: connection refused") })
+	errRunner := runnerFunc(func(context.Context, engine.Request) (*engine.Result, error) {
+		return nil, errors.New("lock: connection refused")
+	})
 	if _, err := Notifying(errRunner, hist, sender, RunOptions{}).Run(context.Background(), engine.Request{}); err == nil {
 		t.Fatal("the error was swallowed")
 	}
@@ -116,7 +118,9 @@ func TestNotifyingEvents(t *testing.T) {
 
 type runnerFunc func(context.Context, engine.Request) (*engine.Result, error)
 
-func (f runnerFunc) Run(ctx context.Context, req engine.Request) (*engine.Result, error) { return f(ctx, req) }
+func (f runnerFunc) Run(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	return f(ctx, req)
+}
 
 // TestNotifyRealRunNoKeyNoDelay runs the real engine against a main
 // interface that echoes the key in its errors; the webhook hangs until the
