@@ -96,11 +96,11 @@ type ListedEntity struct {
 	Hash string
 }
 
-// RecordListed upserts the list hashes of a page's entities inside the page's
+// recordListed upserts the list hashes of a page's entities inside the page's
 // transaction. Rows whose hash did not change and that are still listed are
 // neither rewritten nor locked. A new entity takes the next seq, which
 // decides its refresh slot.
-func (d *DetailState) RecordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
+func (d *DetailState) recordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -176,10 +176,10 @@ func (d *DetailState) CountDue(ctx context.Context, pool *pgxpool.Pool, stream s
 	return n, nil
 }
 
-// Fetched records, in the detail page's transaction, that the detail of an
+// fetched records, in the detail page's transaction, that the detail of an
 // entity was fetched at instant at (the engine's clock) while its list entry
 // had hash.
-func (d *DetailState) Fetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
+func (d *DetailState) fetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
 	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET detail_hash = $3, detail_synced_at = $4, _synced_at = now()
 WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
 	if err != nil {
@@ -191,12 +191,12 @@ WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
 // ErrNoDetails is returned for a stream without detail bookkeeping.
 var ErrNoDetails = errors.New("stream has no details")
 
-// MarkUnlisted marks as unlisted the entities of stream (brands or
+// markUnlisted marks as unlisted the entities of stream (brands or
 // projects) the warehouse soft-deleted — after a complete listing's
 // MarkDeleted, in the same transaction — so their details are no longer
 // fetched; the contacts of a deleted brand are soft-deleted with it (they
 // come back with its next detail).
-func (d *DetailState) MarkUnlisted(ctx context.Context, tx pgx.Tx, stream string) error {
+func (d *DetailState) markUnlisted(ctx context.Context, tx pgx.Tx, stream string) error {
 	var table, key string
 	switch stream {
 	case "brands":

@@ -164,17 +164,17 @@ type Page struct {
 	EndsListing bool
 	// Listed, when set, are the page's brands or projects of Stream as
 	// listed: their list hashes are recorded in detail_state
-	// (DetailState.RecordListed), in the page's transaction.
+	// (see DetailState), in the page's transaction.
 	Listed []ListedEntity
 	// DetailFetched, when set, says the page carries the detail of an entity
-	// of Stream: detail_state records it (DetailState.Fetched), in the page's
+	// of Stream: detail_state records it (see DetailState), in the page's
 	// transaction.
 	DetailFetched *FetchedDetail
 	// MarkUnlisted, for brands or projects (Stream), marks the entities the
 	// warehouse soft-deleted as no longer listed, so their details are not
 	// fetched, and soft-deletes the contacts of deleted brands — after the
 	// listing's deletions, in the page's transaction
-	// (DetailState.MarkUnlisted).
+	// (see DetailState).
 	MarkUnlisted bool
 
 	// then runs last inside the page's transaction (this package's tests:
@@ -344,16 +344,16 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 			return counts, err
 		}
 	}
-	if err := s.details.RecordListed(ctx, tx, p.Stream, p.Listed); err != nil {
+	if err := s.details.recordListed(ctx, tx, p.Stream, p.Listed); err != nil {
 		return counts, err
 	}
 	if p.MarkUnlisted {
-		if err := s.details.MarkUnlisted(ctx, tx, p.Stream); err != nil {
+		if err := s.details.markUnlisted(ctx, tx, p.Stream); err != nil {
 			return counts, err
 		}
 	}
 	if d := p.DetailFetched; d != nil {
-		if err := s.details.Fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {
+		if err := s.details.fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {
 			return counts, err
 		}
 	}
