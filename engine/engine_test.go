@@ -71,14 +71,7 @@ func newHarness(t *testing.T, o sandbox.Options, tune func(*Settings)) *harness 
 
 func newHarnessOn(t *testing.T, o sandbox.Options, pool *pgxpool.Pool, schema string, tune func(*Settings)) *harness {
 	t.Helper()
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	h := &harness{t: t, sb: sb, opts: o, pool: pool, schema: schema}
 	h.eng = h.engine(tune)
 	return h
@@ -861,14 +854,7 @@ func newRealClockHarness(t *testing.T) *harness {
 	pool, schema := warehousetest.Schema(t)
 	h := &harness{t: t, pool: pool, schema: schema, realClock: true}
 	o := smallSandbox()
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	h.sb, h.opts = sb, o
 	h.eng = h.engine(nil)
 	return h

@@ -49,14 +49,7 @@ func SmallSandbox() sandbox.Options {
 func New(t *testing.T, o sandbox.Options) *Kit {
 	t.Helper()
 	pool, schema := warehousetest.Schema(t)
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	k := &Kit{T: t, SB: sb, Opts: o, Pool: pool, Schema: schema}
 	k.Engine()
 	return k
