@@ -4,6 +4,7 @@ import (
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/serve"
 )
 
 // endpointPaths names the endpoints AGENCY_PATHS remaps, in the README's
@@ -63,10 +64,10 @@ func priorities(order config.TaskOrder) []engine.Task {
 }
 
 // schedules turns serve's schedules in force into the engine's.
-func schedules(in []config.Schedule) []engine.Schedule {
-	out := make([]engine.Schedule, len(in))
+func schedules(in []config.Schedule) []serve.Schedule {
+	out := make([]serve.Schedule, len(in))
 	for i, s := range in {
-		out[i] = engine.Schedule{Spec: s.Spec, Streams: s.Streams}
+		out[i] = serve.Schedule{Spec: s.Spec, Streams: s.Streams}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/migrations"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -96,7 +97,7 @@ func psqlConnection(dsn, schema string) (args, env []string, err error) {
 		password, hasPassword = p, true
 		q.Del("password")
 	}
-	opts := strings.TrimSpace(q.Get("options") + " -csearch_path=" + schema)
+	opts := strings.TrimSpace(q.Get("options") + " " + migrations.PsqlOption(schema))
 	q.Set("options", opts)
 	u.RawQuery = q.Encode()
 	if hasPassword {

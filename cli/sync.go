@@ -22,6 +22,10 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
+	"github.com/agencysync/agencysync/report"
+	"github.com/agencysync/agencysync/serve"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -30,7 +34,7 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
-	metrics  *engine.Metrics
+	metrics  *metrics.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -38,7 +42,7 @@ func (x *wired) close() { x.w.Close() }
 // wire opens the warehouse, applies pending migrations (unless disabled) and
 // builds the engine with its client; the command has checked that the
 // variables it uses are set (Config.Require).
-func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
 	return a.build(ctx, migrate, true, progress)
 }
 
@@ -48,7 +52,7 @@ func (a *app) wireReader(ctx context.Context, migrate bool) (*wired, error) {
 	return a.build(ctx, migrate, false, nil)
 }
 
-func (a *app) build(ctx context.Context, migrate, client bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+func (a *app) build(ctx context.Context, migrate, client bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
 	cfg := a.cfg
 	w, err := a.openWarehouse(ctx)
 	if err != nil {
@@ -87,7 +91,7 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := engine.NewMetrics(reg)
+	metrics := metrics.New(reg)
 	var eng *engine.Engine
 	var c *extract.Client
 	if client {
@@ -124,11 +128,11 @@ func spoolDir(schema, commsURL string) string {
 }
 
 // progress shows bars on a terminal, periodic log lines (with run_id) off one.
-func (a *app) progress(every time.Duration) func(*zap.Logger) engine.Progress {
+func (a *app) progress(every time.Duration) func(*zap.Logger) progress.Display {
 	if logging.IsTerminal(a.env.Stderr) {
-		return func(*zap.Logger) engine.Progress { return engine.NewBarProgress(a.env.Stderr) }
+		return func(*zap.Logger) progress.Display { return progress.NewBar(a.env.Stderr) }
 	}
-	return func(runLog *zap.Logger) engine.Progress { return engine.NewLogProgress(runLog, every) }
+	return func(runLog *zap.Logger) progress.Display { return progress.NewLog(runLog, every) }
 }
 
 // exitFor maps a run's result to the documented exit codes.
@@ -310,7 +314,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	rep.Print(a.env.Stdout)
+	report.Status(a.env.Stdout, rep)
 	return nil
 }
 
@@ -337,10 +341,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer drain()
-	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location,
+	return serve.Run(ctx, runner, serve.Options{Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
 		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
-		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
+		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

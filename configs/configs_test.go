@@ -470,14 +470,7 @@ func TestSandboxEnvSyncsTheSandbox(t *testing.T) {
 
 	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 3, 2, 12, 1200, 30
 	o.NoLimits = true
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	vars["AGENCY_BASE_URL"], vars["AGENCY_COMMS_URL"] = sb.APIURL(), sb.CommsURL()
 	vars["DATABASE_URL"] = warehousetest.DSN(t)
 	vars["WAREHOUSE_SCHEMA"] = warehousetest.NewSchemaName(t)

@@ -4,6 +4,12 @@
 // its checkpoint so that a crash resumes where it stopped, holds one advisory
 // lock per warehouse schema so that two syncs never overlap, and records each
 // run in sync_runs.
+//
+// The engine only orchestrates: it holds no SQL (load runs every statement,
+// pages carry their bookkeeping as data), and serving (serve), metrics
+// (metrics), progress display (progress), the disk spool (spool), status
+// tables (report) and run notifications (notify) live in their own
+// packages. See cmd/agencysync's package documentation for the import graph.
 package engine
 
 import (
@@ -21,6 +27,8 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -119,10 +127,10 @@ type Deps struct {
 	// answers; each run keeps its offset in the warehouse for the next
 	// process (see extract.ServiceClock). Settings.Now should read it.
 	Clock   *extract.ServiceClock
-	Metrics *Metrics // nil: metrics not recorded
+	Metrics *metrics.Metrics // nil: metrics not recorded
 	// Progress makes the progress display of a run from the run's logger
 	// (which carries run_id); nil shows no progress.
-	Progress func(runLog *zap.Logger) Progress
+	Progress func(runLog *zap.Logger) progress.Display
 	Logger   *zap.Logger
 }
 
@@ -138,6 +146,15 @@ type warehouseStore interface {
 	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
 	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
 	Freshness(ctx context.Context) ([]load.StreamFreshness, error)
+	ResetStream(ctx context.Context, stream string) error
+	CloseDeadRuns(ctx context.Context) error
+	TryLock(ctx context.Context, key int64) (*load.SessionLock, bool, error)
+	LiveRows(ctx context.Context, table string, scope map[string]any) (int, error)
+	UnfinishedRunStarts(ctx context.Context) ([]time.Time, error)
+	PartitionsSucceededSince(ctx context.Context, stream string, partitions []string, since time.Time) ([]string, error)
+	StreamInProgress(ctx context.Context, stream string) (bool, error)
+	RejectedCount(ctx context.Context, stream string) (int64, error)
+	RecentRuns(ctx context.Context, n int) ([]load.RunSummary, error)
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -148,8 +165,8 @@ type Engine struct {
 	ledger   *load.Ledger
 	client   *extract.Client
 	clock    *extract.ServiceClock
-	metrics  *Metrics
-	progress func(runLog *zap.Logger) Progress
+	metrics  *metrics.Metrics
+	progress func(runLog *zap.Logger) progress.Display
 	log      *zap.Logger
 	set      Settings
 	book     *bookkeeping
@@ -198,7 +215,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		d.Logger = zap.NewNop()
 	}
 	if d.Progress == nil {
-		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
+		d.Progress = func(*zap.Logger) progress.Display { return progress.Nop{} }
 	}
 	book, err := newBookkeeping(s.Schema)
 	if err != nil {
@@ -230,6 +247,11 @@ func (e *Engine) ObserveRequest(info extract.RequestInfo) {
 	if info.Attempt > 1 {
 		e.metrics.Retries.Inc()
 	}
+}
+
+// Runner performs one sync; *Engine implements it.
+type Runner interface {
+	Run(ctx context.Context, req Request) (*Result, error)
 }
 
 // Range is an inclusive range of calendar dates.
@@ -284,7 +306,7 @@ type run struct {
 	budget   *extract.RequestBudget
 	log      *zap.Logger
 	today    time.Time // UTC date of the run's start (snapshot date)
-	progress Progress
+	progress progress.Display
 	spool    *pageSpool
 	// listsDone are the lists ("stream/partition") an unfinished run
 	// completed today: not listed again.
@@ -311,9 +333,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Trigger == "" {
 		req.Trigger = TriggerRun
 	}
-	lock, ok, err := e.tryLock(ctx)
+	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	if !ok {
 		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams}, "another sync of this warehouse schema holds the lock")
@@ -326,7 +348,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return &Result{RunID: id, Status: StatusSkipped}, nil
 	}
-	defer lock.release()
+	defer lock.Release()
 	return e.runLocked(ctx, req, streams)
 }
 
@@ -366,12 +388,12 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	// the service's offset, which would make "took" days long or negative.
 	wallStart := time.Now()
 	for _, s := range req.FullRefresh {
-		if err := e.book.resetStream(ctx, e.pool, s); err != nil {
+		if err := e.store.ResetStream(ctx, s); err != nil {
 			return nil, err
 		}
 		e.log.Info("stream state reset for a full refresh", zap.String("stream", s))
 	}
-	if err := e.book.closeDeadRuns(ctx, e.pool); err != nil {
+	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
@@ -632,40 +654,6 @@ func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger)
 		return r.details(ctx, req, log)
 	}
 	return fmt.Errorf("run task: unknown task %q", t)
-}
-
-// syncLock is a held advisory lock on a dedicated connection.
-type syncLock struct {
-	conn *pgxpool.Conn
-	id   int64
-}
-
-func (e *Engine) tryLock(ctx context.Context) (*syncLock, bool, error) {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("acquire lock connection: %w", err)
-	}
-	id := warehouse.SyncLockID(e.set.Schema)
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, false, fmt.Errorf("take sync lock: %w", err)
-	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
-	}
-	return &syncLock{conn: conn, id: id}, true, nil
-}
-
-func (l *syncLock) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
-		// The session is suspect: close it, which releases the lock too.
-		_ = l.conn.Conn().Close(ctx)
-	}
-	l.conn.Release()
 }
 
 func utcDate(t time.Time) time.Time {

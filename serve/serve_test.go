@@ -1,4 +1,4 @@
-package engine
+package serve
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/metrics"
 )
 
 // fakeRunner counts runs, can block, and panics on demand.
@@ -23,7 +26,7 @@ type fakeRunner struct {
 	hold    time.Duration
 }
 
-func (f *fakeRunner) Run(ctx context.Context, req Request) (*Result, error) {
+func (f *fakeRunner) Run(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	if f.running.Add(1) > 1 {
 		f.overlap.Store(true)
 	}
@@ -36,7 +39,7 @@ func (f *fakeRunner) Run(ctx context.Context, req Request) (*Result, error) {
 	case <-time.After(f.hold):
 	case <-ctx.Done():
 	}
-	return &Result{Status: StatusSucceeded}, nil
+	return &engine.Result{Status: engine.StatusSucceeded}, nil
 }
 
 func freeAddr(t *testing.T) string {
@@ -72,12 +75,12 @@ func TestServeSchedulesWithoutOverlapAndRecovers(t *testing.T) {
 	r := &fakeRunner{panicky: true, hold: 2500 * time.Millisecond}
 	addr := freeAddr(t)
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := metrics.New(reg)
 	m.Runs.WithLabelValues("succeeded").Inc()
 	var ready atomic.Bool
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, r, ServeOptions{
+		done <- Run(ctx, r, Options{
 			// Every second, from two schedules: jobs of this process never overlap.
 			Schedules: []Schedule{{Spec: "@every 1s", Streams: []string{"brands"}}, {Spec: "@every 1s", Streams: []string{"communications"}}},
 			HTTPAddr:  addr, Gatherer: reg,

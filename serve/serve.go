@@ -1,4 +1,7 @@
-package engine
+// Package serve runs agencysync as a service: syncs on cron schedules (one at
+// a time) and an HTTP server with /healthz, /readyz, /metrics and the status
+// page (/).
+package serve
 
 import (
 	"context"
@@ -13,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/engine"
 )
 
 // Schedule is a cron expression and the streams it syncs.
@@ -21,13 +26,8 @@ type Schedule struct {
 	Streams []string
 }
 
-// Runner performs one sync; *Engine implements it.
-type Runner interface {
-	Run(ctx context.Context, req Request) (*Result, error)
-}
-
-// ServeOptions configures serve.
-type ServeOptions struct {
+// Options configures Run.
+type Options struct {
 	Schedules []Schedule
 	Location  *time.Location // zone of the cron expressions (default UTC)
 	HTTPAddr  string         // /healthz, /readyz, /metrics
@@ -47,11 +47,11 @@ type ServeOptions struct {
 	StatusPage http.Handler
 }
 
-// Serve runs syncs on the schedules until ctx ends: a job never overlaps
+// Run runs syncs on the schedules until ctx ends: a job never overlaps
 // itself (a run still going makes the next tick skip), and a panicking job is
 // recovered and logged. The advisory lock of each run also keeps other
 // processes out. It serves /healthz, /readyz and /metrics meanwhile.
-func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
+func Run(ctx context.Context, r engine.Runner, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -94,7 +94,7 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 			defer running.Unlock()
 			wg.Add(1)
 			defer wg.Done()
-			res, err := r.Run(ctx, Request{Trigger: TriggerServe, Streams: streams})
+			res, err := r.Run(ctx, engine.Request{Trigger: engine.TriggerServe, Streams: streams})
 			if err != nil {
 				log.Error("scheduled sync failed", zap.Strings("streams", streams), zap.Error(err))
 				return
@@ -144,7 +144,7 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 	return nil
 }
 
-func healthMux(opts ServeOptions) *http.ServeMux {
+func healthMux(opts Options) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
