@@ -1,0 +1,282 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// EndpointCommunications is the communications endpoint's name (as
+// extract.EndpointCommunications).
+const EndpointCommunications = "communications"
+
+// RejectCommunications is the reject stream of communication records.
+const RejectCommunications = "communications"
+
+// Participant roles of email_recipients.role, in the order of users.*.
+const (
+	RoleFrom = "from"
+	RoleTo   = "to"
+	RoleCC   = "cc"
+	RoleBCC  = "bcc"
+)
+
+var commsOnly = []string{EndpointCommunications}
+
+// communications: the e-mails of the configured users, by date window:
+// incrementally from the watermark minus the lookback, a backfill walking
+// back in time, and a verification that re-counts past days. Recipients and
+// users come from each record's users object, whose shapes a declaration
+// cannot say: the participants hook below lists them.
+var communications = &Stream{
+	Name: "communications",
+	Endpoints: []Endpoint{
+		{Name: EndpointCommunications, Path: "/workflow/tools/communications-emails", Paging: PagingWindow},
+	},
+	Cursor: "the watermark (the latest email_at stored), the backfill's window and page, and " +
+		"per day the count of e-mails last verified",
+	Estimate: "the incremental window's pages from the last run's totals, the backfill's remaining " +
+		"pages, and the days due for verification",
+	Tables: []*Table{
+		{
+			// One row per person, folded across appearances: a later known
+			// value wins, an unknown one never erases a known one.
+			Name: "users", Noun: "participant", Endpoints: commsOnly, Elements: participants,
+			Recurring: true, Merge: true,
+			Columns: []Column{
+				{Name: "user_key", Derived: DerivedHook, Type: Text, Key: true},
+				{Name: "platform_user_id", Derived: DerivedHook, Type: BigInt, Sticky: true},
+				{Name: "first_name", Field: "first_name", Type: Text, Trim: true, Sticky: true},
+				{Name: "last_name", Field: "last_name", Type: Text, Trim: true, Sticky: true},
+				{Name: "full_name", Field: "full_name", Type: Text, Trim: true, Sticky: true},
+				{Name: "email", Field: "email", Type: Text, Trim: true, Sticky: true},
+				{Name: "phone", Field: "phone", Type: Text, Trim: true, Sticky: true},
+				{Name: "avatar_url", Field: "avatar", Type: Text, Trim: true, Sticky: true},
+				{Name: "status", Field: "status", Type: Text, Trim: true, Sticky: true},
+			},
+		},
+		{
+			Name: "emails", Noun: "e-mail", Endpoints: commsOnly, ListedKeyWins: true,
+			Reject: RejectCommunications, SoftDelete: true,
+			Columns: []Column{
+				{Name: "record_id", Field: "id", Alternates: []string{"record_id", "email.id", "email.record_id"}, Type: BigInt, Key: true},
+				{Name: "type_id", Field: "email.type_id", Type: BigInt},
+				{Name: "type_name", Field: "email.type_name", Type: Text, KeepEmpty: true},
+				{Name: "brand_id", Field: "email.brand_id", Type: ID},
+				{Name: "project_id", Field: "email.project_id", Type: ID},
+				{Name: "subject", Field: "email.subject", Type: Text, KeepEmpty: true, Required: true},
+				{Name: "message", Field: "email.message", Type: Text, KeepEmpty: true},
+				{Name: "has_attachments", Field: "email.has_attachments", Type: Boolean},
+				{Name: "size_bytes", Field: "email.size", Type: BigInt, NonNegative: true},
+				{Name: "mailbox_id", Field: "email.mailbox_id", Type: Text},
+				{Name: "mailbox_thread", Field: "email.mailbox_thread", Alternates: []string{"email.mailbox_thread_id"}, Type: Text},
+				{Name: "email_at", Field: "email.email_at", Type: Timestamptz, Required: true},
+				{Name: "raw", Derived: DerivedRecord, Type: JSONB},
+			},
+			Check: checkEmail,
+		},
+		{
+			// Who sent and received each e-mail: complete per e-mail.
+			Name: "email_recipients", Noun: "participant", Parent: "emails", Replace: true,
+			Endpoints: commsOnly, Elements: participants,
+			Columns: []Column{
+				{Name: "record_id", Derived: DerivedParent, Type: BigInt, Key: true},
+				{Name: "role", Derived: DerivedHook, Type: Text, Key: true},
+				{Name: "user_key", Derived: DerivedHook, Type: Text, Key: true},
+			},
+		},
+	},
+}
+
+// checkEmail completes an e-mail row: a positive record id, a sender, and
+// the mailbox columns from provider-specific names ("<provider>_thread",
+// "<provider>_thread_id", a string "<provider>_id") when the neutral ones
+// are absent.
+func checkEmail(rec *View, row Row) error {
+	if id, _ := row.Get("record_id").(int64); id <= 0 {
+		return fmt.Errorf("record id %d is not a positive number", id)
+	}
+	if !hasSender(rec) {
+		return errors.New("e-mail without sender (empty from)")
+	}
+	email := rec.Object("email")
+	if email == nil || (row.Get("mailbox_thread") != nil && row.Get("mailbox_id") != nil) {
+		return nil
+	}
+	var thread, mailbox string
+	email.Members(func(k string, v gjson.Result) bool {
+		switch {
+		case knownEmailField(k):
+		case strings.HasSuffix(k, "_thread") || strings.HasSuffix(k, "_thread_id"):
+			if thread == "" && (v.Type == gjson.String || v.Type == gjson.Number) {
+				thread = scalarText(v)
+			}
+		case strings.HasSuffix(k, "_id") && v.Type == gjson.String && !knownIDField(k):
+			if mailbox == "" {
+				mailbox = v.Str
+			}
+		}
+		return true
+	})
+	if row.Get("mailbox_thread") == nil && thread != "" {
+		row.Set("mailbox_thread", CleanText(thread))
+	}
+	if row.Get("mailbox_id") == nil && mailbox != "" {
+		row.Set("mailbox_id", CleanText(mailbox))
+	}
+	return nil
+}
+
+func scalarText(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return v.Raw
+}
+
+func knownEmailField(k string) bool {
+	switch k {
+	case "type_id", "type_name", "brand_id", "project_id", "subject", "message", "has_attachments", "size",
+		"mailbox_id", "mailbox_thread", "email_at", "id", "record_id", "mailbox_thread_id":
+		return true
+	}
+	return false
+}
+
+func knownIDField(k string) bool {
+	switch k {
+	case "user_id", "domain_id", "thread_id", "message_id", "account_id", "workflow_id", "execution_id":
+		return true
+	}
+	return false
+}
+
+func hasSender(rec *View) bool {
+	found := false
+	_ = eachParticipant(rec, RoleFrom, func(*View, string) error { found = true; return nil })
+	return found
+}
+
+// participants lists the people of a communication record for
+// email_recipients and users: users.from, .to, .cc and .bcc, each an array
+// of user objects, an object keyed by platform user id, or a single user
+// object ([], {}, null and false: nobody). A person is keyed by the
+// lower-cased e-mail address, else by "id:<platform user id>"; one with
+// neither, or with a user id that is not a positive number, rejects the
+// record.
+func participants(s *Stream, t *Table, rec *View, _ string, yield func(Element)) error {
+	users, _ := s.Table("users")
+	if users == nil {
+		users = t
+	}
+	emailCol, _ := users.Column("email")
+	for _, role := range []string{RoleFrom, RoleTo, RoleCC, RoleBCC} {
+		i := 0
+		err := eachParticipant(rec, role, func(p *View, key string) error {
+			i++
+			var id *int64
+			if key != "" {
+				n, err := strconv.ParseInt(strings.TrimSpace(key), 10, 64)
+				switch {
+				case errors.Is(err, strconv.ErrRange):
+					return fmt.Errorf("%s participant %d: platform user id %s does not fit int64", role, i-1, key)
+				case err == nil && n <= 0:
+					return fmt.Errorf("%s participant %d: user id %d is not a positive number", role, i-1, n)
+				case err == nil:
+					id = &n
+				}
+			}
+			var email string
+			if emailCol != nil {
+				v, err := emailCol.Coerce(p.Value(emailCol), "users."+role+".email")
+				if err != nil {
+					return fmt.Errorf("%s participant %d: %w", role, i-1, err)
+				}
+				email, _ = v.(string)
+			}
+			set := map[string]any{"role": role}
+			switch {
+			case email != "":
+				k := strings.ToLower(email)
+				set["user_key"], set["email"] = k, k
+			case id != nil:
+				set["user_key"], set["email"] = "id:"+strconv.FormatInt(*id, 10), nil
+			default:
+				return fmt.Errorf("%s participant %d: neither e-mail nor user id", role, i-1)
+			}
+			if k := set["user_key"].(string); len(k) > MaxKeyBytes {
+				return fmt.Errorf("%s participant %d: e-mail is %d bytes long, more than the %d a key may have",
+					role, i-1, len(k), MaxKeyBytes)
+			}
+			if id != nil {
+				set["platform_user_id"] = *id
+			} else {
+				set["platform_user_id"] = nil
+			}
+			yield(Element{View: p, Key: key, Set: set})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachParticipant calls fn for each person of users.<role>, with the key of
+// a collection keyed by user id ("" otherwise).
+func eachParticipant(rec *View, role string, fn func(p *View, key string) error) error {
+	v, ok := rec.Get("users." + role)
+	if !ok || Absent(v) {
+		return nil
+	}
+	switch {
+	case v.IsArray():
+		var err error
+		v.ForEach(func(_, e gjson.Result) bool {
+			if Absent(e) {
+				return true
+			}
+			if !e.IsObject() {
+				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
+				return false
+			}
+			err = fn(viewOf(e), "")
+			return err == nil
+		})
+		return err
+	case v.IsObject():
+		if !keyedUsers(v) {
+			return fn(viewOf(v), "")
+		}
+		var err error
+		v.ForEach(func(k, e gjson.Result) bool {
+			if Absent(e) {
+				return true
+			}
+			if !e.IsObject() {
+				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
+				return false
+			}
+			err = fn(viewOf(e), k.Str)
+			return err == nil
+		})
+		return err
+	}
+	return fmt.Errorf("users.%s: want an array or an object of users, got %s", role, kind(v))
+}
+
+// keyedUsers reports whether the object obj is a map keyed by user id: it is
+// empty or its first member's value is an object (or null); otherwise it is
+// a single user object.
+func keyedUsers(obj gjson.Result) bool {
+	keyed := true
+	obj.ForEach(func(_, v gjson.Result) bool {
+		keyed = v.IsObject() || v.Type == gjson.Null
+		return false
+	})
+	return keyed
+}
