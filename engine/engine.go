@@ -21,6 +21,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -101,6 +102,9 @@ type Settings struct {
 	CommsTZ *time.Location
 	// Now is the clock (default time.Now); the quota day comes from the ledger.
 	Now func() time.Time
+	// Streams are the stream declarations records are transformed by:
+	// stream.Apply's copies under AGENCY_FIELD_MAP (default stream.All()).
+	Streams []*stream.Stream
 }
 
 // Deps are the engine's collaborators.
@@ -187,6 +191,9 @@ func New(d Deps, s Settings) (*Engine, error) {
 	}
 	if s.WithMessage == "" {
 		s.WithMessage = "0"
+	}
+	if s.Streams == nil {
+		s.Streams = stream.All()
 	}
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()

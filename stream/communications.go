@@ -91,16 +91,13 @@ var communications = &Stream{
 	},
 }
 
-// checkEmail completes an e-mail row: a positive record id, a sender, and
-// the mailbox columns from provider-specific names ("<provider>_thread",
+// checkEmail completes an e-mail row: a positive record id and the mailbox
+// columns from provider-specific names ("<provider>_thread",
 // "<provider>_thread_id", a string "<provider>_id") when the neutral ones
 // are absent.
 func checkEmail(rec *View, row Row) error {
 	if id, _ := row.Get("record_id").(int64); id <= 0 {
 		return fmt.Errorf("record id %d is not a positive number", id)
-	}
-	if !hasSender(rec) {
-		return errors.New("e-mail without sender (empty from)")
 	}
 	email := rec.Object("email")
 	if email == nil || (row.Get("mailbox_thread") != nil && row.Get("mailbox_id") != nil) {
@@ -154,81 +151,100 @@ func knownIDField(k string) bool {
 	return false
 }
 
-func hasSender(rec *View) bool {
-	found := false
-	_ = eachParticipant(rec, RoleFrom, func(*View, string) error { found = true; return nil })
-	return found
-}
-
 // participants lists the people of a communication record for
 // email_recipients and users: users.from, .to, .cc and .bcc, each an array
 // of user objects, an object keyed by platform user id, or a single user
 // object ([], {}, null and false: nobody). A person is keyed by the
 // lower-cased e-mail address, else by "id:<platform user id>"; one with
 // neither, or with a user id that is not a positive number, rejects the
-// record.
-func participants(s *Stream, t *Table, rec *View, _ string, yield func(Element)) error {
-	users, _ := s.Table("users")
-	if users == nil {
-		users = t
+// record, and so does a record without a sender.
+func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) error {
+	var emailCol *Column
+	if users, ok := s.Table("users"); ok {
+		emailCol, _ = users.Column("email")
 	}
-	emailCol, _ := users.Column("email")
-	for _, role := range []string{RoleFrom, RoleTo, RoleCC, RoleBCC} {
-		i := 0
-		err := eachParticipant(rec, role, func(p *View, key string) error {
+	for r, role := range []string{RoleFrom, RoleTo, RoleCC, RoleBCC} {
+		i := -1
+		err := eachParticipant(rec, role, func(raw gjson.Result, key string) error {
 			i++
-			var id *int64
-			if key != "" {
-				n, err := strconv.ParseInt(strings.TrimSpace(key), 10, 64)
-				switch {
-				case errors.Is(err, strconv.ErrRange):
-					return fmt.Errorf("%s participant %d: platform user id %s does not fit int64", role, i-1, key)
-				case err == nil && n <= 0:
-					return fmt.Errorf("%s participant %d: user id %d is not a positive number", role, i-1, n)
-				case err == nil:
-					id = &n
-				}
-			}
-			var email string
-			if emailCol != nil {
-				v, err := emailCol.Coerce(p.Value(emailCol), "users."+role+".email")
-				if err != nil {
-					return fmt.Errorf("%s participant %d: %w", role, i-1, err)
-				}
-				email, _ = v.(string)
-			}
-			set := map[string]any{"role": role}
-			switch {
-			case email != "":
-				k := strings.ToLower(email)
-				set["user_key"], set["email"] = k, k
-			case id != nil:
-				set["user_key"], set["email"] = "id:"+strconv.FormatInt(*id, 10), nil
-			default:
-				return fmt.Errorf("%s participant %d: neither e-mail nor user id", role, i-1)
-			}
-			if k := set["user_key"].(string); len(k) > MaxKeyBytes {
-				return fmt.Errorf("%s participant %d: e-mail is %d bytes long, more than the %d a key may have",
-					role, i-1, len(k), MaxKeyBytes)
-			}
-			if id != nil {
-				set["platform_user_id"] = *id
+			memo := key + "\x00" + raw.Raw
+			var p *person
+			if v, ok := scratch.Get(memo); ok {
+				p = v.(*person)
 			} else {
-				set["platform_user_id"] = nil
+				var err error
+				if p, err = personOf(emailCol, raw, key); err != nil {
+					return fmt.Errorf("%s participant %d: %w", role, i, err)
+				}
+				scratch.Put(memo, p)
 			}
-			yield(Element{View: p, Key: key, Set: set})
+			if p.sets[r] == nil {
+				p.sets[r] = map[string]any{"role": role, "user_key": p.userKey, "email": p.email, "platform_user_id": p.id}
+			}
+			yield(Element{View: p.view, Key: key, Raw: raw.Raw, Set: p.sets[r]})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		if role == RoleFrom && i < 0 {
+			return errors.New("e-mail without sender (empty from)")
+		}
 	}
 	return nil
 }
 
-// eachParticipant calls fn for each person of users.<role>, with the key of
-// a collection keyed by user id ("" otherwise).
-func eachParticipant(rec *View, role string, fn func(p *View, key string) error) error {
+// person is what participants works out for one user object.
+type person struct {
+	view    *View
+	userKey string
+	email   any               // string, or nil
+	id      any               // int64, or nil
+	sets    [4]map[string]any // Element.Set per role, made once
+}
+
+func personOf(emailCol *Column, raw gjson.Result, key string) (*person, error) {
+	p := &person{view: viewOf(raw)}
+	var id int64
+	hasID := false
+	if key != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(key), 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return nil, fmt.Errorf("platform user id %s does not fit int64", key)
+		case err == nil && n <= 0:
+			return nil, fmt.Errorf("user id %d is not a positive number", n)
+		case err == nil:
+			id, hasID = n, true
+			p.id = n
+		}
+	}
+	var email string
+	if emailCol != nil {
+		v, err := emailCol.Coerce(p.view.Value(emailCol), "email")
+		if err != nil {
+			return nil, err
+		}
+		email, _ = v.(string)
+	}
+	switch {
+	case email != "":
+		p.userKey = strings.ToLower(email)
+		p.email = p.userKey
+	case hasID:
+		p.userKey = "id:" + strconv.FormatInt(id, 10)
+	default:
+		return nil, errors.New("neither e-mail nor user id")
+	}
+	if len(p.userKey) > MaxKeyBytes {
+		return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(p.userKey), MaxKeyBytes)
+	}
+	return p, nil
+}
+
+// eachParticipant calls fn for each user object of users.<role>, with the
+// key of a collection keyed by user id ("" otherwise).
+func eachParticipant(rec *View, role string, fn func(p gjson.Result, key string) error) error {
 	v, ok := rec.Get("users." + role)
 	if !ok || Absent(v) {
 		return nil
@@ -244,13 +260,13 @@ func eachParticipant(rec *View, role string, fn func(p *View, key string) error)
 				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
 				return false
 			}
-			err = fn(viewOf(e), "")
+			err = fn(e, "")
 			return err == nil
 		})
 		return err
 	case v.IsObject():
 		if !keyedUsers(v) {
-			return fn(viewOf(v), "")
+			return fn(v, "")
 		}
 		var err error
 		v.ForEach(func(k, e gjson.Result) bool {
@@ -261,7 +277,7 @@ func eachParticipant(rec *View, role string, fn func(p *View, key string) error)
 				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
 				return false
 			}
-			err = fn(viewOf(e), k.Str)
+			err = fn(e, k.Str)
 			return err == nil
 		})
 		return err

@@ -392,14 +392,43 @@ type Element struct {
 	View *View
 	// Key is the element's key in a collection keyed by id; "" in an array.
 	Key string
+	// Raw is the element's JSON text: with Key, it identifies the element's
+	// values, so that the same object met again in a batch (a person on many
+	// e-mails) is read once.
+	Raw string
 	// Set holds values the function decided itself, by column name; they
 	// replace what the column's Field gives (DerivedHook columns need one).
+	// Readers must not modify it: the function may share it between
+	// elements.
 	Set map[string]any
 }
 
 // ElementsFunc lists the rows of a table in one record (rec) of stream s:
 // for each, yield is called with its element; an error rejects the record.
-type ElementsFunc func(s *Stream, t *Table, rec *View, key string, yield func(Element)) error
+// Tables that share an ElementsFunc get the same elements, listed once per
+// record. scratch lives as long as one batch: the function may keep there
+// what it worked out for an element, to skip the work when it meets the
+// same element again.
+type ElementsFunc func(s *Stream, rec *View, scratch *Scratch, yield func(Element)) error
+
+// Scratch is memory an ElementsFunc keeps for one batch.
+type Scratch struct {
+	m map[string]any
+}
+
+// Get returns what was kept under key.
+func (sc *Scratch) Get(key string) (any, bool) {
+	v, ok := sc.m[key]
+	return v, ok
+}
+
+// Put keeps v under key.
+func (sc *Scratch) Put(key string, v any) {
+	if sc.m == nil {
+		sc.m = make(map[string]any)
+	}
+	sc.m[key] = v
+}
 
 // Row is the row of a table being built from one record or element.
 type Row interface {

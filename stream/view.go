@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -26,9 +27,11 @@ type View struct {
 	sub     []subView // objects already split, by path prefix
 }
 
+// member is one member of an object: its key and its value's JSON text
+// (parsed again on access, which is cheap and keeps views small).
 type member struct {
 	key string
-	val gjson.Result
+	raw string
 }
 
 type subView struct {
@@ -42,13 +45,15 @@ const maxWrapDepth = 4
 // NewView splits the object raw into its members for t (nil: no wrappers
 // unwrapped). A value that is not an object gives an empty view.
 func NewView(raw []byte, t *Table) *View {
-	v := &View{}
-	v.add(gjson.ParseBytes(raw), t, 0)
+	v := &View{members: make([]member, 0, 16)}
+	// No copy: a record's bytes are not modified once received (rows keep
+	// them as its raw column too).
+	v.add(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))), t, 0)
 	return v
 }
 
 func viewOf(r gjson.Result) *View {
-	v := &View{}
+	v := &View{members: make([]member, 0, 12)}
 	v.add(r, nil, 0)
 	return v
 }
@@ -65,7 +70,7 @@ func (v *View) add(obj gjson.Result, t *Table, depth int) {
 			v.add(val, t, depth+1)
 			return true
 		}
-		v.members = append(v.members, member{key, val})
+		v.members = append(v.members, member{key, val.Raw})
 		return true
 	})
 }
@@ -102,7 +107,7 @@ func firstSegment(path string) string {
 func (v *View) member(key string) (gjson.Result, bool) {
 	for i := len(v.members) - 1; i >= 0; i-- {
 		if v.members[i].key == key {
-			return v.members[i].val, true
+			return gjson.Parse(v.members[i].raw), true
 		}
 	}
 	return gjson.Result{}, false
@@ -146,7 +151,7 @@ func (v *View) subAt(key string) *View {
 // Members calls fn for each member in order (wrappers already unwrapped).
 func (v *View) Members(fn func(key string, val gjson.Result) bool) {
 	for _, m := range v.members {
-		if !fn(m.key, m.val) {
+		if !fn(m.key, gjson.Parse(m.raw)) {
 			return
 		}
 	}

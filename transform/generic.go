@@ -3,6 +3,8 @@ package transform
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,9 +65,9 @@ func (c *Coverage) add(o Coverage) {
 	}
 }
 
-// RowBatch holds the rows of one page for any tables, plus the page's
-// rejected records. Package load writes a RowBatch in one transaction.
-type RowBatch struct {
+// Batch holds the rows of one page for any tables, plus the page's
+// rejected records. Package load writes a Batch in one transaction.
+type Batch struct {
 	// Tables holds the rows by table name.
 	Tables map[string]*TableRows
 	// Rejects are the records that could not be loaded.
@@ -75,7 +77,7 @@ type RowBatch struct {
 }
 
 // Rows returns the rows of the table named name (nil when none).
-func (b *RowBatch) Rows(name string) *TableRows {
+func (b *Batch) Rows(name string) *TableRows {
 	if b == nil || b.Tables == nil {
 		return nil
 	}
@@ -83,7 +85,7 @@ func (b *RowBatch) Rows(name string) *TableRows {
 }
 
 // Len returns the number of rows of the table named name.
-func (b *RowBatch) Len(name string) int {
+func (b *Batch) Len(name string) int {
 	if r := b.Rows(name); r != nil {
 		return len(r.Rows)
 	}
@@ -91,7 +93,7 @@ func (b *RowBatch) Len(name string) int {
 }
 
 // Column returns the values of column col of table in row order.
-func (b *RowBatch) Column(table, col string) []any {
+func (b *Batch) Column(table, col string) []any {
 	r := b.Rows(table)
 	if r == nil {
 		return nil
@@ -108,7 +110,7 @@ func (b *RowBatch) Column(table, col string) []any {
 }
 
 // Append adds the rows, parents, rejects and coverage of o to b.
-func (b *RowBatch) Append(o RowBatch) {
+func (b *Batch) Append(o Batch) {
 	for _, r := range o.Tables {
 		t := b.table(r.Table)
 		t.Rows = append(t.Rows, r.Rows...)
@@ -118,7 +120,7 @@ func (b *RowBatch) Append(o RowBatch) {
 	b.Coverage.add(o.Coverage)
 }
 
-func (b *RowBatch) table(t *stream.Table) *TableRows {
+func (b *Batch) table(t *stream.Table) *TableRows {
 	if b.Tables == nil {
 		b.Tables = make(map[string]*TableRows)
 	}
@@ -151,9 +153,9 @@ func columnIndex(t *stream.Table, name string) int {
 // becomes a Reject carrying the record as received and the reason; the other
 // records proceed. Records with the same key collapse (the last one wins,
 // with its children); rows of a Merge table fold across the batch.
-func Records(in Input, recs []stream.Record) RowBatch {
+func Records(in Input, recs []stream.Record) Batch {
 	p := newPlan(in)
-	var out RowBatch
+	var out Batch
 	if p.root == nil {
 		return out
 	}
@@ -165,7 +167,7 @@ func Records(in Input, recs []stream.Record) RowBatch {
 			out.Rejects = append(out.Rejects, NewReject(p.root.Reject, p.rejectKey(&recs[i], bd), recs[i].Raw, err))
 			continue
 		}
-		k := keyString(bd.root)
+		k := keyString(bd.root[:len(p.root.Key())])
 		if j, ok := index[k]; ok {
 			bundles[j] = bd
 			continue
@@ -179,6 +181,8 @@ func Records(in Input, recs []stream.Record) RowBatch {
 
 // plan is the tables records of one endpoint fill, resolved once per call.
 type plan struct {
+	scratch  stream.Scratch   // the hooks' memory for the batch
+	rows     map[string][]any // rows of hooked tables by element
 	in       Input
 	root     *stream.Table
 	rootKey  int // index of the root's single key column, or -1
@@ -214,21 +218,31 @@ func newPlan(in Input) *plan {
 // bundle is one valid record's rows: its own and those of its children and
 // hooked tables.
 type bundle struct {
-	root  []any
-	rows  map[*stream.Table][][]any
-	order []*stream.Table
-	err   error
-	view  *stream.View
+	root   []any
+	tables []bundleRows // in the order first added
+	view   *stream.View
+	elems  []elementList // elements listed by the record's hooks
+}
+
+type bundleRows struct {
+	t    *stream.Table
+	rows [][]any
+}
+
+// rowsOf returns the bundle's rows of t, added empty when missing.
+func (b *bundle) rowsOf(t *stream.Table) *bundleRows {
+	for i := range b.tables {
+		if b.tables[i].t == t {
+			return &b.tables[i]
+		}
+	}
+	b.tables = append(b.tables, bundleRows{t: t})
+	return &b.tables[len(b.tables)-1]
 }
 
 func (b *bundle) add(t *stream.Table, row []any) {
-	if b.rows == nil {
-		b.rows = make(map[*stream.Table][][]any)
-	}
-	if _, ok := b.rows[t]; !ok {
-		b.order = append(b.order, t)
-	}
-	b.rows[t] = append(b.rows[t], row)
+	r := b.rowsOf(t)
+	r.rows = append(r.rows, row)
 }
 
 // row is a row under construction; it implements stream.Row.
@@ -292,28 +306,69 @@ func (p *plan) record(rec *stream.Record) (*bundle, error) {
 		}
 	}
 	for _, t := range p.hooked {
-		err := t.Elements(p.in.Stream, t, v, rec.Key, func(e stream.Element) {
-			if bd.err != nil {
-				return
-			}
-			vals, err := p.columns(t, e.View, nil, e.Key, e.Set, nil)
-			if err == nil && t.Check != nil {
-				err = t.Check(e.View, &row{t, vals})
-			}
-			if err != nil {
-				bd.err = err
-				return
-			}
-			bd.add(t, vals)
-		})
-		if err == nil {
-			err = bd.err
-		}
+		elems, err := p.elements(bd, t, v)
 		if err != nil {
 			return bd, err
 		}
+		for _, e := range elems {
+			vals, err := p.elementRow(t, e)
+			if err != nil {
+				return bd, err
+			}
+			bd.add(t, vals)
+		}
 	}
 	return bd, nil
+}
+
+// elements lists the elements of t's ElementsFunc in the record of view v,
+// once per record for all the tables that share the function.
+func (p *plan) elements(bd *bundle, t *stream.Table, v *stream.View) ([]stream.Element, error) {
+	fn := reflect.ValueOf(t.Elements).Pointer()
+	for _, l := range bd.elems {
+		if l.fn == fn {
+			return l.elems, nil
+		}
+	}
+	out := make([]stream.Element, 0, 8)
+	err := t.Elements(p.in.Stream, v, &p.scratch, func(e stream.Element) { out = append(out, e) })
+	if err != nil {
+		return nil, err
+	}
+	bd.elems = append(bd.elems, elementList{fn, out})
+	return out, nil
+}
+
+// elementRow reads the row of a hooked table without parent (users) from
+// an element. The same element met again in the batch (Key and Raw alike)
+// gives a copy of the same row.
+func (p *plan) elementRow(t *stream.Table, e stream.Element) ([]any, error) {
+	memo := ""
+	if e.Raw != "" {
+		memo = t.Name + "\x00" + e.Key + "\x00" + e.Raw
+		if r, ok := p.rows[memo]; ok {
+			return slices.Clone(r), nil
+		}
+	}
+	vals, err := p.columns(t, e.View, nil, e.Key, e.Set, nil)
+	if err == nil && t.Check != nil {
+		err = t.Check(e.View, &row{t, vals})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if memo != "" {
+		if p.rows == nil {
+			p.rows = make(map[string][]any)
+		}
+		p.rows[memo] = slices.Clone(vals)
+	}
+	return vals, nil
+}
+
+type elementList struct {
+	fn    uintptr
+	elems []stream.Element
 }
 
 // columns reads the values of t's columns from view v. rec is the record
@@ -339,7 +394,7 @@ func (p *plan) columns(t *stream.Table, v *stream.View, rec *stream.Record, elem
 				vals[i] = recordJSON(rec.Raw)
 			}
 		case stream.DerivedParam:
-			vals[i], err = c.Coerce(gjson.Parse(strconv.Quote(p.in.Params[c.Param])), c.Param)
+			vals[i], err = c.Coerce(textValue(p.in.Params[c.Param]), c.Param)
 		case stream.DerivedSnapshotDay:
 			y, m, d := p.in.Snapshot.Date()
 			vals[i] = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
@@ -375,7 +430,7 @@ func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *str
 		listed = rec.Key
 	}
 	if listed != "" && t.ListedKeyWins {
-		return c.Coerce(gjson.Parse(strconv.Quote(listed)), c.Field)
+		return c.Coerce(textValue(listed), c.Field)
 	}
 	val, err := c.Coerce(v.Value(c), c.Field)
 	if err != nil || val != nil {
@@ -383,13 +438,18 @@ func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *str
 	}
 	switch {
 	case listed != "":
-		return c.Coerce(gjson.Parse(strconv.Quote(listed)), c.Field)
+		return c.Coerce(textValue(listed), c.Field)
 	case c.ElementKey && elemKey != "":
-		return c.Coerce(gjson.Parse(strconv.Quote(elemKey)), c.Field)
+		return c.Coerce(textValue(elemKey), c.Field)
 	case c.Param != "" && p.in.Params[c.Param] != "":
-		return c.Coerce(gjson.Parse(strconv.Quote(p.in.Params[c.Param])), c.Param)
+		return c.Coerce(textValue(p.in.Params[c.Param]), c.Param)
 	}
 	return nil, nil
+}
+
+// textValue is s as a JSON string value.
+func textValue(s string) gjson.Result {
+	return gjson.Result{Type: gjson.String, Str: s, Raw: strconv.Quote(s)}
 }
 
 type parentRow struct {
@@ -449,27 +509,23 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 	var err error
 	switch {
 	case t.Elements != nil:
-		n := 0
-		seen := map[string]int{}
-		err2 := t.Elements(p.in.Stream, t, v, rec.Key, func(e stream.Element) {
-			if err != nil {
-				return
-			}
+		var elems []stream.Element
+		if elems, err = p.elements(bd, t, v); err != nil {
+			break
+		}
+		seen := make(map[string]bool, len(elems))
+		for _, e := range elems {
 			vals, e2 := p.columns(t, e.View, nil, e.Key, e.Set, parent)
 			if e2 != nil {
 				err = e2
-				return
+				break
 			}
 			k := keyString(vals)
-			if _, dup := seen[k]; dup {
-				return
+			if seen[k] {
+				continue
 			}
-			seen[k] = n
-			n++
+			seen[k] = true
 			rows = append(rows, vals)
-		})
-		if err == nil {
-			err = err2
 		}
 	case t.Array == "":
 		if w, ok := v.Get(t.When); t.When == "" || ok && w.IsObject() {
@@ -483,17 +539,9 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		bd.add(t, r)
-	}
-	if t.Replace {
-		if _, ok := bd.rows[t]; !ok {
-			if bd.rows == nil {
-				bd.rows = make(map[*stream.Table][][]any)
-			}
-			bd.rows[t] = nil
-			bd.order = append(bd.order, t)
-		}
+	if len(rows) > 0 || t.Replace { // a replaced parent counts without children
+		br := bd.rowsOf(t)
+		br.rows = append(br.rows, rows...)
 	}
 	return nil
 }
@@ -533,26 +581,33 @@ func eachElement(v *stream.View, path string, fn func(ev *stream.View, key strin
 	return err
 }
 
-// keyString renders key values as a map key.
+// keyString renders key values as a map key: values separated by NUL,
+// which cleaned text cannot hold.
 func keyString(vals []any) string {
 	if len(vals) == 1 {
 		if s, ok := vals[0].(string); ok {
 			return s
 		}
 	}
-	var b strings.Builder
+	b := make([]byte, 0, 64)
 	for _, v := range vals {
 		switch x := v.(type) {
 		case string:
-			b.WriteString(strconv.Quote(x))
+			b = append(b, x...)
+		case int64:
+			b = strconv.AppendInt(b, x, 10)
+		case int32:
+			b = strconv.AppendInt(b, int64(x), 10)
 		case time.Time:
-			b.WriteString(x.UTC().Format(time.RFC3339Nano))
+			b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		case nil:
+			b = append(b, 1)
 		default:
-			fmt.Fprint(&b, x)
+			b = fmt.Append(b, x)
 		}
-		b.WriteByte(0)
+		b = append(b, 0)
 	}
-	return b.String()
+	return string(b)
 }
 
 // rejectKey is the Reject.Key of a rejected record: its key values joined by
@@ -616,7 +671,7 @@ func keyText(c *stream.Column, v any) string {
 
 // flatten writes the bundles' rows into out in record order, folding Merge
 // tables, and counts coverage.
-func (p *plan) flatten(out *RowBatch, bundles []*bundle) {
+func (p *plan) flatten(out *Batch, bundles []*bundle) {
 	if len(bundles) == 0 {
 		return
 	}
@@ -625,12 +680,13 @@ func (p *plan) flatten(out *RowBatch, bundles []*bundle) {
 	merged := map[*stream.Table]map[string]int{}
 	for _, bd := range bundles {
 		root.Rows = append(root.Rows, bd.root)
-		for _, t := range bd.order {
+		for _, br := range bd.tables {
+			t := br.t
 			tr := out.table(t)
 			if t.Replace {
 				tr.Parents = append(tr.Parents, bd.root[0])
 			}
-			for _, r := range bd.rows[t] {
+			for _, r := range br.rows {
 				if !t.Merge {
 					tr.Rows = append(tr.Rows, r)
 					continue
@@ -665,7 +721,7 @@ func mergeKnown(dst, later []any) {
 
 // coverage counts the rows of each table of b and the NULLs of each mapped
 // column.
-func (p *plan) coverage(b *RowBatch) Coverage {
+func (p *plan) coverage(b *Batch) Coverage {
 	c := Coverage{Rows: map[string]int{}, Nulls: map[string]int{}}
 	for name, tr := range b.Tables {
 		c.Rows[name] += len(tr.Rows)
@@ -684,4 +740,35 @@ func (p *plan) coverage(b *RowBatch) Coverage {
 		}
 	}
 	return c
+}
+
+// With returns a copy of b whose table name holds rows instead (b is not
+// modified; the other tables' rows are shared).
+func (b Batch) With(name string, rows [][]any) Batch {
+	tr := b.Rows(name)
+	if tr == nil {
+		return b
+	}
+	out := b
+	out.Tables = make(map[string]*TableRows, len(b.Tables))
+	for k, v := range b.Tables {
+		out.Tables[k] = v
+	}
+	c := *tr
+	c.Rows = rows
+	out.Tables[name] = &c
+	return out
+}
+
+// Records is the number of service records b carries: the rows of tables
+// of whole records (listed or detailed entities, contacts, e-mails), not
+// their children nor the people they mention, plus the rejected records.
+func (b *Batch) Records() int {
+	n := len(b.Rejects)
+	for _, tr := range b.Tables {
+		if tr.Table.Parent == "" && tr.Table.Elements == nil {
+			n += len(tr.Rows)
+		}
+	}
+	return n
 }
