@@ -167,21 +167,25 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 		i := -1
 		err := eachParticipant(rec, role, func(raw gjson.Result, key string) error {
 			i++
-			memo := key + "\x00" + raw.Raw
 			var p *person
-			if v, ok := scratch.Get(memo); ok {
-				p = v.(*person)
-			} else {
+			seen, _ := scratch.Get(raw.Raw)
+			for _, q := range asPeople(seen) {
+				if q.key == key {
+					p = q
+					break
+				}
+			}
+			if p == nil {
 				var err error
 				if p, err = personOf(emailCol, raw, key); err != nil {
 					return fmt.Errorf("%s participant %d: %w", role, i, err)
 				}
-				scratch.Put(memo, p)
+				scratch.Put(raw.Raw, append(asPeople(seen), p))
 			}
 			if p.sets[r] == nil {
 				p.sets[r] = map[string]any{"role": role, "user_key": p.userKey, "email": p.email, "platform_user_id": p.id}
 			}
-			yield(Element{View: p.view, Key: key, Raw: raw.Raw, Set: p.sets[r]})
+			yield(Element{View: p.view, Key: key, Same: p, Set: p.sets[r]})
 			return nil
 		})
 		if err != nil {
@@ -194,8 +198,9 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 	return nil
 }
 
-// person is what participants works out for one user object.
+// person is what participants works out for one user object under one key.
 type person struct {
+	key     string
 	view    *View
 	userKey string
 	email   any               // string, or nil
@@ -204,7 +209,7 @@ type person struct {
 }
 
 func personOf(emailCol *Column, raw gjson.Result, key string) (*person, error) {
-	p := &person{view: viewOf(raw)}
+	p := &person{key: key, view: viewOf(raw)}
 	var id int64
 	hasID := false
 	if key != "" {
@@ -240,6 +245,11 @@ func personOf(emailCol *Column, raw gjson.Result, key string) (*person, error) {
 		return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(p.userKey), MaxKeyBytes)
 	}
 	return p, nil
+}
+
+func asPeople(v any) []*person {
+	ps, _ := v.([]*person)
+	return ps
 }
 
 // eachParticipant calls fn for each user object of users.<role>, with the

@@ -392,10 +392,11 @@ type Element struct {
 	View *View
 	// Key is the element's key in a collection keyed by id; "" in an array.
 	Key string
-	// Raw is the element's JSON text: with Key, it identifies the element's
-	// values, so that the same object met again in a batch (a person on many
-	// e-mails) is read once.
-	Raw string
+	// Same, when not nil, is a comparable identity the function gives to
+	// elements that yield equal rows in the tables without parent it fills
+	// (the same person met again on another e-mail of the batch): such a
+	// row is read once per batch.
+	Same any
 	// Set holds values the function decided itself, by column name; they
 	// replace what the column's Field gives (DerivedHook columns need one).
 	// Readers must not modify it: the function may share it between

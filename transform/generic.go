@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -181,8 +182,8 @@ func Records(in Input, recs []stream.Record) Batch {
 
 // plan is the tables records of one endpoint fill, resolved once per call.
 type plan struct {
-	scratch  stream.Scratch   // the hooks' memory for the batch
-	rows     map[string][]any // rows of hooked tables by element
+	scratch  stream.Scratch    // the hooks' memory for the batch
+	rows     map[sameRow][]any // rows of hooked tables by element identity
 	in       Input
 	root     *stream.Table
 	rootKey  int // index of the root's single key column, or -1
@@ -340,14 +341,14 @@ func (p *plan) elements(bd *bundle, t *stream.Table, v *stream.View) ([]stream.E
 }
 
 // elementRow reads the row of a hooked table without parent (users) from
-// an element. The same element met again in the batch (Key and Raw alike)
-// gives a copy of the same row.
+// an element. An element the hook marked Same as one met before in the
+// batch gives the same row (shared: flatten copies a row before merging
+// into it).
 func (p *plan) elementRow(t *stream.Table, e stream.Element) ([]any, error) {
-	memo := ""
-	if e.Raw != "" {
-		memo = t.Name + "\x00" + e.Key + "\x00" + e.Raw
+	memo := sameRow{t, e.Same}
+	if e.Same != nil {
 		if r, ok := p.rows[memo]; ok {
-			return slices.Clone(r), nil
+			return r, nil
 		}
 	}
 	vals, err := p.columns(t, e.View, nil, e.Key, e.Set, nil)
@@ -357,13 +358,20 @@ func (p *plan) elementRow(t *stream.Table, e stream.Element) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if memo != "" {
+	if e.Same != nil {
 		if p.rows == nil {
-			p.rows = make(map[string][]any)
+			p.rows = make(map[sameRow][]any)
 		}
-		p.rows[memo] = slices.Clone(vals)
+		p.rows[memo] = vals
 	}
 	return vals, nil
+}
+
+// sameRow identifies the row of a table read from an element the hook
+// marked Same.
+type sameRow struct {
+	t    *stream.Table
+	same any
 }
 
 type elementList struct {
@@ -513,19 +521,15 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 		if elems, err = p.elements(bd, t, v); err != nil {
 			break
 		}
-		seen := make(map[string]bool, len(elems))
 		for _, e := range elems {
 			vals, e2 := p.columns(t, e.View, nil, e.Key, e.Set, parent)
 			if e2 != nil {
 				err = e2
 				break
 			}
-			k := keyString(vals)
-			if seen[k] {
-				continue
+			if !slices.ContainsFunc(rows, func(r []any) bool { return sameValues(r, vals) }) {
+				rows = append(rows, vals)
 			}
-			seen[k] = true
-			rows = append(rows, vals)
 		}
 	case t.Array == "":
 		if w, ok := v.Get(t.When); t.When == "" || ok && w.IsObject() {
@@ -579,6 +583,32 @@ func eachElement(v *stream.View, path string, fn func(ev *stream.View, key strin
 		return err == nil
 	})
 	return err
+}
+
+// sameValues reports whether two rows hold equal values.
+func sameValues(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case json.RawMessage:
+			y, ok := b[i].(json.RawMessage)
+			if !ok || string(x) != string(y) {
+				return false
+			}
+		case time.Time:
+			y, ok := b[i].(time.Time)
+			if !ok || !x.Equal(y) {
+				return false
+			}
+		default:
+			if a[i] != b[i] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keyString renders key values as a map key: values separated by NUL,
@@ -702,7 +732,8 @@ func (p *plan) flatten(out *Batch, bundles []*bundle) {
 					continue
 				}
 				idx[k] = len(tr.Rows)
-				tr.Rows = append(tr.Rows, r)
+				tr.Rows = append(tr.Rows, slices.Clone(r)) // merged into: not shared
+
 			}
 		}
 	}
