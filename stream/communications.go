@@ -26,6 +26,9 @@ const (
 
 var commsOnly = []string{EndpointCommunications}
 
+// usersPath is the path of each role's participants in a record.
+var usersPath = map[string]string{RoleFrom: "users.from", RoleTo: "users.to", RoleCC: "users.cc", RoleBCC: "users.bcc"}
+
 // communications: the e-mails of the configured users, by date window:
 // incrementally from the watermark minus the lookback, a backfill walking
 // back in time, and a verification that re-counts past days. Recipients and
@@ -255,7 +258,7 @@ func asPeople(v any) []*person {
 // eachParticipant calls fn for each user object of users.<role>, with the
 // key of a collection keyed by user id ("" otherwise).
 func eachParticipant(rec *View, role string, fn func(p gjson.Result, key string) error) error {
-	v, ok := rec.Get("users." + role)
+	v, ok := rec.Get(usersPath[role])
 	if !ok || Absent(v) {
 		return nil
 	}

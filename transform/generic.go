@@ -189,11 +189,11 @@ type plan struct {
 	rootKey  int // index of the root's single key column, or -1
 	children []*stream.Table
 	hooked   []*stream.Table // tables without parent filled by Elements
-	fills    map[*stream.Column]bool
+	fills    []tableFills    // per table: which columns the endpoint fills
 }
 
 func newPlan(in Input) *plan {
-	p := &plan{in: in, rootKey: -1, fills: map[*stream.Column]bool{}}
+	p := &plan{in: in, rootKey: -1}
 	for _, t := range in.Stream.Tables {
 		if !t.FillsFrom(in.Endpoint) {
 			continue
@@ -206,14 +206,33 @@ func newPlan(in Input) *plan {
 		case p.root != nil && t.Parent == p.root.Name:
 			p.children = append(p.children, t)
 		}
+		f := tableFills{t: t, cols: make([]bool, len(t.Columns))}
 		for i := range t.Columns {
-			p.fills[&t.Columns[i]] = t.Columns[i].FillsFrom(in.Endpoint)
+			f.cols[i] = t.Columns[i].FillsFrom(in.Endpoint)
 		}
+		p.fills = append(p.fills, f)
 	}
 	if p.root != nil && len(p.root.Key()) == 1 {
 		p.rootKey = 0
 	}
 	return p
+}
+
+// tableFills says which columns of t the plan's endpoint fills.
+type tableFills struct {
+	t    *stream.Table
+	cols []bool
+}
+
+// fillsOf returns which columns of t the endpoint fills (none for a table
+// the plan does not fill).
+func (p *plan) fillsOf(t *stream.Table) []bool {
+	for _, f := range p.fills {
+		if f.t == t {
+			return f.cols
+		}
+	}
+	return make([]bool, len(t.Columns))
 }
 
 // bundle is one valid record's rows: its own and those of its children and
@@ -384,9 +403,10 @@ type elementList struct {
 // a hook's values, parent the parent's row (child tables).
 func (p *plan) columns(t *stream.Table, v *stream.View, rec *stream.Record, elemKey string, set map[string]any, parent *parentRow) ([]any, error) {
 	vals := make([]any, len(t.Columns))
+	fills := p.fillsOf(t)
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		if !p.fills[c] {
+		if !fills[i] {
 			continue
 		}
 		if x, ok := set[c.Name]; ok {
@@ -758,7 +778,7 @@ func (p *plan) coverage(b *Batch) Coverage {
 		c.Rows[name] += len(tr.Rows)
 		for i := range tr.Table.Columns {
 			col := &tr.Table.Columns[i]
-			if !col.Mapped() || col.Type == stream.Boolean || !p.fills[col] {
+			if !col.Mapped() || col.Type == stream.Boolean || !p.fillsOf(tr.Table)[i] {
 				continue
 			}
 			n := 0
