@@ -32,7 +32,7 @@ var brands = &Stream{
 	Cursor: "the list's last completed page; per brand, the hash of its detail fields in the list " +
 		"(a changed hash makes the detail and the contacts due)",
 	Estimate: "one request per page of stored brands, plus a detail and a contacts list per brand due",
-	Tables: []*Table{
+	tables: []*Table{
 		{
 			Name: "brands", Noun: "brand", Wrapper: "brand_info",
 			Endpoints: []string{EndpointBrands, EndpointBrand},

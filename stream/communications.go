@@ -43,7 +43,7 @@ var communications = &Stream{
 		"per day the count of e-mails last verified",
 	Estimate: "the incremental window's pages from the last run's totals, the backfill's remaining " +
 		"pages, and the days due for verification",
-	Tables: []*Table{
+	tables: []*Table{
 		{
 			// One row per person, folded across appearances: a later known
 			// value wins, an unknown one never erases a known one.

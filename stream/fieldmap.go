@@ -157,11 +157,11 @@ func Apply(m FieldMap) ([]*Stream, error) {
 func (s *Stream) clone() *Stream {
 	c := *s
 	c.Endpoints = slices.Clone(s.Endpoints)
-	c.Tables = make([]*Table, len(s.Tables))
-	for i, t := range s.Tables {
+	c.tables = make([]*Table, len(s.tables))
+	for i, t := range s.tables {
 		tc := *t
 		tc.Columns = slices.Clone(t.Columns)
-		c.Tables[i] = &tc
+		c.tables[i] = &tc
 	}
 	return &c
 }

@@ -44,7 +44,7 @@ var finance = &Stream{
 		"profitability.brand, summary): the last completed page, the watermark (the greatest " +
 		"updated_at seen) and when the list was last read completely",
 	Estimate: "per list, one request per page of its stored rows (its last total when known)",
-	Tables: []*Table{
+	tables: []*Table{
 		{
 			Name: "budgets", Noun: "budget", Wrapper: "budget_info", Endpoints: []string{EndpointBudgets},
 			Reject: RejectBudgets, SoftDelete: true,

@@ -26,7 +26,7 @@ var projects = &Stream{
 	Cursor: "the list's last completed page; per project, the hash of its detail fields in the list " +
 		"(a changed hash makes the detail due)",
 	Estimate: "one request per page of stored projects, plus a detail per project due",
-	Tables: []*Table{
+	tables: []*Table{
 		{
 			Name: "projects", Noun: "project", Wrapper: "project_info",
 			Endpoints: []string{EndpointProjects, EndpointProject},

@@ -16,9 +16,13 @@ type Stream struct {
 	Cursor string
 	// Estimate says how the planner predicts the stream's requests.
 	Estimate string
-	// Tables are the tables the stream fills, parents before their children.
-	Tables []*Table
+	// tables are the tables the stream fills, parents before their children.
+	tables []*Table
 }
+
+// Tables returns the tables the stream fills, parents before their children
+// (the slice is the caller's; the tables are shared declarations).
+func (s *Stream) Tables() []*Table { return slices.Clone(s.tables) }
 
 // Paging is how an endpoint returns its records.
 type Paging string
@@ -294,7 +298,7 @@ func Names() []string {
 
 // Table returns the table named name.
 func (s *Stream) Table(name string) (*Table, bool) {
-	for _, t := range s.Tables {
+	for _, t := range s.tables {
 		if t.Name == name {
 			return t, true
 		}
@@ -336,18 +340,18 @@ func LookupColumn(table, column string) (*Column, bool) {
 func Tables() []*Table {
 	var out []*Table
 	for _, s := range all {
-		out = append(out, s.Tables...)
+		out = append(out, s.tables...)
 	}
 	return out
 }
 
-// tableOrder checks declarations at init: unique tables, key columns first,
+// check checks declarations at init: unique tables, key columns first,
 // parents declared before children. A broken declaration is a programming
 // error.
 func check(streams []*Stream) error {
 	seen := map[string]bool{}
 	for _, s := range streams {
-		for _, t := range s.Tables {
+		for _, t := range s.tables {
 			if seen[t.Name] {
 				return fmt.Errorf("table %s declared twice", t.Name)
 			}

@@ -207,3 +207,24 @@ func TestTablesDeclaredForLoad(t *testing.T) {
 		t.Errorf("%d tables declared, want the model's 16", len(seen))
 	}
 }
+
+// (*Stream).Tables hands out the stream's tables, parents first, in a
+// slice the caller may change.
+func TestStreamTables(t *testing.T) {
+	s, ok := stream.Lookup("projects")
+	if !ok {
+		t.Fatal("no projects stream")
+	}
+	tables := s.Tables()
+	var names []string
+	for _, tb := range tables {
+		names = append(names, tb.Name)
+	}
+	if want := []string{"projects", "project_team_members", "project_deliverables", "project_history"}; !slices.Equal(names, want) {
+		t.Fatalf("tables = %v, want %v", names, want)
+	}
+	tables[0] = nil
+	if s.Tables()[0] == nil {
+		t.Fatal("changing the returned slice changed the declaration")
+	}
+}

@@ -194,7 +194,7 @@ type plan struct {
 
 func newPlan(in Input) *plan {
 	p := &plan{in: in, rootKey: -1}
-	for _, t := range in.Stream.Tables {
+	for _, t := range in.Stream.Tables() {
 		if !t.FillsFrom(in.Endpoint) {
 			continue
 		}
