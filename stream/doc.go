@@ -34,14 +34,17 @@
 //
 // # Adding a stream
 //
-// A new stream (say a tasks endpoint) is at most six files:
+// A new stream (say a tasks list) is at most six files:
 //
 //  1. stream/tasks.go: its Stream — endpoints, cursor, estimate, tables and
 //     columns, hooks if any — added to the list in stream.go;
 //  2. migrations/000NN_tasks.sql: the tables, with a COMMENT on each column;
 //  3. the sandbox endpoint serving it (internal/testkit/sandbox);
-//  4. stream/tasks_test.go and an engine test running it end to end;
-//  5. the engine's list of streams to run (the generic list sync reads any
-//     PagingList endpoint);
-//  6. the README's table list.
+//  4. extract/endpoints.go: the endpoint's path (AGENCY_PATHS) and list call;
+//  5. engine/lists.go: the list in the sync (its records' Raw go to
+//     transform.Records, its rows to load: neither needs a change);
+//  6. a test: stream/tasks_test.go or an engine test syncing it end to end.
+//
+// transform, load (its table specs, merges, soft deletes, reject keys) and
+// AGENCY_FIELD_MAP follow from the declaration.
 package stream
