@@ -457,10 +457,12 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return fmt.Errorf("fetch communications %s..%s page %d: %w", rc.From, rc.To, rc.NextPage, err)
 		}
 		page := st.page
-		batch := page.Batch
-		batch.Users = users.filter(batch.Users)
-		for i := range batch.Emails {
-			at := batch.Emails[i].EmailAt
+		batch := users.filter(page.Batch)
+		for _, v := range batch.Column("emails", "email_at") {
+			at, ok := v.(time.Time)
+			if !ok {
+				continue
+			}
 			if at.After(now) {
 				// The watermark never passes now: a future-dated e-mail
 				// would stop the increments until its date.
@@ -486,8 +488,8 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		if _, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch, State: cp}); err != nil {
 			return err
 		}
-		users.committed(batch.Users)
-		r.stats.rangePage(rc.From, rc.To, int64(len(batch.Emails)+len(batch.Rejects)), st.done)
+		users.committed(&batch)
+		r.stats.rangePage(rc.From, rc.To, int64(batch.Len("emails")+len(batch.Rejects)), st.done)
 		if r.spool != nil {
 			r.spool.drop(r.pageKey(rc, page.Number))
 		}

@@ -650,7 +650,7 @@ type spoolCrashStore struct {
 }
 
 func (c *spoolCrashStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
-	if p.Stream == StreamCommunications && len(p.Batch.Emails) > 0 && c.pages.Add(1) == int64(c.after+1) {
+	if p.Stream == StreamCommunications && p.Batch.Len("emails") > 0 && c.pages.Add(1) == int64(c.after+1) {
 		for {
 			entries, _ := os.ReadDir(c.dir)
 			n := 0

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/transform"
 )
 
 // ErrIncomplete means a task did not land everything it set out to and
@@ -372,8 +371,7 @@ func (r *run) commsPage(ctx context.Context, log *zap.Logger, q extract.CommsQue
 	if err != nil {
 		return nil, false, err
 	}
-	batch := transform.Communications(page.Records)
-	batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
+	batch := r.commsBatch(page)
 	p := &spooledPage{Number: page.Number, PerPage: page.PerPage, Total: page.Total, LastPage: page.LastPage,
 		Paged: page.Paged, Rows: page.Rows(), Batch: batch}
 	for _, c := range page.Records {

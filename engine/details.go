@@ -11,6 +11,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -131,17 +132,17 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 }
 
 // fetchDetail fetches one brand (detail and every contact page) or project.
-func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetchedDetail, error) {
+func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
 	id := extract.ID(d.ID)
 	// A detail that does not decode is a rejected record, not a failed run:
 	// it is fetched again when its list entry changes.
 	var recErr *extract.RecordError
-	rejectStream := transform.StreamBrands
-	if stream == StreamProjects {
-		rejectStream = transform.StreamProjects
+	rejectStream := stream.RejectBrands
+	if kind == StreamProjects {
+		rejectStream = stream.RejectProjects
 	}
-	if stream == StreamProjects {
+	if kind == StreamProjects {
 		p, err := r.client.Project(ctx, id)
 		if errors.Is(err, extract.ErrNotFound) {
 			fd.gone = true
@@ -154,7 +155,8 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 		if err != nil {
 			return fd, fmt.Errorf("fetch project %s: %w", d.ID, err)
 		}
-		fd.batch = transform.ProjectDetails([]extract.Project{*p})
+		fd.batch = r.transform(StreamProjects, stream.EndpointProject, nil,
+			[]stream.Record{{Key: string(p.ID), Raw: p.Raw}}, "", nil)
 		return fd, nil
 	}
 	b, err := r.client.Brand(ctx, id)
@@ -169,7 +171,8 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 	if err != nil {
 		return fd, fmt.Errorf("fetch brand %s: %w", d.ID, err)
 	}
-	fd.batch = transform.BrandDetails([]extract.BrandDetail{*b}, r.serviceDay())
+	fd.batch = r.transform(StreamBrands, stream.EndpointBrand, nil,
+		[]stream.Record{{Key: string(b.Brand.ID), Raw: b.Raw}}, "", nil)
 	var contacts []extract.Contact
 	var rejects []extract.RecordError
 	var announced int
@@ -190,9 +193,9 @@ func (r *run) fetchDetail(ctx context.Context, stream string, d dueDetail) (fetc
 		seen[string(c.ID)] = true
 	}
 	fd.contactsShort = len(seen)+len(rejects) < announced
-	fd.batch.Append(transform.Contacts(id, contacts))
+	fd.batch.Append(r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
+		recordsOf(contacts, contactRecord), stream.RejectBrandContacts, rejects))
 	fd.contacts = true
-	fd.batch.Rejects = append(fd.batch.Rejects, transform.RecordErrors(transform.StreamBrandContacts, rejects)...)
 	return fd, nil
 }
 

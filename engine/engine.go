@@ -29,6 +29,7 @@ import (
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/metrics"
 	"github.com/agencysync/agencysync/progress"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -113,6 +114,9 @@ type Settings struct {
 	CommsTZ *time.Location
 	// Now is the clock (default time.Now); the quota day comes from the ledger.
 	Now func() time.Time
+	// Streams are the stream declarations records are transformed by:
+	// stream.Apply's copies under AGENCY_FIELD_MAP (default stream.All()).
+	Streams []*stream.Stream
 }
 
 // Deps are the engine's collaborators.
@@ -210,6 +214,9 @@ func New(d Deps, s Settings) (*Engine, error) {
 	}
 	if s.WithMessage == "" {
 		s.WithMessage = "0"
+	}
+	if s.Streams == nil {
+		s.Streams = stream.All()
 	}
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()

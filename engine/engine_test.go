@@ -34,6 +34,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -217,7 +218,12 @@ func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
 	if len(page.Rejects) > 0 {
 		t.Fatalf("truth records that are not bad did not decode: %v", page.Rejects[0].Err)
 	}
-	return transform.Communications(page.Records)
+	comms, _ := stream.Lookup("communications")
+	recs := make([]stream.Record, len(page.Records))
+	for i, c := range page.Records {
+		recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+	}
+	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
 }
 
 // assertEqualsTruth compares the warehouse with the sandbox's ground truth:
@@ -261,8 +267,9 @@ func (h *harness) assertEqualsTruth() {
 		at      time.Time
 	}
 	var wantKeys []emailKey
-	for _, e := range exp.Emails {
-		wantKeys = append(wantKeys, emailKey{e.RecordID, e.Subject, e.EmailAt.UTC()})
+	ids, subjects, ats := exp.Column("emails", "record_id"), exp.Column("emails", "subject"), exp.Column("emails", "email_at")
+	for i := range ids {
+		wantKeys = append(wantKeys, emailKey{ids[i].(int64), subjects[i].(string), ats[i].(time.Time).UTC()})
 	}
 	rows, err := h.pool.Query(context.Background(), "SELECT record_id, subject, email_at FROM "+h.table("emails")+" ORDER BY record_id")
 	if err != nil {
@@ -281,10 +288,10 @@ func (h *harness) assertEqualsTruth() {
 	if !slices.Equal(gotKeys, wantKeys) {
 		t.Errorf("e-mail content differs from the truth (%d stored, %d expected)", len(gotKeys), len(wantKeys))
 	}
-	if got, want := h.count("SELECT count(*) FROM "+h.table("email_recipients")), len(exp.EmailRecipients); got != want {
+	if got, want := h.count("SELECT count(*) FROM "+h.table("email_recipients")), exp.Len("email_recipients"); got != want {
 		t.Errorf("email_recipients: %d rows, truth implies %d", got, want)
 	}
-	if got, want := h.count("SELECT count(*) FROM "+h.table("users")), len(exp.Users); got != want {
+	if got, want := h.count("SELECT count(*) FROM "+h.table("users")), exp.Len("users"); got != want {
 		t.Errorf("users: %d rows, truth implies %d", got, want)
 	}
 	// No duplicate keys anywhere: the primary keys guarantee it; check that
@@ -482,7 +489,7 @@ type crashingStore struct {
 var errCrash = errors.New("simulated crash before the commit")
 
 func (c *crashingStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
-	if p.Stream == c.stream && len(p.Batch.Emails) > 0 {
+	if p.Stream == c.stream && p.Batch.Len("emails") > 0 {
 		if c.pages.Add(1) == int64(c.after+1) {
 			return load.Counts{}, errCrash
 		}
@@ -563,7 +570,7 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 	// Cancel as soon as the third communications page has been answered.
 	inner := h.eng.store
 	h.eng.store = &hookStore{warehouseStore: inner, before: func(p load.Page) {
-		if len(p.Batch.Emails) > 0 && p.State != nil && bytes.Contains(p.State.Cursor, []byte(`"next_page":4`)) {
+		if p.Batch.Len("emails") > 0 && p.State != nil && bytes.Contains(p.State.Cursor, []byte(`"next_page":4`)) {
 			once.Do(cancel)
 		}
 	}}

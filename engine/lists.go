@@ -12,6 +12,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -121,7 +122,9 @@ func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, tab
 func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamBrands, "brands",
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Brand], error] { return r.client.Brands(ctx) },
-		func(list []extract.Brand) transform.Batch { return transform.Brands(list, r.serviceDay()) },
+		func(list []extract.Brand) transform.Batch {
+			return r.transform(StreamBrands, stream.EndpointBrands, nil, recordsOf(list, brandRecord), "", nil)
+		},
 		func(b extract.Brand) (extract.ID, string) { return b.ID, transform.BrandListHash(b) })
 }
 
@@ -135,8 +138,15 @@ func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Project], error] {
 			return r.client.Projects(ctx, extract.ProjectQuery{})
 		},
-		transform.Projects,
+		func(list []extract.Project) transform.Batch {
+			return r.transform(StreamProjects, stream.EndpointProjects, nil, recordsOf(list, projectRecord), "", nil)
+		},
 		func(p extract.Project) (extract.ID, string) { return p.ID, transform.ProjectListHash(p) })
+}
+
+// financeRows transforms records of a finance list.
+func (r *run) financeRows(endpoint string, params map[string]string, recs []stream.Record) transform.Batch {
+	return r.transform(StreamFinance, endpoint, params, recs, "", nil)
 }
 
 // financeCursor is the cursor of one finance list.
@@ -165,50 +175,62 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	c := r.client
 	lists := []func() error{
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Budget]{partition: "budgets", table: "budgets", rejects: transform.StreamBudgets, incremental: true,
+			return syncFinance(ctx, r, log, financeList[extract.Budget]{partition: "budgets", table: "budgets", rejects: stream.RejectBudgets, incremental: true,
 				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Budget], error] {
 					return c.Budgets(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: transform.Budgets, updatedAt: func(b extract.Budget) *time.Time { return b.UpdatedAt }})
+				rows: func(list []extract.Budget) transform.Batch {
+					return r.financeRows(stream.EndpointBudgets, nil, recordsOf(list, budgetRecord))
+				}, updatedAt: func(b extract.Budget) *time.Time { return b.UpdatedAt }})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Invoice]{partition: "invoices", table: "invoices", rejects: transform.StreamInvoices, incremental: true,
+			return syncFinance(ctx, r, log, financeList[extract.Invoice]{partition: "invoices", table: "invoices", rejects: stream.RejectInvoices, incremental: true,
 				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Invoice], error] {
 					return c.Invoices(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: transform.Invoices, updatedAt: func(b extract.Invoice) *time.Time { return b.UpdatedAt }})
+				rows: func(list []extract.Invoice) transform.Batch {
+					return r.financeRows(stream.EndpointInvoices, nil, recordsOf(list, invoiceRecord))
+				}, updatedAt: func(b extract.Invoice) *time.Time { return b.UpdatedAt }})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Collection]{partition: "collections", table: "collections", rejects: transform.StreamCollections, incremental: true,
+			return syncFinance(ctx, r, log, financeList[extract.Collection]{partition: "collections", table: "collections", rejects: stream.RejectCollections, incremental: true,
 				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Collection], error] {
 					return c.Collections(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: transform.Collections, updatedAt: func(b extract.Collection) *time.Time { return b.UpdatedAt }})
+				rows: func(list []extract.Collection) transform.Batch {
+					return r.financeRows(stream.EndpointCollections, nil, recordsOf(list, collectionRecord))
+				}, updatedAt: func(b extract.Collection) *time.Time { return b.UpdatedAt }})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Payment]{partition: "payments", table: "payments", rejects: transform.StreamPayments, incremental: true,
+			return syncFinance(ctx, r, log, financeList[extract.Payment]{partition: "payments", table: "payments", rejects: stream.RejectPayments, incremental: true,
 				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Payment], error] {
 					return c.Payments(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: transform.Payments, updatedAt: func(b extract.Payment) *time.Time { return b.UpdatedAt }})
+				rows: func(list []extract.Payment) transform.Batch {
+					return r.financeRows(stream.EndpointPayments, nil, recordsOf(list, paymentRecord))
+				}, updatedAt: func(b extract.Payment) *time.Time { return b.UpdatedAt }})
 		},
 	}
 	for _, level := range []string{"project", "brand"} {
 		lists = append(lists, func() error {
 			return syncFinance(ctx, r, log, financeList[extract.Profitability]{partition: "profitability." + level, table: "profitability",
-				rejects: transform.StreamProfitability, scope: map[string]any{"level": level},
+				rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
 				open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.Profitability], error] {
 					return c.Profitability(ctx, level)
 				},
-				rows: transform.Profitabilities})
+				rows: func(list []extract.Profitability) transform.Batch {
+					return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recordsOf(list, profitabilityRecord))
+				}})
 		})
 	}
 	lists = append(lists, func() error {
-		return syncFinance(ctx, r, log, financeList[extract.AgencySummary]{partition: "summary", table: "agency_finance_summary", rejects: transform.StreamAgencySummary,
+		return syncFinance(ctx, r, log, financeList[extract.AgencySummary]{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
 			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.AgencySummary], error] {
 				return c.AgencySummary(ctx)
 			},
-			rows: transform.AgencySummaries})
+			rows: func(list []extract.AgencySummary) transform.Batch {
+				return r.financeRows(stream.EndpointAgencySummary, nil, recordsOf(list, summaryRecord))
+			}})
 	})
 	// A failing list does not keep the others from syncing; budget, quota,
 	// credentials and interruption stop them all.

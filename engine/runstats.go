@@ -90,7 +90,4 @@ func (s *runStats) detail() map[string]load.TaskDetail {
 
 // pageRecords is the number of service records a page carries: the listed
 // or detailed entities, brand contacts, e-mails, and the rejected records.
-func pageRecords(b *transform.Batch) int64 {
-	return int64(len(b.Brands) + len(b.BrandContacts) + len(b.Projects) + len(b.Budgets) + len(b.Invoices) +
-		len(b.Collections) + len(b.Payments) + len(b.Profitability) + len(b.AgencyFinanceSummary) + len(b.Emails) + len(b.Rejects))
-}
+func pageRecords(b *transform.Batch) int64 { return int64(b.Records()) }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/spool"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -25,14 +26,16 @@ func TestPageSpool(t *testing.T) {
 	set := Settings{DomainID: 1, UserIDs: []int64{1, 2}, WithMessage: "0"}
 	rk := sp.pageKey(set, "2024-01-01", "2024-01-31", 3)
 	p := &spooledPage{Number: 3, PerPage: 1000, Total: 2500, LastPage: 3, Rows: 500,
-		Batch: transform.Batch{Emails: []transform.Email{{RecordID: 7, Subject: "Q3 plan", EmailAt: time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)}},
-			Rejects: []transform.Reject{{Stream: "communications", Key: "8", Payload: []byte(`{"id":8}`), Error: "bad date"}}}}
+		Batch: tableBatch("emails", []any{int64(7), nil, nil, nil, nil, "Q3 plan", nil, false, nil, nil, nil,
+			time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC), json.RawMessage(`{}`)})}
+	p.Batch.Rejects = []transform.Reject{{Stream: "communications", Key: "8", Payload: []byte(`{"id":8}`), Error: "bad date"}}
 	sp.put(rk, p)
 
 	got := &spooledPage{}
 	ok := sp.get(rk, got)
-	if !ok || got.Number != 3 || got.LastPage != 3 || got.Rows != 500 || len(got.Batch.Emails) != 1 ||
-		!got.Batch.Emails[0].EmailAt.Equal(p.Batch.Emails[0].EmailAt) || string(got.Batch.Rejects[0].Payload) != `{"id":8}` {
+	if !ok || got.Number != 3 || got.LastPage != 3 || got.Rows != 500 || got.Batch.Len("emails") != 1 ||
+		!got.Batch.Column("emails", "email_at")[0].(time.Time).Equal(p.Batch.Column("emails", "email_at")[0].(time.Time)) ||
+		string(got.Batch.Rejects[0].Payload) != `{"id":8}` {
 		t.Fatalf("spooled page back: %+v, %v", got, ok)
 	}
 	// Another page, another range or another schema finds nothing.
@@ -51,9 +54,12 @@ func TestPageSpool(t *testing.T) {
 		}
 	}
 	// A detail, keyed by its list entry's hash.
-	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Contacts: true, Batch: transform.Batch{ProjectDetails: []string{"42"}}})
+	team := tableBatch("project_team_members")
+	team.Tables["project_team_members"].Parents = []any{"42"}
+	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Contacts: true, Batch: team})
 	var d spooledDetail
-	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || !d.Contacts || len(d.Batch.ProjectDetails) != 1 || sp.get(sp.detailKey("projects", "42", "h2"), &d) {
+	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || !d.Contacts || len(d.Batch.Rows("project_team_members").Parents) != 1 ||
+		sp.get(sp.detailKey("projects", "42", "h2"), &d) {
 		t.Errorf("detail back: %+v", d)
 	}
 	sp.drop(sp.detailKey("projects", "42", "h1"))
@@ -128,54 +134,51 @@ func TestPageSpool(t *testing.T) {
 	}
 }
 
-// fillBatch sets every field of every row type of a batch, the same way for
-// a given mode: 0 nil pointers and nil raw JSON, 1 pointers to zero values
-// and the smallest JSON, 2 ordinary values.
+// tableBatch is a batch of rows of one table.
+func tableBatch(table string, rows ...[]any) transform.Batch {
+	tb, _, ok := stream.LookupTable(table)
+	if !ok {
+		panic("no table " + table)
+	}
+	return transform.Batch{Tables: map[string]*transform.TableRows{table: {Table: tb, Rows: rows}}}
+}
+
+// fillBatch gives a batch a row of every declared table, the same way for a
+// given mode: 0 every value NULL, 1 zero values and the smallest JSON, 2
+// ordinary values; child tables name their parents.
 func fillBatch(mode int) transform.Batch {
-	var b transform.Batch
-	bv := reflect.ValueOf(&b).Elem()
+	b := transform.Batch{Tables: map[string]*transform.TableRows{}}
 	at := time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC)
-	var fill func(v reflect.Value)
-	fill = func(v reflect.Value) {
-		switch {
-		case v.Type() == rawMessageType:
-			v.Set(reflect.ValueOf(json.RawMessage([]string{"", `{}`, `{"a":[1,"x"],"n":null}`}[mode])))
+	for _, tb := range stream.Tables() {
+		row := make([]any, len(tb.Columns))
+		for i, c := range tb.Columns {
 			if mode == 0 {
-				v.SetZero()
+				continue
 			}
-		case v.Type() == reflect.TypeFor[time.Time]():
-			v.Set(reflect.ValueOf(at))
-		case v.Kind() == reflect.Pointer:
-			if mode == 0 {
-				return
+			switch c.Type {
+			case stream.Text, stream.ID:
+				row[i] = []string{"", "", "Ana \u00e9 \"q\""}[mode]
+			case stream.Numeric:
+				row[i] = []string{"", "0", "12345678901234567890.125"}[mode]
+			case stream.BigInt:
+				row[i] = int64(mode * 7)
+			case stream.Integer:
+				row[i] = int32(mode * 7)
+			case stream.Boolean:
+				row[i] = mode == 2
+			case stream.Date, stream.Month, stream.Timestamptz:
+				row[i] = at
+			case stream.JSONB:
+				row[i] = json.RawMessage([]string{"", `{}`, `{"a":[1,"x"],"n":null}`}[mode])
 			}
-			p := reflect.New(v.Type().Elem())
-			if mode == 2 {
-				fill(p.Elem())
-			} else if p.Elem().Type() == reflect.TypeFor[time.Time]() {
-				p.Elem().Set(reflect.ValueOf(time.Time{}))
-			}
-			v.Set(p)
-		case v.Kind() == reflect.Struct:
-			for i := range v.NumField() {
-				fill(v.Field(i))
-			}
-		case v.Kind() == reflect.String:
-			v.SetString([]string{"", "", "Ana \u00e9 \"q\""}[mode])
-		case v.Kind() == reflect.Int64 || v.Kind() == reflect.Int32 || v.Kind() == reflect.Int:
-			v.SetInt(int64(mode * 7))
-		case v.Kind() == reflect.Bool:
-			v.SetBool(mode == 2)
-		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
-			v.Set(reflect.ValueOf([]string{"a", ""}))
 		}
+		tr := &transform.TableRows{Table: tb, Rows: [][]any{row}}
+		if tb.Replace {
+			tr.Parents = []any{row[0]}
+		}
+		b.Tables[tb.Name] = tr
 	}
-	for i := range bv.NumField() {
-		f := bv.Field(i)
-		row := reflect.New(f.Type().Elem()).Elem()
-		fill(row)
-		f.Set(reflect.Append(f, row))
-	}
+	b.Rejects = []transform.Reject{{Stream: "communications", Key: "8", Payload: []byte(`{"id":8}`), Error: "bad date"}}
 	return b
 }
 

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
 	"hash/maphash"
+	"time"
 
 	"github.com/agencysync/agencysync/transform"
 )
@@ -10,6 +13,9 @@ import (
 // each): an agency's own users recur on every page, while external
 // addresses may be countless; past the bound new ones are not remembered.
 const maxKnownUsers = 100_000
+
+// usersTable is the table knownUsers filters.
+const usersTable = "users"
 
 // knownUsers remembers the users rows that earlier pages of one page loop
 // committed, so that a later page does not write an identical row again:
@@ -29,22 +35,31 @@ func newKnownUsers() *knownUsers {
 	return &knownUsers{seed: maphash.MakeSeed(), known: make(map[uint64]uint64)}
 }
 
-// filter returns users without the rows already committed unchanged.
-func (k *knownUsers) filter(users []transform.User) []transform.User {
-	out := users[:0:0]
-	for _, u := range users {
+// filter returns b without the users rows already committed unchanged (b
+// itself is not modified).
+func (k *knownUsers) filter(b transform.Batch) transform.Batch {
+	tr := b.Rows(usersTable)
+	if tr == nil {
+		return b
+	}
+	out := make([][]any, 0, len(tr.Rows))
+	for _, u := range tr.Rows {
 		key, row := k.hash(u)
 		if h, ok := k.known[key]; ok && h == row {
 			continue
 		}
 		out = append(out, u)
 	}
-	return out
+	return b.With(usersTable, out)
 }
 
-// committed records the rows of a committed page.
-func (k *knownUsers) committed(users []transform.User) {
-	for _, u := range users {
+// committed records the users rows of a committed page.
+func (k *knownUsers) committed(b *transform.Batch) {
+	tr := b.Rows(usersTable)
+	if tr == nil {
+		return
+	}
+	for _, u := range tr.Rows {
 		key, row := k.hash(u)
 		if _, ok := k.known[key]; ok || len(k.known) < maxKnownUsers {
 			k.known[key] = row
@@ -52,26 +67,35 @@ func (k *knownUsers) committed(users []transform.User) {
 	}
 }
 
-func (k *knownUsers) hash(u transform.User) (key, row uint64) {
+// hash hashes a users row: its key (the first value) and all its values.
+func (k *knownUsers) hash(u []any) (key, row uint64) {
 	var h maphash.Hash
 	h.SetSeed(k.seed)
-	h.WriteString(u.UserKey)
+	s, _ := u[0].(string)
+	h.WriteString(s)
 	key = h.Sum64()
 	h.WriteByte(0)
-	if u.PlatformUserID != nil {
-		h.WriteByte(1)
-		maphash.WriteComparable(&h, *u.PlatformUserID)
-	} else {
-		h.WriteByte(0)
-	}
-	for _, p := range []*string{u.FirstName, u.LastName, u.FullName, u.Email, u.Phone, u.AvatarURL, u.Status} {
-		if p == nil {
+	for _, v := range u[1:] {
+		switch x := v.(type) {
+		case nil:
 			h.WriteByte(0)
-			continue
+		case string:
+			h.WriteByte(1)
+			h.WriteString(x)
+			h.WriteByte(0)
+		case int64:
+			h.WriteByte(2)
+			maphash.WriteComparable(&h, x)
+		case time.Time:
+			h.WriteByte(3)
+			h.WriteString(x.UTC().Format(time.RFC3339Nano))
+		case json.RawMessage:
+			h.WriteByte(4)
+			h.Write(x)
+		default:
+			h.WriteByte(5)
+			fmt.Fprint(&h, v)
 		}
-		h.WriteByte(1)
-		h.WriteString(*p)
-		h.WriteByte(0)
 	}
 	return key, h.Sum64()
 }

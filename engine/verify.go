@@ -14,7 +14,6 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/transform"
 )
 
 // Reconciliation proves that the warehouse holds what the service holds:
@@ -507,9 +506,7 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 				keep = append(keep, id)
 			}
 		}
-		batch := transform.Communications(page.Records)
-		batch.Rejects = append(batch.Rejects, transform.RecordErrors(transform.StreamCommunications, page.Rejects)...)
-		batch.Users = users.filter(batch.Users)
+		batch := users.filter(r.commsBatch(page))
 		d.Rejected += len(batch.Rejects)
 		for _, rj := range batch.Rejects {
 			if !datedReject(rj.Payload) {
@@ -534,7 +531,7 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 			r.counts.Rejected -= int64(again)
 			r.mu.Unlock()
 		}
-		users.committed(batch.Users)
+		users.committed(&batch)
 		d.Filled += c.Tables["emails"].Inserted + c.Tables["emails"].Updated
 	}
 	if stable && seen != total {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
 )
@@ -69,7 +70,7 @@ func newCommsGenerator() *commsGenerator {
 func (g *commsGenerator) page(n int) transform.Batch {
 	rng := rand.New(rand.NewPCG(uint64(n), 42))
 	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
-	recs := make([]extract.Communication, benchPageSize)
+	recs := make([]stream.Record, benchPageSize)
 	pick := func() extract.Participant { return g.people[rng.IntN(len(g.people))] }
 	keyed := func(p extract.Participant) extract.Participant { return p } // platform users keep their id in to/cc/bcc
 	unkeyed := func(p extract.Participant) extract.Participant { p.PlatformUserID = nil; return p }
@@ -97,10 +98,10 @@ func (g *commsGenerator) page(n int) transform.Batch {
 		if rng.IntN(3) == 0 {
 			c.Email.ProjectID = extract.ID(strconv.Itoa(int(id%200) + 1))
 		}
-		c.Raw = rawCommunication(&c)
-		recs[i] = c
+		recs[i] = stream.Record{Key: strconv.FormatInt(id, 10), Raw: rawCommunication(&c)}
 	}
-	return transform.Communications(recs)
+	comms, _ := stream.Lookup("communications")
+	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
 }
 
 // rawCommunication renders a record the way the endpoint sends it.
@@ -114,8 +115,8 @@ func rawCommunication(c *extract.Communication) json.RawMessage {
 			return []any{}
 		}
 		m := map[string]any{}
-		for i, p := range ps {
-			k := strconv.Itoa(i)
+		for _, p := range ps {
+			k := p.Email // an outsider is keyed by address, as the sandbox does
 			if p.PlatformUserID != nil {
 				k = strconv.FormatInt(*p.PlatformUserID, 10)
 			}
@@ -244,12 +245,14 @@ func benchmarkLoadEmails(b *testing.B, syncCommit bool) {
 			raw += time.Since(start)
 
 			start = time.Now()
-			cp := &Checkpoint{Watermark: &batch.Emails[len(batch.Emails)-1].EmailAt, Cursor: json.RawMessage(fmt.Sprintf(`{"page":%d}`, n+2))}
+			at := batch.Column("emails", "email_at")
+			last := at[len(at)-1].(time.Time)
+			cp := &Checkpoint{Watermark: &last, Cursor: json.RawMessage(fmt.Sprintf(`{"page":%d}`, n+2))}
 			if _, err := store.CommitPage(ctx, Page{Stream: "communications", Batch: batch, State: cp}); err != nil {
 				b.Fatalf("commit page: %v", err)
 			}
 			normalized += time.Since(start)
-			emails += len(batch.Emails)
+			emails += batch.Len("emails")
 		}
 	}
 	rawRate := float64(emails) / raw.Seconds()

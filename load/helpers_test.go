@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/recordjson"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
 )
@@ -171,19 +174,19 @@ func fullBatch() transform.Batch {
 	var b transform.Batch
 	raw := func(id string) json.RawMessage { return json.RawMessage(`{"id":"` + id + `"}`) }
 	snapshot := time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC)
-	b.Append(transform.BrandDetails([]extract.BrandDetail{{
+	b.Append(recordjson.BrandDetails([]extract.BrandDetail{{
 		Brand: extract.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Status: "active", DateCreated: day(2021, 3, 15),
 			AccountManager: "Mădălina Georgescu", ProjectsCount: ptr(int64(2)),
 			FinancialSummary: &extract.FinancialSummary{TotalBudget: "125000.50", Invoiced: "80000", Collected: "79999.99", Currency: "RON"},
 			Raw:              raw("42")},
 		GeneralInfo: json.RawMessage(`{"website":"https://dulcetraditie.ro"}`), Metadata: json.RawMessage(`{"tags":["retail"]}`),
 	}}, snapshot))
-	b.Append(transform.Brands([]extract.Brand{{ID: "43", Name: "Vinăria Dealul Mare", Raw: raw("43")}}, snapshot))
-	b.Append(transform.Contacts("42", []extract.Contact{
+	b.Append(recordjson.Brands([]extract.Brand{{ID: "43", Name: "Vinăria Dealul Mare", Raw: raw("43")}}, snapshot))
+	b.Append(recordjson.Contacts("42", []extract.Contact{
 		{ID: "c1", FirstName: "Ilinca", LastName: ptr("Vasilescu"), FullName: "Ilinca Vasilescu", Email: ptr("ilinca@dulce.ro"), Phone: ptr(""), IsPrimary: true, Raw: raw("c1")},
 		{ID: "c2", FirstName: "Radu", FullName: "Radu ", Raw: raw("c2")},
 	}))
-	b.Append(transform.ProjectDetails([]extract.Project{{
+	b.Append(recordjson.ProjectDetails([]extract.Project{{
 		ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress", StartDate: day(2024, 10, 1), Deadline: day(2024, 12, 20),
 		Budget: &extract.Money{Amount: "30000.00", Currency: "RON"},
 		Team:   []extract.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}, {UserID: "17", FullName: "Ștefan Ionescu", Role: "Creative"}},
@@ -193,19 +196,44 @@ func fullBatch() transform.Batch {
 			{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", From: ptr("planned"), To: ptr("in_progress"), ByUserID: "12"}},
 		Raw: raw("7"),
 	}}))
-	b.Append(transform.Budgets([]extract.Budget{{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day(2024, 10, 1), PeriodEnd: day(2024, 12, 31), Raw: raw("b1")}}))
-	b.Append(transform.Invoices([]extract.Invoice{{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "issued", Raw: raw("i1")}}))
-	b.Append(transform.Collections([]extract.Collection{{ID: "k1", InvoiceID: "i1", CollectedOn: day(2024, 11, 20), Amount: "0.10", Currency: "RON", Raw: raw("k1")}}))
-	b.Append(transform.Payments([]extract.Payment{{ID: "p1", ProjectID: "7", Payee: "Studio Foto SRL", PaidOn: day(2024, 11, 21), Amount: "2500", Currency: "EUR", Raw: raw("p1")}}))
-	b.Append(transform.Profitabilities([]extract.Profitability{
+	b.Append(recordjson.Budgets([]extract.Budget{{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day(2024, 10, 1), PeriodEnd: day(2024, 12, 31), Raw: raw("b1")}}))
+	b.Append(recordjson.Invoices([]extract.Invoice{{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "issued", Raw: raw("i1")}}))
+	b.Append(recordjson.Collections([]extract.Collection{{ID: "k1", InvoiceID: "i1", CollectedOn: day(2024, 11, 20), Amount: "0.10", Currency: "RON", Raw: raw("k1")}}))
+	b.Append(recordjson.Payments([]extract.Payment{{ID: "p1", ProjectID: "7", Payee: "Studio Foto SRL", PaidOn: day(2024, 11, 21), Amount: "2500", Currency: "EUR", Raw: raw("p1")}}))
+	b.Append(recordjson.Profitabilities([]extract.Profitability{
 		{Level: "project", EntityID: "7", Period: "2024-11", Revenue: "30000", Cost: "21000.5", Margin: "8999.5", Currency: "RON", Raw: raw("7")},
 		{Level: "brand", EntityID: "42", Period: "2024-11", Revenue: "90000", Cost: "60000", Margin: "30000", Currency: "RON", Raw: raw("42")},
 	}))
-	b.Append(transform.AgencySummaries([]extract.AgencySummary{{Period: "2024-11", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw("s")}}))
-	b.Append(transform.Communications([]extract.Communication{
+	b.Append(recordjson.AgencySummaries([]extract.AgencySummary{{Period: "2024-11", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw("s")}}))
+	b.Append(recordjson.Communications([]extract.Communication{
 		communication(2701, "Ofertă campanie Crăciun", []extract.Participant{ana(nil)}, []extract.Participant{stefan(ptr(int64(17)))}, nil, nil),
 		communication(2702, "Re: Ofertă", []extract.Participant{ioana()}, []extract.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
 			[]extract.Participant{mihai()}, []extract.Participant{stefan(ptr(int64(17)))}),
 	}))
 	return b
+}
+
+// setValue changes one value of a batch's row, as a later version of the
+// record would.
+func setValue(t testing.TB, b *transform.Batch, table string, row int, col string, v any) {
+	t.Helper()
+	tr := b.Rows(table)
+	if tr == nil || row >= len(tr.Rows) {
+		t.Fatalf("batch has no row %d of %s", row, table)
+	}
+	i := slices.Index(tr.Table.ColumnNames(), col)
+	if i < 0 {
+		t.Fatalf("%s has no column %s", table, col)
+	}
+	tr.Rows[row][i] = v
+}
+
+// rowsBatch is a batch of table's rows, values in the declared order.
+func rowsBatch(t testing.TB, table string, rows ...[]any) transform.Batch {
+	t.Helper()
+	tb, _, ok := stream.LookupTable(table)
+	if !ok {
+		t.Fatalf("no table %s", table)
+	}
+	return transform.Batch{Tables: map[string]*transform.TableRows{table: {Table: tb, Rows: rows}}}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/recordjson"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
 )
@@ -253,7 +255,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	for i := 0; i < len(rows); i += perPage {
 		end := min(i+perPage, len(rows))
 		page(fmt.Sprintf("profitability first page %d", i/perPage), Page{Stream: "profitability",
-			Batch: transform.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
+			Batch: recordjson.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
 	}
 	if n := queryInt(t, pool, "SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass",
 		qualified(schema, "profitability")); n >= 0 {
@@ -268,7 +270,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	for i := 0; i < len(rows); i += perPage {
 		end := min(i+perPage, len(rows))
 		c := page(fmt.Sprintf("profitability changed page %d", i/perPage), Page{Stream: "profitability",
-			Batch: transform.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
+			Batch: recordjson.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
 		marked += c.Tables["profitability"].Deleted
 	}
 	if marked != 5 {
@@ -281,8 +283,8 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	// Child tables: 400 projects × 50 deliverables, team members and history
 	// entries (20 000 each), then the same projects with one of each gone.
 	const projects, children = 400, 50
-	page("project details first", Page{Batch: transform.ProjectDetails(bigProjectDetails(projects, children, false))})
-	c := page("project details changed", Page{Batch: transform.ProjectDetails(bigProjectDetails(projects, children, true))})
+	page("project details first", Page{Batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, false))})
+	c := page("project details changed", Page{Batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, true))})
 	if got := c.Tables["project_deliverables"].Deleted; got != projects {
 		t.Errorf("deleted %d deliverables, want %d", got, projects)
 	}
@@ -294,7 +296,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 		page(fmt.Sprintf("emails page %d", n), Page{Stream: "communications", Batch: g.page(n)})
 	}
 	resent := g.page(7)
-	resent.Rejects = append(resent.Rejects, transform.Reject{Stream: transform.StreamCommunications, Key: "7001",
+	resent.Rejects = append(resent.Rejects, transform.Reject{Stream: stream.RejectCommunications, Key: "7001",
 		Payload: json.RawMessage(`{"id":7001}`), Error: "bad"})
 	page("emails page re-sent", Page{Stream: "communications", Batch: resent,
 		State: &Checkpoint{Cursor: json.RawMessage(`{"page":8}`)}})

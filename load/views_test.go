@@ -242,7 +242,13 @@ func withBodies(t testing.TB, b *transform.Batch, n int) {
 		"telefonice atașat găsiți bugetul estimat termenul de livrare este luni vă rugăm să confirmați " +
 		"materialele grafice raportul lunar factura proforma contractul semnat mulțumim frumos cu stimă " +
 		"echipa agenției clientul a cerut modificări la textul bannerului și la programarea postărilor")
-	for i := range b.Emails {
+	emails := b.Rows("emails")
+	if emails == nil {
+		t.Fatal("no e-mails in the page")
+	}
+	names := emails.Table.ColumnNames()
+	msgAt, rawAt := slices.Index(names, "message"), slices.Index(names, "raw")
+	for i, row := range emails.Rows {
 		rng := uint64(n*benchPageSize+i)*2654435761 + 1
 		var body strings.Builder
 		size := 1000 + int(rng%3000)
@@ -256,9 +262,9 @@ func withBodies(t testing.TB, b *transform.Batch, n int) {
 			}
 		}
 		msg := body.String()
-		b.Emails[i].Message = &msg
+		row[msgAt] = msg
 		var rec map[string]any
-		if err := json.Unmarshal(b.Emails[i].Raw, &rec); err != nil {
+		if err := json.Unmarshal(row[rawAt].(json.RawMessage), &rec); err != nil {
 			t.Fatal(err)
 		}
 		rec["email"].(map[string]any)["message"] = msg
@@ -266,7 +272,7 @@ func withBodies(t testing.TB, b *transform.Batch, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Emails[i].Raw = raw
+		row[rawAt] = json.RawMessage(raw)
 	}
 }
 

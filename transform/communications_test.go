@@ -2,242 +2,235 @@ package transform
 
 import (
 	"encoding/json"
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 const blankAvatar = "https://platform.example/img/avatar-blank.png"
 
 // Participants shaped like the spec's user objects.
-func ana(id *int64) extract.Participant { // a platform user; the from list carries no id
-	return extract.Participant{PlatformUserID: id, FirstName: "Ana-Maria", LastName: ptr("Popescu"),
-		FullName: "Ana-Maria Popescu", Email: "Ana.Popescu@Agentie.ro", Phone: ptr("0722 123 456"),
-		Avatar: "https://platform.example/img/u12.png", Status: "Activ"}
+const (
+	anaUser = `{"first_name":"Ana-Maria","last_name":"Popescu","full_name":"Ana-Maria Popescu","email":"Ana.Popescu@Agentie.ro",
+"phone":"0722 123 456","avatar":"https://platform.example/img/u12.png","status":"Activ"}`
+	stefanUser = `{"first_name":"Ștefan","last_name":"Ionescu","full_name":"Ștefan Ionescu","email":"stefan.ionescu@agentie.ro",
+"phone":"","avatar":"` + blankAvatar + `","status":"Activ"}`
+	// an external sender: null last_name, trailing space, empty phone
+	externalUser = `{"first_name":"Ioana","last_name":null,"full_name":"Ioana ","email":"ioana@client-brand.ro","phone":"",
+"avatar":"` + blankAvatar + `","status":"Activ"}`
+)
+
+// comm renders a record keyed by id; from is an array (no ids), the others
+// as given (JSON).
+func comm(id int64, subject, at, from, to, cc, bcc string, emailExtra string) string {
+	return fmt.Sprintf(`%d|{"email":{"type_id":1,"type_name":"Email","brand_id":"42","project_id":null,"subject":%q,
+"message":null,"has_attachments":0,"size":5120,"mailbox_id":"18c2f%d","mailbox_thread":"18c2f000","email_at":%q%s},
+"users":{"from":%s,"to":%s,"cc":%s,"bcc":%s}}`, id, subject, id, at, emailExtra, from, or(to), or(cc), or(bcc))
 }
 
-func stefan(id *int64) extract.Participant {
-	return extract.Participant{PlatformUserID: id, FirstName: "Ștefan", LastName: ptr("Ionescu"),
-		FullName: "Ștefan Ionescu", Email: "stefan.ionescu@agentie.ro", Phone: ptr(""), Avatar: blankAvatar,
-		Status: "Activ"}
-}
-
-func external() extract.Participant { // an external sender: null last_name, trailing space, empty phone
-	return extract.Participant{FirstName: "Ioana", LastName: nil, FullName: "Ioana ",
-		Email: "ioana@client-brand.ro", Phone: ptr(""), Avatar: blankAvatar, Status: "Activ"}
-}
-
-func comm(id int64, subject string, at string, from []extract.Participant, to, cc, bcc []extract.Participant) extract.Communication {
-	t, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		panic(err)
+func or(s string) string {
+	if s == "" {
+		return "[]"
 	}
-	raw, _ := json.Marshal(map[string]any{"email": map[string]any{"subject": subject, "email_at": at}})
-	return extract.Communication{
-		RecordID: id,
-		Email: extract.EmailFields{
-			TypeID: ptr(int64(1)), TypeName: ptr("Email"), BrandID: "42", ProjectID: "", Subject: &subject,
-			HasAttachments: false, Size: ptr(int64(5120)), MailboxID: "18c2f" + strconv.FormatInt(id, 10),
-			MailboxThread: "18c2f000", EmailAt: t,
-		},
-		Users: extract.Participants{From: from, To: to, CC: cc, BCC: bcc},
-		Raw:   raw,
-	}
+	return s
+}
+
+func comms(t *testing.T, recs ...string) Batch {
+	t.Helper()
+	return run(t, declared(t, "communications"), stream.EndpointCommunications, nil, time.Time{}, recs...)
 }
 
 func TestCommunicationsRows(t *testing.T) {
-	c1 := comm(2701, "Ofertă campanie Crăciun", "2024-11-04T08:15:42.123456Z",
-		[]extract.Participant{ana(nil)}, []extract.Participant{stefan(ptr(int64(17)))}, nil, nil)
-	c1.Email.HasAttachments = true
-	c2 := comm(2702, "Re: Ofertă campanie Crăciun", "2024-11-04T09:01:00.000001Z",
-		[]extract.Participant{external()},
-		[]extract.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
-		[]extract.Participant{stefan(ptr(int64(17)))}, nil)
-	c2.Email.Size = nil
-	c2.Email.Message = ptr("Bună ziua,\nvă trimit oferta.")
+	c1 := comm(2701, "Ofertă campanie Crăciun", "2024-11-04T08:15:42.123456Z", "["+anaUser+"]", `{"17":`+stefanUser+`}`, "", "", "")
+	c1 = strings.Replace(c1, `"has_attachments":0`, `"has_attachments":1`, 1)
+	c2 := comm(2702, "Re: Ofertă campanie Crăciun", "2024-11-04T09:01:00.000001Z", "["+externalUser+"]",
+		`{"12":`+anaUser+`,"17":`+stefanUser+`}`, `{"17":`+stefanUser+`}`, "", "")
+	c2 = strings.Replace(c2, `"size":5120`, `"size":null`, 1)
+	c2 = strings.Replace(c2, `"message":null`, `"message":"Bună ziua,\nvă trimit oferta."`, 1)
 
-	out := Communications([]extract.Communication{c1, c2})
+	out := comms(t, c1, c2)
 	if len(out.Rejects) != 0 {
 		t.Fatalf("rejects: %+v", out.Rejects)
 	}
-	if len(out.Emails) != 2 {
-		t.Fatalf("emails = %d, want 2", len(out.Emails))
+	emails := rowsOf(out, "emails")
+	if len(emails) != 2 {
+		t.Fatalf("emails = %d, want 2", len(emails))
 	}
-	e1 := out.Emails[0]
-	if e1.RecordID != 2701 || e1.Subject != "Ofertă campanie Crăciun" || !e1.HasAttachments ||
-		*e1.SizeBytes != 5120 || *e1.BrandID != "42" || e1.ProjectID != nil || *e1.MailboxID != "18c2f2701" {
+	e1 := emails[0]
+	if e1["record_id"] != int64(2701) || e1["subject"] != "Ofertă campanie Crăciun" || e1["has_attachments"] != true ||
+		e1["size_bytes"] != int64(5120) || e1["brand_id"] != "42" || e1["project_id"] != nil || e1["mailbox_id"] != "18c2f2701" {
 		t.Errorf("email 1 = %+v", e1)
 	}
-	if got := e1.EmailAt.Format(time.RFC3339Nano); got != "2024-11-04T08:15:42.123456Z" {
+	if got := e1["email_at"].(time.Time).Format(time.RFC3339Nano); got != "2024-11-04T08:15:42.123456Z" {
 		t.Errorf("email_at = %s: microseconds lost", got)
 	}
-	if out.Emails[1].SizeBytes != nil || out.Emails[1].HasAttachments || *out.Emails[1].Message != "Bună ziua,\nvă trimit oferta." {
-		t.Errorf("email 2 = %+v", out.Emails[1])
+	if e2 := emails[1]; e2["size_bytes"] != nil || e2["has_attachments"] != false || e2["message"] != "Bună ziua,\nvă trimit oferta." {
+		t.Errorf("email 2 = %+v", e2)
 	}
-	if string(out.Emails[0].Raw) != string(c1.Raw) {
-		t.Errorf("raw = %s, want the record as received", out.Emails[0].Raw)
-	}
-
-	wantRecipients := []EmailRecipient{
-		{2701, RoleFrom, "ana.popescu@agentie.ro"},
-		{2701, RoleTo, "stefan.ionescu@agentie.ro"},
-		{2702, RoleFrom, "ioana@client-brand.ro"},
-		{2702, RoleTo, "ana.popescu@agentie.ro"},
-		{2702, RoleTo, "stefan.ionescu@agentie.ro"},
-		{2702, RoleCC, "stefan.ionescu@agentie.ro"}, // the same person in another role is another row
-	}
-	if len(out.EmailRecipients) != len(wantRecipients) {
-		t.Fatalf("recipients = %+v", out.EmailRecipients)
-	}
-	for i, w := range wantRecipients {
-		if out.EmailRecipients[i] != w {
-			t.Errorf("recipient %d = %+v, want %+v", i, out.EmailRecipients[i], w)
-		}
+	_, body, _ := strings.Cut(c1, "|")
+	if string(e1["raw"].(json.RawMessage)) != body {
+		t.Errorf("raw = %s, want the record as received", e1["raw"])
 	}
 
-	users := map[string]User{}
-	for _, u := range out.Users {
-		if _, dup := users[u.UserKey]; dup {
-			t.Errorf("user %s twice in the batch", u.UserKey)
+	want := []string{
+		"2701 from ana.popescu@agentie.ro",
+		"2701 to stefan.ionescu@agentie.ro",
+		"2702 from ioana@client-brand.ro",
+		"2702 to ana.popescu@agentie.ro",
+		"2702 to stefan.ionescu@agentie.ro",
+		"2702 cc stefan.ionescu@agentie.ro", // the same person in another role is another row
+	}
+	recips := rowsOf(out, "email_recipients")
+	if len(recips) != len(want) {
+		t.Fatalf("recipients = %+v", recips)
+	}
+	for i, w := range want {
+		if got := fmt.Sprintf("%v %v %v", recips[i]["record_id"], recips[i]["role"], recips[i]["user_key"]); got != w {
+			t.Errorf("recipient %d = %s, want %s", i, got, w)
 		}
-		users[u.UserKey] = u
+	}
+	if p := out.Rows("email_recipients").Parents; len(p) != 2 || p[0] != int64(2701) || p[1] != int64(2702) {
+		t.Errorf("recipients replaced for %v, want every e-mail of the page", p)
+	}
+
+	users := map[string]map[string]any{}
+	for _, u := range rowsOf(out, "users") {
+		k := u["user_key"].(string)
+		if _, dup := users[k]; dup {
+			t.Errorf("user %s twice in the batch", k)
+		}
+		users[k] = u
 	}
 	if len(users) != 3 {
-		t.Fatalf("users = %+v", out.Users)
+		t.Fatalf("users = %+v", users)
 	}
 	a := users["ana.popescu@agentie.ro"]
-	if a.PlatformUserID == nil || *a.PlatformUserID != 12 {
-		t.Errorf("ana's platform_user_id = %v: not learned from her keyed appearance", a.PlatformUserID)
+	if a["platform_user_id"] != int64(12) {
+		t.Errorf("ana's platform_user_id = %v: not learned from her keyed appearance", a["platform_user_id"])
 	}
-	if *a.Email != "ana.popescu@agentie.ro" || *a.FullName != "Ana-Maria Popescu" || *a.Phone != "0722 123 456" {
+	if a["email"] != "ana.popescu@agentie.ro" || a["full_name"] != "Ana-Maria Popescu" || a["phone"] != "0722 123 456" {
 		t.Errorf("ana = %+v", a)
 	}
 	s := users["stefan.ionescu@agentie.ro"]
-	if s.Phone != nil {
-		t.Errorf("stefan's phone = %q, want NULL for \"\"", *s.Phone)
+	if s["phone"] != nil || s["first_name"] != "Ștefan" || s["platform_user_id"] != int64(17) || s["avatar_url"] != blankAvatar || s["status"] != "Activ" {
+		t.Errorf("stefan = %+v (phone NULL for \"\")", s)
 	}
-	if *s.FirstName != "Ștefan" || *s.PlatformUserID != 17 || *s.AvatarURL != blankAvatar || *s.Status != "Activ" {
-		t.Errorf("stefan = %+v", s)
-	}
-	x := users["ioana@client-brand.ro"]
-	if *x.FullName != "Ioana" || x.LastName != nil || x.PlatformUserID != nil || x.Phone != nil {
+	if x := users["ioana@client-brand.ro"]; x["full_name"] != "Ioana" || x["last_name"] != nil || x["platform_user_id"] != nil || x["phone"] != nil {
 		t.Errorf("external = %+v (full_name must be trimmed, last_name and phone NULL)", x)
 	}
 }
 
 func TestCommunicationsDuplicatesCollapse(t *testing.T) {
-	var page []extract.Communication
+	var page []string
 	for i := range 300 {
-		page = append(page, comm(int64(5000+i), "Raport săptămânal", "2024-11-05T10:00:00Z",
-			[]extract.Participant{ana(nil)},
-			[]extract.Participant{stefan(ptr(int64(17))), stefan(ptr(int64(17)))}, // listed twice in to
-			nil, nil))
+		page = append(page, comm(int64(5000+i), "Raport săptămânal", "2024-11-05T10:00:00Z", "["+anaUser+"]",
+			"["+stefanUser+","+stefanUser+"]", "", "", "")) // listed twice in to
 	}
 	// The same record twice in a page: the last version wins, rows not doubled.
-	again := comm(5000, "Raport săptămânal (corectat)", "2024-11-05T10:00:00Z",
-		[]extract.Participant{ana(nil)}, nil, []extract.Participant{external()}, nil)
-	page = append(page, again)
-
-	out := Communications(page)
-	if len(out.Users) != 3 {
-		t.Errorf("users = %d, want 3 (one per person however many e-mails)", len(out.Users))
+	page = append(page, comm(5000, "Raport săptămânal (corectat)", "2024-11-05T10:00:00Z", "["+anaUser+"]", "", "["+externalUser+"]", "", ""))
+	out := comms(t, page...)
+	if out.Len("users") != 3 {
+		t.Errorf("users = %d, want 3 (one per person however many e-mails)", out.Len("users"))
 	}
-	if len(out.Emails) != 300 {
-		t.Fatalf("emails = %d, want 300", len(out.Emails))
+	emails := rowsOf(out, "emails")
+	if len(emails) != 300 {
+		t.Fatalf("emails = %d, want 300", len(emails))
 	}
-	if out.Emails[0].RecordID != 5000 || out.Emails[0].Subject != "Raport săptămânal (corectat)" {
-		t.Errorf("repeated record: %+v, want the last version in first position", out.Emails[0])
+	if emails[0]["record_id"] != int64(5000) || emails[0]["subject"] != "Raport săptămânal (corectat)" {
+		t.Errorf("repeated record: %+v, want the last version in first position", emails[0])
 	}
-	if len(out.EmailRecipients) != 2+299*2 {
-		t.Errorf("recipients = %d, want %d (one row per person and role)", len(out.EmailRecipients), 2+299*2)
+	if n := out.Len("email_recipients"); n != 2+299*2 {
+		t.Errorf("recipients = %d, want %d (one row per person and role)", n, 2+299*2)
 	}
-	seen := map[EmailRecipient]bool{}
-	for _, r := range out.EmailRecipients {
-		if seen[r] {
-			t.Fatalf("recipient %+v twice", r)
+	seen := map[string]bool{}
+	for _, r := range rowsOf(out, "email_recipients") {
+		k := fmt.Sprint(r["record_id"], r["role"], r["user_key"])
+		if seen[k] {
+			t.Fatalf("recipient %s twice", k)
 		}
-		seen[r] = true
+		seen[k] = true
 	}
 }
 
 func TestCommunicationsUserKeys(t *testing.T) {
 	tests := []struct {
-		name string
-		p    extract.Participant
-		want string
+		name, to, want string
 	}{
-		{"e-mail lower-cased and trimmed", extract.Participant{Email: "  Ana.Popescu@AGENTIE.ro "}, "ana.popescu@agentie.ro"},
-		{"e-mail wins over the id", extract.Participant{Email: "x@y.ro", PlatformUserID: ptr(int64(9))}, "x@y.ro"},
-		{"id without e-mail", extract.Participant{PlatformUserID: ptr(int64(42))}, "id:42"},
-		{"blank e-mail falls back to the id", extract.Participant{Email: "  ", PlatformUserID: ptr(int64(7))}, "id:7"},
-		{"neither", extract.Participant{FullName: "Nobody"}, ""},
+		{"e-mail lower-cased and trimmed", `[{"email":"  Ana.Popescu@AGENTIE.ro "}]`, "ana.popescu@agentie.ro"},
+		{"e-mail wins over the id", `{"9":{"email":"x@y.ro"}}`, "x@y.ro"},
+		{"id without e-mail", `{"42":{"full_name":"Fără adresă"}}`, "id:42"},
+		{"blank e-mail falls back to the id", `{"7":{"email":"  "}}`, "id:7"},
+		{"false e-mail falls back to the id", `{"7":{"email":false}}`, "id:7"},
+		{"a single user object", `{"email":"Solo@Y.ro","full_name":"Solo"}`, "solo@y.ro"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := UserKey(tt.p); got != tt.want {
-				t.Errorf("UserKey = %q, want %q", got, tt.want)
+			out := comms(t, comm(1, "s", "2024-01-02T03:04:05Z", "["+anaUser+"]", tt.to, "", "", ""))
+			if len(out.Rejects) != 0 {
+				t.Fatalf("rejected: %s", out.Rejects[0].Error)
+			}
+			r := rowsOf(out, "email_recipients")
+			if len(r) != 2 || r[1]["user_key"] != tt.want {
+				t.Errorf("recipients = %+v, want to %s", r, tt.want)
 			}
 		})
 	}
 }
 
 func TestCommunicationsIDOnlyUser(t *testing.T) {
-	noMail := extract.Participant{PlatformUserID: ptr(int64(88)), FirstName: "Mihai", FullName: "Mihai Stan "}
-	out := Communications([]extract.Communication{comm(1, "s", "2024-01-02T03:04:05Z",
-		[]extract.Participant{ana(nil)}, []extract.Participant{noMail}, nil, nil)})
-	if len(out.Rejects) != 0 || len(out.Users) != 2 {
-		t.Fatalf("out = %+v", out)
+	out := comms(t, comm(1, "s", "2024-01-02T03:04:05Z", "["+anaUser+"]", `{"88":{"first_name":"Mihai","full_name":"Mihai Stan "}}`, "", "", ""))
+	users := rowsOf(out, "users")
+	if len(out.Rejects) != 0 || len(users) != 2 {
+		t.Fatalf("out = %+v %+v", users, out.Rejects)
 	}
-	u := out.Users[1]
-	if u.UserKey != "id:88" || u.Email != nil || *u.PlatformUserID != 88 || *u.FullName != "Mihai Stan" {
+	if u := users[1]; u["user_key"] != "id:88" || u["email"] != nil || u["platform_user_id"] != int64(88) || u["full_name"] != "Mihai Stan" {
 		t.Errorf("user = %+v", u)
 	}
 }
 
 func TestCommunicationsRejects(t *testing.T) {
-	good := func(id int64) extract.Communication {
-		return comm(id, "ok", "2024-03-01T12:00:00.5Z", []extract.Participant{ana(nil)},
-			[]extract.Participant{stefan(ptr(int64(17)))}, nil, nil)
+	good := func(id int64) string {
+		return comm(id, "ok", "2024-03-01T12:00:00.5Z", "["+anaUser+"]", `{"17":`+stefanUser+`}`, "", "", "")
 	}
 	tests := []struct {
 		name    string
-		mutate  func(c *extract.Communication)
+		mutate  func(string) string
 		key     string // "" means a payload hash
 		errPart string
 	}{
-		{"missing record id", func(c *extract.Communication) { c.RecordID = 0 }, "", "record id"},
-		{"missing subject", func(c *extract.Communication) { c.Email.Subject = nil }, "7", "subject"},
-		{"zero date", func(c *extract.Communication) { c.Email.EmailAt = time.Time{} }, "7", "email_at"},
-		{"negative size", func(c *extract.Communication) { c.Email.Size = ptr(int64(-1)) }, "7", "negative size"},
-		{"no sender", func(c *extract.Communication) { c.Users.From = nil }, "7", "sender"},
-		{"participant with neither e-mail nor id", func(c *extract.Communication) {
-			c.Users.CC = []extract.Participant{{FirstName: "Anonim", FullName: "Anonim"}}
+		{"negative record id", func(c string) string { return "-7" + c[1:] }, "-7", "record id"},
+		{"missing subject", func(c string) string { return strings.Replace(c, `"subject":"ok",`, "", 1) }, "7", "subject"},
+		{"no date", func(c string) string { return strings.Replace(c, `"2024-03-01T12:00:00.5Z"`, `null`, 1) }, "7", "email_at"},
+		{"negative size", func(c string) string { return strings.Replace(c, `"size":5120`, `"size":-1`, 1) }, "7", "negative email.size -1"},
+		{"no sender", func(c string) string { return strings.Replace(c, `"from":[`+anaUser+`]`, `"from":[]`, 1) }, "7", "sender"},
+		{"participant with neither e-mail nor id", func(c string) string {
+			return strings.Replace(c, `"cc":[]`, `"cc":[{"first_name":"Anonim","full_name":"Anonim"}]`, 1)
 		}, "7", "cc participant 0: neither e-mail nor user id"},
-		{"key too long for an index", func(c *extract.Communication) {
-			c.Email.BrandID = extract.ID(strings.Repeat("9", 3000))
+		{"key too long for an index", func(c string) string {
+			return strings.Replace(c, `"brand_id":"42"`, `"brand_id":"`+strings.Repeat("9", 3000)+`"`, 1)
 		}, "7", "brand_id is 3000 bytes long"},
-		{"e-mail too long for an index", func(c *extract.Communication) {
-			c.Users.BCC = []extract.Participant{{Email: strings.Repeat("x", 2990) + "@agentie.ro"}}
+		{"e-mail too long for an index", func(c string) string {
+			return strings.Replace(c, `"bcc":[]`, `"bcc":[{"email":"`+strings.Repeat("x", 2990)+`@agentie.ro"}]`, 1)
 		}, "7", "bcc participant 0: e-mail is 3001 bytes"},
-		{"non-positive user id", func(c *extract.Communication) {
-			c.Users.To = []extract.Participant{{PlatformUserID: ptr(int64(0)), FirstName: "Zero"}}
+		{"non-positive user id", func(c string) string {
+			return strings.Replace(c, `{"17":`, `{"0":`, 1)
 		}, "7", "to participant 0: user id 0"},
+		{"a wrong type", func(c string) string { return strings.Replace(c, `"size":5120`, `"size":"big"`, 1) }, "7", "email.size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bad := good(7)
-			tt.mutate(&bad)
-			out := Communications([]extract.Communication{good(6), bad, good(8)})
-			if len(out.Emails) != 2 || out.Emails[0].RecordID != 6 || out.Emails[1].RecordID != 8 {
-				t.Errorf("the rest of the page must proceed: emails = %+v", out.Emails)
+			bad := tt.mutate(good(7))
+			out := comms(t, good(6), bad, good(8))
+			emails := rowsOf(out, "emails")
+			if len(emails) != 2 || emails[0]["record_id"] != int64(6) || emails[1]["record_id"] != int64(8) {
+				t.Errorf("the rest of the page must proceed: emails = %+v", emails)
 			}
-			for _, r := range out.EmailRecipients {
-				if r.RecordID == 7 {
+			for _, r := range rowsOf(out, "email_recipients") {
+				if r["record_id"] == int64(7) {
 					t.Errorf("recipient of the rejected record: %+v", r)
 				}
 			}
@@ -245,16 +238,13 @@ func TestCommunicationsRejects(t *testing.T) {
 				t.Fatalf("rejects = %+v", out.Rejects)
 			}
 			r := out.Rejects[0]
-			if r.Stream != StreamCommunications || !strings.Contains(r.Error, tt.errPart) {
+			if r.Stream != stream.RejectCommunications || !strings.Contains(r.Error, tt.errPart) {
 				t.Errorf("reject = %+v, want stream communications and an error about %q", r, tt.errPart)
 			}
 			if tt.key != "" && r.Key != tt.key {
 				t.Errorf("key = %q, want %q", r.Key, tt.key)
 			}
-			if tt.key == "" && !strings.HasPrefix(r.Key, "sha256:") {
-				t.Errorf("key = %q, want a payload hash", r.Key)
-			}
-			if string(r.Payload) != string(bad.Raw) {
+			if _, body, _ := strings.Cut(bad, "|"); string(r.Payload) != body {
 				t.Errorf("payload = %s, want the record as received", r.Payload)
 			}
 		})
@@ -262,15 +252,15 @@ func TestCommunicationsRejects(t *testing.T) {
 }
 
 func TestCommunicationsUnstorableText(t *testing.T) {
-	c := comm(9, "nul\x00byte", "2024-03-01T12:00:00Z", []extract.Participant{ana(nil)}, nil, nil, nil)
-	c.Raw = json.RawMessage(`{"email":{"subject":"nul\u0000byte","x":"\ud800"}}`)
-	out := Communications([]extract.Communication{c})
-	e := out.Emails[0]
-	if strings.ContainsRune(e.Subject, 0) || e.Subject != "nul\uFFFDbyte" {
-		t.Errorf("subject = %q, want NUL replaced", e.Subject)
+	c := comm(9, "nul", "2024-03-01T12:00:00Z", "["+anaUser+"]", "", "", "", `,"x":"\ud800"`)
+	c = strings.Replace(c, `"subject":"nul"`, `"subject":"nul\u0000byte"`, 1)
+	e := rowsOf(comms(t, c), "emails")[0]
+	if e["subject"] != "nul\uFFFDbyte" {
+		t.Errorf("subject = %q, want NUL replaced", e["subject"])
 	}
-	if strings.Contains(string(e.Raw), `\u0000`) || strings.Contains(string(e.Raw), `\ud800`) || !json.Valid(e.Raw) {
-		t.Errorf("raw = %s: PostgreSQL cannot store it", e.Raw)
+	raw := e["raw"].(json.RawMessage)
+	if strings.Contains(string(raw), `\u0000`) || strings.Contains(string(raw), `\ud800`) || !json.Valid(raw) {
+		t.Errorf("raw = %s: PostgreSQL cannot store it", raw)
 	}
 }
 
@@ -291,26 +281,43 @@ func TestCommunicationsFromSpecShapedBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-	out := Communications(page.Records)
-	out.Rejects = append(out.Rejects, RecordErrors(StreamCommunications, page.Rejects)...)
-	if len(out.Rejects) != 0 || len(out.Emails) != 2 || len(out.EmailRecipients) != 4 || len(out.Users) != 2 {
+	var recs []string
+	for _, c := range page.Records {
+		recs = append(recs, fmt.Sprintf("%d|%s", c.RecordID, c.Raw))
+	}
+	out := comms(t, recs...)
+	out.Rejects = append(out.Rejects, RecordErrors(stream.RejectCommunications, page.Rejects)...)
+	if len(out.Rejects) != 0 || out.Len("emails") != 2 || out.Len("email_recipients") != 4 || out.Len("users") != 2 {
 		t.Fatalf("out = %+v", out)
 	}
-	if !out.Emails[0].HasAttachments || out.Emails[1].HasAttachments {
-		t.Errorf("has_attachments = %v, %v; want true (1), false (null)", out.Emails[0].HasAttachments, out.Emails[1].HasAttachments)
+	emails := rowsOf(out, "emails")
+	if emails[0]["has_attachments"] != true || emails[1]["has_attachments"] != false {
+		t.Errorf("has_attachments = %v, %v; want true (1), false (null)", emails[0]["has_attachments"], emails[1]["has_attachments"])
 	}
-	if *out.Emails[0].BrandID != "42" || out.Emails[0].ProjectID != nil || *out.Emails[1].ProjectID != "7" {
-		t.Errorf("brand/project ids: %+v %+v", out.Emails[0], out.Emails[1])
+	if emails[0]["brand_id"] != "42" || emails[0]["project_id"] != nil || emails[1]["project_id"] != "7" {
+		t.Errorf("brand/project ids: %+v %+v", emails[0], emails[1])
 	}
-	if got := out.Emails[1].EmailAt.Format(time.RFC3339Nano); got != "2024-11-04T09:00:00.000001Z" {
+	if got := emails[1]["email_at"].(time.Time).Format(time.RFC3339Nano); got != "2024-11-04T09:00:00.000001Z" {
 		t.Errorf("email_at = %s", got)
 	}
-	ioana, stefan := out.Users[0], out.Users[1]
-	if ioana.UserKey != "ioana@client-brand.ro" || *ioana.FullName != "Ioana" || ioana.LastName != nil || ioana.Phone != nil {
+	users := rowsOf(out, "users")
+	ioana, stefan := users[0], users[1]
+	if ioana["user_key"] != "ioana@client-brand.ro" || ioana["full_name"] != "Ioana" || ioana["last_name"] != nil || ioana["phone"] != nil {
 		t.Errorf("ioana = %+v", ioana)
 	}
 	// Ștefan sends 2702 (no id) and receives 2701 and 2702 keyed 17: one row with the id.
-	if stefan.UserKey != "stefan.ionescu@agentie.ro" || stefan.PlatformUserID == nil || *stefan.PlatformUserID != 17 || stefan.Phone != nil {
+	if stefan["user_key"] != "stefan.ionescu@agentie.ro" || stefan["platform_user_id"] != int64(17) || stefan["phone"] != nil {
 		t.Errorf("stefan = %+v", stefan)
+	}
+}
+
+// The mailbox columns take provider-specific names when the neutral ones
+// are absent.
+func TestCommunicationsMailboxNames(t *testing.T) {
+	c := comm(3, "s", "2024-01-02T03:04:05Z", "["+anaUser+"]", "", "", "", `,"gmail_thread_id":"t-9","gmail_id":"m-9","domain_id":"d"`)
+	c = strings.Replace(c, `"mailbox_id":"18c2f3","mailbox_thread":"18c2f000",`, ``, 1)
+	e := rowsOf(comms(t, c), "emails")[0]
+	if e["mailbox_thread"] != "t-9" || e["mailbox_id"] != "m-9" {
+		t.Errorf("mailbox = %v / %v, want the provider's", e["mailbox_id"], e["mailbox_thread"])
 	}
 }

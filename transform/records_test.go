@@ -8,72 +8,105 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
 
-func day(s string) *time.Time {
+func declared(t testing.TB, name string) *stream.Stream {
+	t.Helper()
+	s, ok := stream.Lookup(name)
+	if !ok {
+		t.Fatalf("no stream %s", name)
+	}
+	return s
+}
+
+// run transforms raw records (key "" unless given as "key|json").
+func run(t testing.TB, s *stream.Stream, endpoint string, params map[string]string, snapshot time.Time, raws ...string) Batch {
+	t.Helper()
+	recs := make([]stream.Record, len(raws))
+	for i, r := range raws {
+		if k, body, ok := strings.Cut(r, "|"); ok && !strings.HasPrefix(r, "{") {
+			recs[i] = stream.Record{Key: k, Raw: json.RawMessage(body)}
+			continue
+		}
+		recs[i] = stream.Record{Raw: json.RawMessage(r)}
+	}
+	return Records(Input{Stream: s, Endpoint: endpoint, Params: params, Snapshot: snapshot}, recs)
+}
+
+// rowsOf returns a table's rows as column → value maps.
+func rowsOf(b Batch, table string) []map[string]any {
+	tr := b.Rows(table)
+	if tr == nil {
+		return nil
+	}
+	out := make([]map[string]any, len(tr.Rows))
+	for i, r := range tr.Rows {
+		m := map[string]any{}
+		for j, c := range tr.Table.Columns {
+			m[c.Name] = r[j]
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func date(s string) time.Time {
 	t, err := time.Parse("2006-01-02", s)
 	if err != nil {
 		panic(err)
 	}
-	return &t
+	return t
 }
 
-func instantOf(s string) *time.Time {
+func instant(s string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		panic(err)
 	}
-	return &t
+	return t
 }
 
-func brandRec(id extract.ID) extract.Brand {
-	return extract.Brand{
-		ID: id, Name: "Cofetăria Dulce Tradiție", Status: "active", DateCreated: day("2021-03-15"),
-		AccountManager: "Mădălina Georgescu ", ProjectsCount: ptr(int64(4)),
-		FinancialSummary: &extract.FinancialSummary{TotalBudget: "125000.50", Invoiced: "80000", Collected: "79999.99", Currency: "RON"},
-		Raw:              json.RawMessage(`{"id":"` + string(id) + `","name":"Cofetăria Dulce Tradiție"}`),
-	}
-}
+const brand42 = `{"brand_info":{"id":"42","name":"Cofetăria Dulce Tradiție","status":"active","date_created":"2021-03-15",
+"account_manager":"Mădălina Georgescu ","projects_count":4,
+"financial_summary":{"total_budget":125000.50,"invoiced":"80000","collected":79999.99,"currency":"RON"}}}`
 
 func TestBrands(t *testing.T) {
 	snapshot := time.Date(2024, 11, 5, 23, 30, 0, 0, time.FixedZone("EET", 2*3600))
-	noSummary := brandRec("43")
-	noSummary.FinancialSummary = nil
-	noSummary.ProjectsCount = nil
-	noSummary.DateCreated = nil
-	badDecimal := brandRec("44")
-	badDecimal.FinancialSummary.Invoiced = "12,5"
-	negative := brandRec("45")
-	negative.ProjectsCount = ptr(int64(-1))
-	missing := brandRec("")
-	newer := brandRec("42")
-	newer.Name = "Cofetăria Dulce Tradiție SRL"
+	noSummary := `{"brand_info":{"id":43,"name":"Vinăria Dealul Mare","financial_summary":false,"projects_count":null,"date_created":"0000-00-00"}}`
+	badDecimal := `{"brand_info":{"id":"44","financial_summary":{"invoiced":"12,5"}}}`
+	negative := `{"brand_info":{"id":"45","projects_count":-1}}`
+	missing := `{"brand_info":{"name":"Fără id"}}`
+	newer := strings.Replace(brand42, "Cofetăria Dulce Tradiție", "Cofetăria Dulce Tradiție SRL", 1)
 
-	out := Brands([]extract.Brand{brandRec("42"), noSummary, badDecimal, negative, missing, newer}, snapshot)
-
-	if len(out.Brands) != 2 {
-		t.Fatalf("brands = %+v", out.Brands)
+	out := run(t, declared(t, "brands"), stream.EndpointBrands, nil, snapshot, brand42, noSummary, badDecimal, negative, missing, newer)
+	brands := rowsOf(out, "brands")
+	if len(brands) != 2 {
+		t.Fatalf("brands = %+v", brands)
 	}
-	b := out.Brands[0]
-	if b.BrandID != "42" || *b.Name != "Cofetăria Dulce Tradiție SRL" || *b.Status != "active" ||
-		*b.AccountManager != "Mădălina Georgescu" || *b.ProjectsCount != 4 || !b.DateCreated.Equal(*day("2021-03-15")) {
+	b := brands[0]
+	if b["brand_id"] != "42" || b["name"] != "Cofetăria Dulce Tradiție SRL" || b["status"] != "active" ||
+		b["account_manager"] != "Mădălina Georgescu" || b["projects_count"] != int64(4) || b["date_created"] != date("2021-03-15") {
 		t.Errorf("brand = %+v (the repeated brand's last version wins)", b)
 	}
-	if *b.TotalBudget != "125000.50" || *b.Invoiced != "80000" || *b.Collected != "79999.99" || *b.Currency != "RON" {
+	if b["total_budget"] != "125000.50" || b["invoiced"] != "80000" || b["collected"] != "79999.99" || b["currency"] != "RON" {
 		t.Errorf("financial_summary not flattened exactly: %+v", b)
 	}
-	if b.GeneralInfo != nil || b.Metadata != nil {
-		t.Errorf("a list brand must leave the detail fields nil (kept as stored)")
+	if b["general_info"] != nil || b["metadata"] != nil || b["detail_raw"] != nil {
+		t.Errorf("a list brand must leave the detail fields NULL (kept as stored)")
 	}
-	if out.Brands[1].TotalBudget != nil || out.Brands[1].ProjectsCount != nil || out.Brands[1].DateCreated != nil {
-		t.Errorf("brand without summary = %+v", out.Brands[1])
+	if string(b["raw"].(json.RawMessage)) != newer {
+		t.Errorf("raw = %s, want the record as received", b["raw"])
+	}
+	if b2 := brands[1]; b2["brand_id"] != "43" || b2["total_budget"] != nil || b2["projects_count"] != nil || b2["date_created"] != nil {
+		t.Errorf("brand without summary = %+v", b2)
 	}
 
-	if len(out.BrandFinancialSnapshots) != 1 {
-		t.Fatalf("snapshots = %+v, want one (brand 42 only)", out.BrandFinancialSnapshots)
+	snaps := rowsOf(out, "brand_financial_snapshots")
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots = %+v, want one (brand 42 only)", snaps)
 	}
-	s := out.BrandFinancialSnapshots[0]
-	if s.BrandID != "42" || s.SnapshotDate != time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC) || *s.Invoiced != "80000" {
+	if s := snaps[0]; s["brand_id"] != "42" || s["snapshot_date"] != date("2024-11-05") || s["invoiced"] != "80000" {
 		t.Errorf("snapshot = %+v, want the calendar day 2024-11-05 as given", s)
 	}
 
@@ -82,7 +115,7 @@ func TestBrands(t *testing.T) {
 		t.Fatalf("rejects = %+v", out.Rejects)
 	}
 	for _, r := range out.Rejects {
-		if r.Stream != StreamBrands {
+		if r.Stream != stream.RejectBrands {
 			t.Errorf("stream = %q", r.Stream)
 		}
 		want, ok := wantErr[r.Key]
@@ -96,137 +129,135 @@ func TestBrands(t *testing.T) {
 }
 
 func TestBrandDetails(t *testing.T) {
-	d := extract.BrandDetail{
-		Brand:       brandRec("42"),
-		GeneralInfo: json.RawMessage(`{"website":"https://dulcetraditie.ro","cui":"RO123"}`),
-		Metadata:    json.RawMessage(`{"tags":["retail"]}`),
-		Raw:         json.RawMessage(`{"brand_info":{},"general_info":{},"metadata":{}}`),
+	detail := `{"brand_info":` + brand42[len(`{"brand_info":`):len(brand42)-1] +
+		`,"general_info":{"website":"https://dulcetraditie.ro","cui":"RO123"},"metadata":{"tags":["retail"]}}`
+	out := run(t, declared(t, "brands"), stream.EndpointBrand, nil, date("2024-11-05"), detail)
+	brands := rowsOf(out, "brands")
+	if len(brands) != 1 || out.Len("brand_financial_snapshots") != 1 || len(out.Rejects) != 0 {
+		t.Fatalf("out = %+v %+v", brands, out.Rejects)
 	}
-	out := BrandDetails([]extract.BrandDetail{d}, time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC))
-	if len(out.Brands) != 1 || len(out.BrandFinancialSnapshots) != 1 {
-		t.Fatalf("out = %+v", out)
-	}
-	b := out.Brands[0]
-	if string(b.GeneralInfo) != string(d.GeneralInfo) || string(b.Metadata) != string(d.Metadata) ||
-		b.Raw != nil || string(b.DetailRaw) != string(d.Raw) {
-		t.Errorf("brand = %+v (the detail goes to DetailRaw, the list's raw is kept)", b)
-	}
-	if l := Brands([]extract.Brand{d.Brand}, time.Now()).Brands[0]; string(l.Raw) != string(d.Brand.Raw) || l.DetailRaw != nil {
-		t.Errorf("list brand = %+v (raw from the list, detail kept)", l)
+	b := brands[0]
+	if string(b["general_info"].(json.RawMessage)) != `{"website":"https://dulcetraditie.ro","cui":"RO123"}` ||
+		string(b["metadata"].(json.RawMessage)) != `{"tags":["retail"]}` || b["raw"] != nil ||
+		string(b["detail_raw"].(json.RawMessage)) != detail || b["name"] != "Cofetăria Dulce Tradiție" {
+		t.Errorf("brand = %+v (the detail goes to detail_raw, the list's raw is kept)", b)
 	}
 }
 
 func TestContacts(t *testing.T) {
-	list := []extract.Contact{
-		{ID: "c1", FirstName: "Ilinca", LastName: ptr("Vasilescu"), FullName: "Ilinca Vasilescu ", Email: ptr(" Ilinca@Dulce.ro"),
-			Phone: ptr(""), Position: ptr("Director marketing"), IsPrimary: true, Raw: json.RawMessage(`{"id":"c1"}`)},
-		{ID: "c2", FirstName: "Radu", LastName: nil, FullName: "Radu ", Phone: nil, Raw: json.RawMessage(`{"id":"c2"}`)},
-		{ID: "", FirstName: "Fără", Raw: json.RawMessage(`{"first_name":"Fără"}`)},
+	list := []string{
+		`{"id":"c1","first_name":"Ilinca","last_name":"Vasilescu","full_name":"Ilinca Vasilescu ","email":" Ilinca@Dulce.ro",
+"phone":"","position":"Director marketing","is_primary":true}`,
+		`{"contact_info":{"id":"c2","first_name":"Radu","last_name":null,"full_name":"Radu ","phone":false,"is_primary":"0"}}`,
+		`{"first_name":"Fără"}`,
 	}
-	out := Contacts("42", list)
-	if len(out.BrandContacts) != 2 || len(out.Rejects) != 1 {
-		t.Fatalf("out = %+v", out)
+	brands := declared(t, "brands")
+	out := run(t, brands, stream.EndpointBrandContacts, map[string]string{"brand_id": "42"}, time.Time{}, list...)
+	contacts := rowsOf(out, "brand_contacts")
+	if len(contacts) != 2 || len(out.Rejects) != 1 {
+		t.Fatalf("out = %+v, %+v", contacts, out.Rejects)
 	}
-	c := out.BrandContacts[0]
-	if c.BrandID != "42" || c.ContactID != "c1" || *c.FullName != "Ilinca Vasilescu" || *c.Email != "Ilinca@Dulce.ro" ||
-		c.Phone != nil || !c.IsPrimary || *c.Position != "Director marketing" {
+	c := contacts[0]
+	if c["brand_id"] != "42" || c["contact_id"] != "c1" || c["full_name"] != "Ilinca Vasilescu" || c["email"] != "Ilinca@Dulce.ro" ||
+		c["phone"] != nil || c["is_primary"] != true || c["position"] != "Director marketing" {
 		t.Errorf("contact = %+v", c)
 	}
-	if c2 := out.BrandContacts[1]; c2.LastName != nil || *c2.FullName != "Radu" || c2.Phone != nil || c2.Email != nil {
+	if c2 := contacts[1]; c2["last_name"] != nil || c2["full_name"] != "Radu" || c2["phone"] != nil || c2["email"] != nil || c2["is_primary"] != false {
 		t.Errorf("contact 2 = %+v", c2)
 	}
-	if r := out.Rejects[0]; r.Stream != StreamBrandContacts || !strings.HasPrefix(r.Key, "sha256:") {
+	if r := out.Rejects[0]; r.Stream != stream.RejectBrandContacts || !strings.HasPrefix(r.Key, "sha256:") {
 		t.Errorf("reject = %+v", r)
 	}
-
-	none := Contacts("", list[:1])
-	if len(none.BrandContacts) != 0 || len(none.Rejects) != 1 || !strings.Contains(none.Rejects[0].Error, "brand id") {
-		t.Errorf("contacts without brand = %+v", none)
+	none := run(t, brands, stream.EndpointBrandContacts, nil, time.Time{}, list[0])
+	if none.Len("brand_contacts") != 0 || len(none.Rejects) != 1 || !strings.Contains(none.Rejects[0].Error, "brand id") {
+		t.Errorf("contacts without brand = %+v", none.Rejects)
 	}
 }
 
-func projectRec(id extract.ID) extract.Project {
-	return extract.Project{
-		ID: id, BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress",
-		StartDate: day("2024-10-01"), Deadline: day("2024-12-20"), UpdatedAt: instantOf("2024-11-04T10:00:00.654321Z"),
-		Budget: &extract.Money{Amount: "30000.00", Currency: "RON"},
-		Team: []extract.TeamMember{
-			{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"},
-			{UserID: "ext-3", FullName: "Studio Foto ", Role: "Freelancer"},
-			{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Lead"},
-		},
-		Deliverables: []extract.Deliverable{
-			{ID: "d1", Name: "Concept", DueDate: day("2024-10-15"), Status: "delivered", DeliveredAt: instantOf("2024-10-14T16:00:00Z")},
-			{ID: "d2", Name: "Spot TV", DueDate: day("2024-12-01"), Status: "open"},
-		},
-		History: []extract.HistoryEntry{
-			{At: *instantOf("2024-10-01T09:00:00Z"), Field: "status", From: nil, To: ptr("planned"), ByUserID: "12"},
-			{At: *instantOf("2024-10-01T09:00:00Z"), Field: "status", From: ptr("planned"), To: ptr("in_progress"), ByUserID: "12"},
-			{At: *instantOf("2024-10-02T09:00:00Z"), Field: "deadline", From: ptr("2024-12-15"), To: ptr("2024-12-20")},
-		},
-		Raw: json.RawMessage(`{"id":"` + string(id) + `"}`),
+const project7 = `{"id":"7","brand_id":42,"name":"Campanie Crăciun 2024","status":"in_progress","start_date":"2024-10-01",
+"deadline":"2024-12-20","updated_at":"2024-11-04T10:00:00.654321Z","closed_at":null,
+"budget":{"amount":"30000.00","currency":"RON"},
+"team":[{"user_id":"12","full_name":"Ana-Maria Popescu","role":"Account"},{"user_id":"ext-3","full_name":"Studio Foto ","role":"Freelancer"},
+  {"user_id":12,"full_name":"Ana-Maria Popescu","role":"Lead"}],
+"deliverables":{"d1":{"name":"Concept","due_date":"2024-10-15","status":"delivered","delivered_at":"2024-10-14T16:00:00Z"},
+  "d2":{"name":"Spot TV","due_date":"2024-12-01","status":"open"}},
+"history":[{"at":"2024-10-01T09:00:00Z","field":"status","from":null,"to":"planned","by_user_id":12},
+  {"at":"2024-10-01T09:00:00Z","field":"status","from":"planned","to":"in_progress","by_user_id":"12"},
+  {"at":"2024-10-02T09:00:00Z","field":"budget","from":{"amount":1},"to":2}]}`
+
+func project(id, extra string) string {
+	s := strings.Replace(project7, `"id":"7"`, `"id":"`+id+`"`, 1)
+	if extra != "" {
+		s = strings.Replace(s, `"team":[`, `"team":[`+extra, 1)
 	}
+	return s
 }
 
 func TestProjects(t *testing.T) {
-	list := Projects([]extract.Project{projectRec("7")})
-	if len(list.Projects) != 1 || len(list.ProjectDetails) != 0 || len(list.ProjectTeamMembers) != 0 ||
-		len(list.ProjectDeliverables) != 0 || len(list.ProjectHistory) != 0 {
-		t.Fatalf("a list project must not touch children: %+v", list)
+	projects := declared(t, "projects")
+	list := run(t, projects, stream.EndpointProjects, nil, time.Time{}, project7)
+	if list.Len("projects") != 1 || list.Rows("project_team_members") != nil || list.Rows("project_deliverables") != nil ||
+		list.Rows("project_history") != nil {
+		t.Fatalf("a list project must not touch children: %+v", list.Tables)
 	}
-	if p := list.Projects[0]; string(p.Raw) != `{"id":"7"}` || p.DetailRaw != nil {
-		t.Errorf("list project raw = %s, detail_raw = %s", p.Raw, p.DetailRaw)
+	if p := rowsOf(list, "projects")[0]; string(p["raw"].(json.RawMessage)) != project7 || p["detail_raw"] != nil {
+		t.Errorf("list project raw = %s, detail_raw = %s", p["raw"], p["detail_raw"])
 	}
 
-	noTeamID := projectRec("8")
-	noTeamID.Team = append(noTeamID.Team, extract.TeamMember{FullName: "Fără Id"})
-	noDeliverableID := projectRec("9")
-	noDeliverableID.Deliverables = append(noDeliverableID.Deliverables, extract.Deliverable{Name: "x"})
-	noAt := projectRec("10")
-	noAt.History = append(noAt.History, extract.HistoryEntry{Field: "status"})
-	noField := projectRec("11")
-	noField.History = append(noField.History, extract.HistoryEntry{At: time.Now()})
-	badBudget := projectRec("12")
-	badBudget.Budget.Amount = "abc"
-	empty := projectRec("13")
-	empty.Team, empty.Deliverables, empty.History = nil, nil, nil
+	noTeamID := project("8", `{"full_name":"Fără Id"},`)
+	noDeliverableID := strings.Replace(project("9", ""), `"deliverables":{`, `"deliverables":{"":{"name":"x"},`, 1)
+	noAt := strings.Replace(project("10", ""), `"history":[`, `"history":[{"field":"status"},`, 1)
+	noField := strings.Replace(project("11", ""), `"history":[`, `"history":[{"at":"2024-10-01T09:00:00Z"},`, 1)
+	badBudget := strings.Replace(project("12", ""), `"30000.00"`, `"abc"`, 1)
+	noID := strings.Replace(project7, `"id":"7",`, ``, 1)
+	empty := `{"project_info":{"id":"13","team":[],"deliverables":{},"history":null,"budget":"150.5"}}`
 
-	out := ProjectDetails([]extract.Project{projectRec("7"), noTeamID, noDeliverableID, noAt, noField, badBudget, projectRec(""), empty})
-
-	if len(out.Projects) != 2 || strings.Join(out.ProjectDetails, ",") != "7,13" {
-		t.Fatalf("projects = %+v, details = %v", out.Projects, out.ProjectDetails)
+	out := run(t, projects, stream.EndpointProject, nil, time.Time{}, project7, noTeamID, noDeliverableID, noAt, noField, badBudget, noID, empty)
+	ps := rowsOf(out, "projects")
+	if len(ps) != 2 {
+		t.Fatalf("projects = %+v, rejects %+v", ps, out.Rejects)
 	}
-	p := out.Projects[0]
-	if p.Raw != nil || string(p.DetailRaw) != `{"id":"7"}` {
-		t.Errorf("detail project raw = %s, detail_raw = %s", p.Raw, p.DetailRaw)
+	for _, child := range []string{"project_team_members", "project_deliverables"} {
+		if got := out.Rows(child).Parents; len(got) != 2 || got[0] != "7" || got[1] != "13" {
+			t.Errorf("%s replaced for parents %v, want 7 and 13", child, got)
+		}
 	}
-	if *p.BrandID != "42" || *p.BudgetAmount != "30000.00" || *p.BudgetCurrency != "RON" ||
-		!p.Deadline.Equal(*day("2024-12-20")) || p.ClosedAt != nil || p.UpdatedAt.Nanosecond() != 654321000 {
+	p := ps[0]
+	if p["raw"] != nil || string(p["detail_raw"].(json.RawMessage)) != project7 {
+		t.Errorf("detail project raw = %s, detail_raw = %s", p["raw"], p["detail_raw"])
+	}
+	if p["brand_id"] != "42" || p["budget_amount"] != "30000.00" || p["budget_currency"] != "RON" || p["deadline"] != date("2024-12-20") ||
+		p["closed_at"] != nil || p["updated_at"].(time.Time).Nanosecond() != 654321000 {
 		t.Errorf("project = %+v", p)
 	}
-
-	if len(out.ProjectTeamMembers) != 2 {
-		t.Fatalf("team = %+v", out.ProjectTeamMembers)
+	if e := ps[1]; e["budget_amount"] != "150.5" || e["budget_currency"] != nil {
+		t.Errorf("a bare budget amount: %+v", e)
 	}
-	if m := out.ProjectTeamMembers[0]; m.UserID != "12" || *m.Role != "Lead" || m.PlatformUserID == nil || *m.PlatformUserID != 12 {
+	team := rowsOf(out, "project_team_members")
+	if len(team) != 2 {
+		t.Fatalf("team = %+v", team)
+	}
+	if m := team[0]; m["user_id"] != "12" || m["role"] != "Lead" || m["platform_user_id"] != int64(12) {
 		t.Errorf("member = %+v (a repeated member's last entry wins; numeric ids become platform_user_id)", m)
 	}
-	if m := out.ProjectTeamMembers[1]; m.PlatformUserID != nil || *m.FullName != "Studio Foto" {
+	if m := team[1]; m["platform_user_id"] != nil || m["full_name"] != "Studio Foto" {
 		t.Errorf("member = %+v", m)
 	}
-	if len(out.ProjectDeliverables) != 2 || out.ProjectDeliverables[1].DeliveredAt != nil || *out.ProjectDeliverables[0].Status != "delivered" {
-		t.Errorf("deliverables = %+v", out.ProjectDeliverables)
+	ds := rowsOf(out, "project_deliverables")
+	if len(ds) != 2 || ds[0]["deliverable_id"] != "d1" || ds[1]["delivered_at"] != nil || ds[0]["status"] != "delivered" {
+		t.Errorf("deliverables (keyed by id) = %+v", ds)
+	}
+	h := rowsOf(out, "project_history")
+	if len(h) != 3 {
+		t.Fatalf("history = %+v", h)
+	}
+	if h[0]["seq"] != int32(1) || h[1]["seq"] != int32(2) || h[2]["seq"] != int32(1) || h[0]["from_value"] != nil ||
+		h[1]["to_value"] != "in_progress" || h[2]["by_user_id"] != nil || h[2]["from_value"] != `{"amount":1}` || h[2]["to_value"] != "2" {
+		t.Errorf("history = %+v (same at and field: seq 1, 2; any JSON value as text)", h)
 	}
 
-	if len(out.ProjectHistory) != 3 {
-		t.Fatalf("history = %+v", out.ProjectHistory)
-	}
-	h := out.ProjectHistory
-	if h[0].Seq != 1 || h[1].Seq != 2 || h[2].Seq != 1 || h[0].FromValue != nil || *h[1].ToValue != "in_progress" || h[2].ByUserID != nil {
-		t.Errorf("history = %+v (same at and field: seq 1, 2)", h)
-	}
-
-	want := map[string]string{"8": "team member 3", "9": "deliverable 2", "10": "without at", "11": "without field", "12": "budget.amount"}
+	want := map[string]string{"8": "team member 0 without user_id", "9": "deliverable 0 without id", "10": "history entry 0 without at",
+		"11": "history entry 0 without field", "12": "budget.amount"}
 	if len(out.Rejects) != len(want)+1 {
 		t.Fatalf("rejects = %+v", out.Rejects)
 	}
@@ -242,64 +273,149 @@ func TestProjects(t *testing.T) {
 }
 
 func TestFinance(t *testing.T) {
-	raw := json.RawMessage(`{"id":"x"}`)
-	budgets := Budgets([]extract.Budget{
-		{ID: "b0", ProjectID: extract.ID(strings.Repeat("7", 1001)), Amount: "1", Raw: raw},
-		{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day("2024-10-01"), PeriodEnd: day("2024-12-31"), Raw: raw},
-		{ID: "b2", Amount: "1e3", Raw: raw},
-		{ID: "b3", Amount: "NaN", Raw: raw},
-		{Amount: "1", Raw: raw},
-	})
-	if len(budgets.Budgets) != 2 || *budgets.Budgets[0].Amount != "30000.00" || *budgets.Budgets[1].Amount != "1e3" ||
-		budgets.Budgets[1].ProjectID != nil || !budgets.Budgets[0].PeriodEnd.Equal(*day("2024-12-31")) {
-		t.Errorf("budgets = %+v", budgets.Budgets)
+	fin := declared(t, "finance")
+	budgets := run(t, fin, stream.EndpointBudgets, nil, time.Time{},
+		`{"id":"b0","project_id":"`+strings.Repeat("7", 1001)+`","amount":1}`,
+		`{"id":"b1","project_id":7,"brand_id":"42","amount":30000.00,"currency":"RON","period_start":"2024-10-01","period_end":"2024-12-31"}`,
+		`{"budget_info":{"id":"b2","amount":1e3,"project_id":false}}`,
+		`{"id":"b3","amount":"NaN"}`,
+		`{"amount":1}`)
+	bs := rowsOf(budgets, "budgets")
+	if len(bs) != 2 || bs[0]["amount"] != "30000.00" || bs[1]["amount"] != "1000" || bs[1]["project_id"] != nil ||
+		bs[0]["project_id"] != "7" || bs[0]["period_end"] != date("2024-12-31") {
+		t.Errorf("budgets = %+v", bs)
 	}
-	if len(budgets.Rejects) != 3 || budgets.Rejects[0].Key != "b0" || !strings.Contains(budgets.Rejects[0].Error, "project_id is 1001 bytes") ||
-		budgets.Rejects[1].Key != "b3" || budgets.Rejects[1].Stream != StreamBudgets || !strings.HasPrefix(budgets.Rejects[2].Key, "sha256:") {
-		t.Errorf("budget rejects = %+v", budgets.Rejects)
-	}
-
-	inv := Invoices([]extract.Invoice{
-		{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day("2024-11-01"), DueDate: day("2024-11-30"),
-			Amount: "-150.25", Currency: "RON", Status: "issued", UpdatedAt: instantOf("2024-11-01T08:00:00.000001Z"), Raw: raw},
-		{ID: "i1", Number: "AG-2024-0113", Amount: "-150.250", Status: "paid", Raw: raw}, // the last version wins
-	})
-	if len(inv.Invoices) != 1 || *inv.Invoices[0].Amount != "-150.250" || *inv.Invoices[0].Status != "paid" {
-		t.Errorf("invoices = %+v", inv.Invoices)
+	if r := budgets.Rejects; len(r) != 3 || r[0].Key != "b0" || !strings.Contains(r[0].Error, "project_id is 1001 bytes") ||
+		r[1].Key != "b3" || r[1].Stream != stream.RejectBudgets || !strings.HasPrefix(r[2].Key, "sha256:") {
+		t.Errorf("budget rejects = %+v", r)
 	}
 
-	col := Collections([]extract.Collection{{ID: "c1", InvoiceID: "i1", CollectedOn: day("2024-11-20"), Amount: "0.10", Currency: "RON", Raw: raw}})
-	if len(col.Collections) != 1 || *col.Collections[0].InvoiceID != "i1" || *col.Collections[0].Amount != "0.10" {
-		t.Errorf("collections = %+v", col.Collections)
+	inv := run(t, fin, stream.EndpointInvoices, nil, time.Time{},
+		`{"id":"i1","number":"AG-2024-0113","project_id":"7","brand_id":"42","issue_date":"2024-11-01","due_date":"2024-11-30",
+"amount":-150.25,"currency":"RON","status":"issued","updated_at":"2024-11-01T08:00:00.000001Z"}`,
+		`{"id":"i1","number":"AG-2024-0113","amount":"-150.250","status":"paid"}`)
+	if is := rowsOf(inv, "invoices"); len(is) != 1 || is[0]["amount"] != "-150.250" || is[0]["status"] != "paid" {
+		t.Errorf("invoices = %+v (the last version wins)", is)
 	}
 
-	pay := Payments([]extract.Payment{{ID: "p1", Payee: " Studio Foto SRL ", PaidOn: day("2024-11-21"), Amount: "2500", Currency: "EUR", Raw: raw},
-		{ID: "p2", Amount: "1.2.3", Raw: raw}, {ID: "p3", Currency: "EUR", Raw: raw}})
-	if len(pay.Payments) != 1 || *pay.Payments[0].Payee != "Studio Foto SRL" || len(pay.Rejects) != 2 || pay.Rejects[0].Stream != StreamPayments ||
-		pay.Rejects[1].Key != "p3" || !strings.Contains(pay.Rejects[1].Error, "amount is missing") {
-		t.Errorf("payments = %+v", pay)
+	col := run(t, fin, stream.EndpointCollections, nil, time.Time{},
+		`{"id":"c1","invoice_id":"i1","collected_on":"2024-11-20","amount":"0.10","currency":"RON"}`)
+	if cs := rowsOf(col, "collections"); len(cs) != 1 || cs[0]["invoice_id"] != "i1" || cs[0]["amount"] != "0.10" {
+		t.Errorf("collections = %+v", cs)
 	}
 
-	prof := Profitabilities([]extract.Profitability{
-		{Level: "project", EntityID: "7", Period: "2024-11", Revenue: "30000", Cost: "21000.5", Margin: "8999.5", Currency: "RON", Raw: raw},
-		{Level: "brand", EntityID: "42", Period: "2024-11", Revenue: "1", Raw: raw},
-		{Level: "team", EntityID: "7", Period: "2024-11", Raw: raw},
-		{Level: "project", EntityID: "7", Period: "noiembrie", Raw: raw},
-		{Level: "project", EntityID: "", Period: "2024-11", Raw: raw},
-	})
-	if len(prof.Profitability) != 2 || prof.Profitability[0].Period != time.Date(2024, 11, 1, 0, 0, 0, 0, time.UTC) || *prof.Profitability[0].Cost != "21000.5" {
-		t.Errorf("profitability = %+v", prof.Profitability)
-	}
-	if len(prof.Rejects) != 3 || prof.Rejects[0].Key != "team/7/2024-11" || !strings.Contains(prof.Rejects[1].Error, "YYYY-MM") {
-		t.Errorf("profitability rejects = %+v", prof.Rejects)
+	pay := run(t, fin, stream.EndpointPayments, nil, time.Time{},
+		`{"id":"p1","payee":" Studio Foto SRL ","paid_on":"2024-11-21","amount":2500,"currency":"EUR"}`,
+		`{"id":"p2","amount":"1.2.3"}`, `{"id":"p3","currency":"EUR","amount":null}`)
+	if ps := rowsOf(pay, "payments"); len(ps) != 1 || ps[0]["payee"] != "Studio Foto SRL" || len(pay.Rejects) != 2 ||
+		pay.Rejects[0].Stream != stream.RejectPayments || pay.Rejects[1].Key != "p3" || !strings.Contains(pay.Rejects[1].Error, "without amount") {
+		t.Errorf("payments = %+v %+v", ps, pay.Rejects)
 	}
 
-	sum := AgencySummaries([]extract.AgencySummary{
-		{Period: "2024-10", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw},
-		{Period: "2024-13", Raw: raw},
-	})
-	if len(sum.AgencyFinanceSummary) != 1 || *sum.AgencyFinanceSummary[0].Profit != "180000.75" || len(sum.Rejects) != 1 || sum.Rejects[0].Key != "2024-13" {
-		t.Errorf("summary = %+v", sum)
+	prof := run(t, fin, stream.EndpointProfitability, map[string]string{"level": "project"}, time.Time{},
+		`{"level":"project","entity_id":7,"period":"2024-11","revenue":30000,"cost":"21000.5","margin":8999.5,"currency":"RON"}`,
+		`{"level":"brand","entity_id":"42","period":"2024-11","revenue":"1"}`,
+		`{"entity_id":"8","period":"2024-11"}`,
+		`{"level":"team","entity_id":"7","period":"2024-11"}`,
+		`{"level":"project","entity_id":"7","period":"noiembrie"}`,
+		`{"level":"project","entity_id":"","period":"2024-11"}`)
+	pr := rowsOf(prof, "profitability")
+	if len(pr) != 3 || pr[0]["period"] != date("2024-11-01") || pr[0]["cost"] != "21000.5" || pr[2]["level"] != "project" {
+		t.Errorf("profitability = %+v (a row without level takes the request's)", pr)
+	}
+	if r := prof.Rejects; len(r) != 3 || r[0].Key != "team/7/2024-11" || !strings.Contains(r[1].Error, "YYYY-MM") ||
+		!strings.HasPrefix(r[2].Key, "sha256:") {
+		t.Errorf("profitability rejects = %+v", r)
+	}
+
+	sum := run(t, fin, stream.EndpointAgencySummary, nil, time.Time{},
+		`{"period":"2024-10","total_budget":500000,"invoiced":"320000.75","collected":300000,"paid":120000,"profit":180000.75,"currency":"RON"}`,
+		`{"period":"2024-13"}`)
+	if ss := rowsOf(sum, "agency_finance_summary"); len(ss) != 1 || ss[0]["profit"] != "180000.75" || len(sum.Rejects) != 1 ||
+		sum.Rejects[0].Key != "2024-13" {
+		t.Errorf("summary = %+v %+v", ss, sum.Rejects)
+	}
+}
+
+// The encoder's habits the service may have (api-assumptions.md): false for
+// a missing value, numbers as strings, [] for an empty object, {} for an
+// empty array, <thing>_info wrappers, ids as numbers. Each reads as the
+// canonical record does.
+func TestToleratedVariants(t *testing.T) {
+	fin := declared(t, "finance")
+	canonical := `{"id":"i9","number":"AG-9","project_id":"7","brand_id":null,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued","due_date":null}`
+	variants := map[string]string{
+		"false for missing":  `{"id":"i9","number":"AG-9","project_id":"7","brand_id":false,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued","due_date":false}`,
+		"numbers as strings": `{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":"1250.50","currency":"RON","status":"issued"}`,
+		"ids as numbers":     `{"id":"i9","number":"AG-9","project_id":7,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"[] for an object":   `{"id":"i9","number":"AG-9","project_id":"7","brand_id":[],"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"wrapped":            `{"invoice_info":{"invoice_id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
+		"other wrapper":      `{"record_info":{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
+	}
+	want := rowsOf(run(t, fin, stream.EndpointInvoices, nil, time.Time{}, canonical), "invoices")[0]
+	for name, v := range variants {
+		out := run(t, fin, stream.EndpointInvoices, nil, time.Time{}, v)
+		if len(out.Rejects) > 0 {
+			t.Errorf("%s: rejected: %s", name, out.Rejects[0].Error)
+			continue
+		}
+		got := rowsOf(out, "invoices")[0]
+		for col, w := range want {
+			if col == "raw" {
+				continue
+			}
+			if got[col] != w {
+				t.Errorf("%s: %s = %v, canonical %v", name, col, got[col], w)
+			}
+		}
+	}
+}
+
+// AGENCY_FIELD_MAP: a service whose projects name their fields title,
+// state, due_date and budget_total fills the columns once they are mapped,
+// coerced as the canonical fields are; unmapped, the columns stay NULL and
+// the coverage says so.
+func TestFieldMapRemap(t *testing.T) {
+	renamed := `{"id":"7","title":"Campanie","state":"activ","due_date":"2024-12-20","budget_total":"30000.00"}`
+	plain := run(t, declared(t, "projects"), stream.EndpointProjects, nil, time.Time{}, renamed)
+	p := rowsOf(plain, "projects")[0]
+	if p["name"] != nil || p["status"] != nil || p["deadline"] != nil || p["budget_amount"] != nil {
+		t.Fatalf("unmapped = %+v", p)
+	}
+	for _, col := range []string{"projects.name", "projects.status", "projects.deadline", "projects.budget_amount"} {
+		if plain.Coverage.Nulls[col] != 1 {
+			t.Errorf("coverage of %s = %d NULLs, want 1", col, plain.Coverage.Nulls[col])
+		}
+	}
+	if plain.Coverage.Rows["projects"] != 1 || plain.Coverage.Nulls["projects.project_id"] != 0 {
+		t.Errorf("coverage = %+v", plain.Coverage)
+	}
+	if _, ok := plain.Coverage.Nulls["projects.raw"]; ok {
+		t.Errorf("derived column raw counted in coverage")
+	}
+
+	m, err := stream.ParseFieldMap("projects.name=title,projects.status=state,projects.deadline=due_date,projects.budget_amount=budget_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams, err := stream.Apply(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var projects *stream.Stream
+	for _, s := range streams {
+		if s.Name == "projects" {
+			projects = s
+		}
+	}
+	mapped := run(t, projects, stream.EndpointProjects, nil, time.Time{}, renamed,
+		`{"id":"8","title":"x","due_date":"soon"}`)
+	p = rowsOf(mapped, "projects")[0]
+	if p["name"] != "Campanie" || p["status"] != "activ" || p["deadline"] != date("2024-12-20") || p["budget_amount"] != "30000.00" {
+		t.Errorf("mapped = %+v", p)
+	}
+	if len(mapped.Rejects) != 1 || mapped.Rejects[0].Key != "8" || !strings.Contains(mapped.Rejects[0].Error, "due_date") {
+		t.Errorf("a mapped value that cannot be coerced is a rejected record: %+v", mapped.Rejects)
 	}
 }
 
@@ -309,14 +425,14 @@ func TestRecordErrors(t *testing.T) {
 		{Endpoint: "communications", Page: 1, Key: "", Raw: json.RawMessage(`{"email": tru`), Err: errors.New("syntax error")},
 		{Endpoint: "invoices", Page: 3, Key: "#4", Raw: json.RawMessage(`[1]`), Err: errors.New("array where an object belongs")},
 	}
-	rs := RecordErrors(StreamInvoices, errs)
+	rs := RecordErrors(stream.RejectInvoices, errs)
 	if len(rs) != 3 {
 		t.Fatalf("rejects = %+v", rs)
 	}
 	if !strings.HasPrefix(rs[2].Key, "sha256:") {
 		t.Errorf("key = %q: a position on the page (#4) is not a key", rs[2].Key)
 	}
-	if rs[0].Key != "i9" || rs[0].Stream != StreamInvoices || string(rs[0].Payload) != string(errs[0].Raw) ||
+	if rs[0].Key != "i9" || rs[0].Stream != stream.RejectInvoices || string(rs[0].Payload) != string(errs[0].Raw) ||
 		!strings.Contains(rs[0].Error, "decode invoices page 3") || !strings.Contains(rs[0].Error, "object where a number") {
 		t.Errorf("reject = %+v", rs[0])
 	}
@@ -351,12 +467,30 @@ func TestRawJSON(t *testing.T) {
 	}
 }
 
-func TestBatchAppend(t *testing.T) {
+func TestBatchAppendAndJSON(t *testing.T) {
 	var b Batch
-	b.Append(Budgets([]extract.Budget{{ID: "b1", Amount: "1", Raw: json.RawMessage(`{}`)}}))
-	b.Append(Communications([]extract.Communication{comm(1, "s", "2024-01-01T00:00:00Z", []extract.Participant{ana(nil)}, nil, nil, nil)}))
-	b.Append(Budgets([]extract.Budget{{Raw: json.RawMessage(`{}`)}}))
-	if len(b.Budgets) != 1 || len(b.Emails) != 1 || len(b.Users) != 1 || len(b.EmailRecipients) != 1 || len(b.Rejects) != 1 {
+	fin := declared(t, "finance")
+	b.Append(run(t, fin, stream.EndpointBudgets, nil, time.Time{}, `{"id":"b1","amount":1}`))
+	b.Append(run(t, declared(t, "communications"), stream.EndpointCommunications, nil, time.Time{},
+		`1|{"email":{"subject":"s","email_at":"2024-01-01T00:00:00.5Z"},"users":{"from":[{"email":"a@b.ro"}],"to":[]}}`))
+	b.Append(run(t, fin, stream.EndpointBudgets, nil, time.Time{}, `{"amount":1}`))
+	if b.Len("budgets") != 1 || b.Len("emails") != 1 || b.Len("users") != 1 || b.Len("email_recipients") != 1 || len(b.Rejects) != 1 {
 		t.Errorf("batch = %+v", b)
+	}
+	if b.Records() != 3 || b.Coverage.Rows["budgets"] != 1 {
+		t.Errorf("records = %d, coverage %+v", b.Records(), b.Coverage)
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Batch
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	at := back.Column("emails", "email_at")
+	if back.Len("emails") != 1 || at[0] != instant("2024-01-01T00:00:00.5Z") || back.Column("emails", "record_id")[0] != int64(1) ||
+		back.Column("budgets", "amount")[0] != "1" || len(back.Rows("email_recipients").Parents) != 1 {
+		t.Errorf("round trip: %+v", back.Tables)
 	}
 }

@@ -13,6 +13,7 @@
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
 //	transform                service records → warehouse rows
 //	extract                  the two HTTP interfaces, quota, pacing
+//	stream                   each stream declared once: endpoints, paging, cursor, tables, columns
 //	config logging migrations metrics progress spool
 //
 // migrations holds the goose files and the few statements about the schema

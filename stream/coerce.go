@@ -1,0 +1,503 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// ErrValue is wrapped by every error of Coerce: a value of the wrong kind or
+// format for its column. The record holding it is rejected.
+var ErrValue = errors.New("value does not fit its column")
+
+// MaxKeyBytes bounds text that lands in a key or an index: PostgreSQL refuses
+// btree entries over about 2700 bytes, which would fail a whole page.
+const MaxKeyBytes = 1000
+
+func valueErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrValue, fmt.Sprintf(format, args...))
+}
+
+// Coerce reads the JSON value r for column c: nil (NULL) when r is absent
+// (see Absent), otherwise the Go value of c.Type (see Type). what names the
+// field in errors.
+func (c *Column) Coerce(r gjson.Result, what string) (any, error) {
+	if c.Type == Boolean {
+		return coerceBool(r, what)
+	}
+	if Absent(r) {
+		return nil, nil
+	}
+	var v any
+	var err error
+	switch c.Type {
+	case Text:
+		v, err = c.text(r, what)
+	case ID:
+		v, err = coerceID(r, what)
+	case BigInt:
+		v, err = coerceInt(r, what, 64)
+	case Integer:
+		v, err = coerceInt(r, what, 32)
+	case Numeric:
+		v, err = coerceDecimal(r, what)
+	case Date:
+		v, err = coerceTime(r, what, dateOnly)
+	case Month:
+		v, err = coerceTime(r, what, monthOnly)
+	case Timestamptz:
+		v, err = coerceTime(r, what, anyInstant)
+	case JSONB:
+		v = json.RawMessage(r.Raw) // as received; the transform makes it storable
+	default:
+		return nil, fmt.Errorf("coerce %s: unknown type %q", what, c.Type)
+	}
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return v, c.validate(v, what)
+}
+
+// validate applies c's constraints to a value read.
+func (c *Column) validate(v any, what string) error {
+	switch x := v.(type) {
+	case string:
+		if (c.Key || c.Indexed || c.Type == ID) && len(x) > MaxKeyBytes {
+			return valueErr("%s is %d bytes long, more than the %d a key may have", what, len(x), MaxKeyBytes)
+		}
+		if len(c.OneOf) > 0 && !slices.Contains(c.OneOf, x) {
+			return valueErr("%s %q is not one of %s", what, x, strings.Join(c.OneOf, ", "))
+		}
+	case int64:
+		if c.NonNegative && x < 0 {
+			return valueErr("negative %s %d", what, x)
+		}
+	}
+	return nil
+}
+
+func (c *Column) text(r gjson.Result, what string) (any, error) {
+	var s string
+	switch r.Type {
+	case gjson.String:
+		s = r.Str
+	case gjson.Number:
+		s = r.Raw
+	default:
+		if !c.AnyJSON {
+			return nil, valueErr("%s: want a string, got %s", what, kind(r))
+		}
+		s = compactJSON(r.Raw)
+	}
+	if c.Trim {
+		s = strings.TrimSpace(s)
+	}
+	if s == "" && !c.KeepEmpty {
+		return nil, nil
+	}
+	return CleanText(s), nil
+}
+
+func compactJSON(raw string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(raw)); err != nil {
+		return raw
+	}
+	return b.String()
+}
+
+func coerceID(r gjson.Result, what string) (any, error) {
+	switch r.Type {
+	case gjson.String:
+		s := strings.TrimSpace(r.Str)
+		if s == "" {
+			return nil, nil
+		}
+		return CleanText(s), nil
+	case gjson.Number:
+		if !isInteger(r.Raw) {
+			return nil, valueErr("%s: id must be a string or an integer, got the number %s", what, r.Raw)
+		}
+		return r.Raw, nil
+	}
+	return nil, valueErr("%s: id must be a string or an integer, got %s", what, kind(r))
+}
+
+func isInteger(s string) bool {
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func coerceInt(r gjson.Result, what string, bits int) (any, error) {
+	var s string
+	switch r.Type {
+	case gjson.String:
+		s = strings.TrimSpace(r.Str)
+		if s == "" {
+			return nil, nil
+		}
+	case gjson.Number:
+		s = r.Raw
+	default:
+		return nil, valueErr("%s: want an integer, got %s", what, kind(r))
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(s, "+"), 10, bits)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, valueErr("%s: integer %s out of range", what, s)
+		}
+		return nil, valueErr("%s: want an integer, got %q", what, s)
+	}
+	if bits == 32 {
+		return int32(n), nil
+	}
+	return n, nil
+}
+
+func coerceBool(r gjson.Result, what string) (any, error) {
+	switch r.Type {
+	case gjson.True:
+		return true, nil
+	case gjson.False, gjson.Null:
+		return false, nil
+	case gjson.Number:
+		if !isInteger(r.Raw) {
+			return nil, valueErr("%s: want 1, 0, true, false or null, got %s", what, r.Raw)
+		}
+		return strings.Trim(r.Raw, "-+0") != "", nil
+	case gjson.String:
+		switch strings.TrimSpace(r.Str) {
+		case "1", "true", "TRUE", "True", "yes":
+			return true, nil
+		case "0", "false", "FALSE", "False", "no", "":
+			return false, nil
+		}
+		return nil, valueErr("%s: want 1, 0, true, false or null, got the string %q", what, strings.TrimSpace(r.Str))
+	}
+	if !r.Exists() || Absent(r) {
+		return false, nil
+	}
+	return nil, valueErr("%s: want 1, 0, true, false or null, got %s", what, kind(r))
+}
+
+func coerceDecimal(r gjson.Result, what string) (any, error) {
+	var s string
+	switch r.Type {
+	case gjson.String:
+		s = strings.TrimSpace(r.Str)
+		if s == "" {
+			return nil, nil
+		}
+	case gjson.Number:
+		s = r.Raw // the literal text: never through float64
+	default:
+		return nil, valueErr("%s: want a decimal number, got %s", what, kind(r))
+	}
+	d, ok := CanonicalDecimal(s)
+	if !ok {
+		return nil, valueErr("%s %q is not a decimal number", what, s)
+	}
+	return d, nil
+}
+
+type timeKind int
+
+const (
+	dateOnly timeKind = iota
+	monthOnly
+	anyInstant
+)
+
+func coerceTime(r gjson.Result, what string, k timeKind) (any, error) {
+	if r.Type != gjson.String {
+		return nil, valueErr("%s: want a date string, got %s", what, kind(r))
+	}
+	s := strings.TrimSpace(r.Str)
+	if s == "" || s == "0000-00-00" || s == "0000-00-00 00:00:00" {
+		return nil, nil
+	}
+	switch k {
+	case dateOnly:
+		t, ok := ParseDate(s)
+		if !ok {
+			return nil, valueErr("%s: want a date YYYY-MM-DD, got %q", what, s)
+		}
+		return t, nil
+	case monthOnly:
+		t, err := time.Parse("2006-01", s)
+		if err != nil {
+			return nil, valueErr("%s %q is not a YYYY-MM month", what, s)
+		}
+		return t, nil
+	}
+	t, ok := ParseInstant(s)
+	if !ok {
+		return nil, valueErr("%s: want an RFC 3339 timestamp, got %q", what, s)
+	}
+	return t.UTC().Truncate(time.Microsecond), nil
+}
+
+func kind(r gjson.Result) string {
+	switch r.Type {
+	case gjson.String:
+		return "a string"
+	case gjson.Number:
+		return "a number"
+	case gjson.True, gjson.False:
+		return "a boolean"
+	case gjson.Null:
+		return "null"
+	}
+	if r.IsArray() {
+		return "an array"
+	}
+	return "an object"
+}
+
+// maxDecimalExponent bounds exponents so "1e999999999" cannot blow up memory.
+const maxDecimalExponent = 1000
+
+// CanonicalDecimal validates s as a decimal number —
+// [+-]? digits* (. digits*)? ([eE] [+-]? digits)? with at least one digit —
+// and returns its canonical text: no exponent, no leading zeros, no negative
+// zero; the digits after the point kept as given ("1250.50").
+func CanonicalDecimal(s string) (string, bool) {
+	b := s
+	i := 0
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	is := i
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	intPart := b[is:i]
+	frac := ""
+	if i < len(b) && b[i] == '.' {
+		i++
+		fs := i
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		frac = b[fs:i]
+	}
+	if len(intPart)+len(frac) == 0 {
+		return "", false
+	}
+	exp := 0
+	hasExp := false
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		hasExp = true
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg = b[i] == '-'
+			i++
+		}
+		es := i
+		for i < len(b) && isDigit(b[i]) {
+			if exp > maxDecimalExponent {
+				return "", false
+			}
+			exp = exp*10 + int(b[i]-'0')
+			i++
+		}
+		if i == es || exp > maxDecimalExponent {
+			return "", false
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	if i != len(b) {
+		return "", false
+	}
+	// The common case: already canonical.
+	if !hasExp && b[0] != '+' && len(intPart) > 0 && (len(intPart) == 1 || intPart[0] != '0') &&
+		b[len(b)-1] != '.' && !(neg && allZeroDigits(b)) {
+		return s, true
+	}
+	digits := intPart + frac
+	point := len(intPart) + exp
+	scale := max(len(frac)-exp, 0)
+	var ip, fp string
+	switch {
+	case point <= 0:
+		ip = "0"
+		fp = strings.Repeat("0", -point) + digits
+	case point >= len(digits):
+		ip = digits + strings.Repeat("0", point-len(digits))
+	default:
+		ip, fp = digits[:point], digits[point:]
+	}
+	for len(ip) > 1 && ip[0] == '0' {
+		ip = ip[1:]
+	}
+	if ip == "" {
+		ip = "0"
+	}
+	if len(fp) > scale {
+		fp = fp[:scale] // only zeros can be beyond the scale here
+	}
+	out := ip
+	if fp != "" {
+		out += "." + fp
+	}
+	if neg && !allZeroDigits(out) {
+		out = "-" + out
+	}
+	return out, true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func allZeroDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '1' && s[i] <= '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func daysIn(year int, month time.Month) int {
+	return time.Date(year, month+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+func num(s string) (int, bool) {
+	v := 0
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		v = v*10 + int(s[i]-'0')
+	}
+	return v, true
+}
+
+// ParseDate parses YYYY-MM-DD as UTC midnight.
+func ParseDate(s string) (time.Time, bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return time.Time{}, false
+	}
+	y, ok1 := num(s[0:4])
+	m, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:10])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(y, time.Month(m)) {
+		return time.Time{}, false
+	}
+	return time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC), true
+}
+
+// ParseInstant parses an RFC 3339 timestamp into UTC, keeping up to
+// nanoseconds. Tolerated: a space or 't' for 'T', 'z' for 'Z', ',' for the
+// decimal point, offsets written ±HH:MM, ±HHMM or ±HH, no zone at all (taken
+// as UTC), and a bare date (UTC midnight).
+func ParseInstant(s string) (time.Time, bool) {
+	if len(s) == 10 {
+		return ParseDate(s)
+	}
+	if len(s) < 19 || s[13] != ':' || s[16] != ':' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') {
+		return time.Time{}, false
+	}
+	day, ok := ParseDate(s[:10])
+	if !ok {
+		return time.Time{}, false
+	}
+	hh, ok1 := num(s[11:13])
+	mi, ok2 := num(s[14:16])
+	ss, ok3 := num(s[17:19])
+	if !ok1 || !ok2 || !ok3 || hh > 23 || mi > 59 || ss > 59 {
+		return time.Time{}, false
+	}
+	i := 19
+	ns := 0
+	if i < len(s) && (s[i] == '.' || s[i] == ',') {
+		i++
+		fs := i
+		scale := 100000000
+		for i < len(s) && isDigit(s[i]) {
+			if i-fs < 9 {
+				ns += int(s[i]-'0') * scale
+				scale /= 10
+			}
+			i++
+		}
+		if i == fs {
+			return time.Time{}, false
+		}
+	}
+	offset := 0
+	if i < len(s) {
+		switch s[i] {
+		case 'Z', 'z':
+			i++
+		case '+', '-':
+			sign := 1
+			if s[i] == '-' {
+				sign = -1
+			}
+			rest := s[i+1:]
+			var oh, om int
+			ok := false
+			switch {
+			case len(rest) == 5 && rest[2] == ':':
+				oh, ok = num(rest[0:2])
+				if ok {
+					om, ok = num(rest[3:5])
+				}
+			case len(rest) == 4:
+				oh, ok = num(rest[0:2])
+				if ok {
+					om, ok = num(rest[2:4])
+				}
+			case len(rest) == 2:
+				oh, ok = num(rest)
+			}
+			if !ok || oh > 23 || om > 59 {
+				return time.Time{}, false
+			}
+			offset = sign * (oh*3600 + om*60)
+			i = len(s)
+		default:
+			return time.Time{}, false
+		}
+	}
+	if i != len(s) {
+		return time.Time{}, false
+	}
+	return day.Add(time.Duration(hh)*time.Hour + time.Duration(mi)*time.Minute +
+		time.Duration(ss)*time.Second + time.Duration(ns) - time.Duration(offset)*time.Second), true
+}
+
+// CleanText returns s as PostgreSQL text can hold it: valid UTF-8 without NUL
+// characters (each replaced by U+FFFD).
+func CleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
+}

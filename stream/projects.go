@@ -1,0 +1,100 @@
+package stream
+
+import "strconv"
+
+// Endpoint names of the projects stream (as extract.Endpoint*).
+const (
+	EndpointProjects = "projects"
+	EndpointProject  = "project"
+)
+
+// RejectProjects is the reject stream of project records.
+const RejectProjects = "projects"
+
+var projectOnly = []string{EndpointProject}
+
+// projects: the list (incremental by updated_since) and each project's
+// detail when its list entry changed. Only the detail carries the team,
+// deliverables and history: team and deliverables are complete there (stored
+// ones it no longer lists are deleted); history is a log, only added to.
+var projects = &Stream{
+	Name: "projects",
+	Endpoints: []Endpoint{
+		{Name: EndpointProjects, Path: "/v1/projects", Paging: PagingList, Incremental: true},
+		{Name: EndpointProject, Path: "/v1/projects/{id}", Paging: PagingDetail},
+	},
+	Cursor: "the list's last completed page; per project, the hash of its detail fields in the list " +
+		"(a changed hash makes the detail due)",
+	Estimate: "one request per page of stored projects, plus a detail per project due",
+	tables: []*Table{
+		{
+			Name: "projects", Noun: "project", Wrapper: "project_info",
+			Endpoints: []string{EndpointProjects, EndpointProject},
+			Reject:    RejectProjects, SoftDelete: true,
+			Columns: []Column{
+				{Name: "project_id", Field: "id", Alternates: []string{"project_id"}, Type: ID, Key: true},
+				{Name: "brand_id", Field: "brand_id", Type: ID},
+				{Name: "name", Field: "name", Type: Text},
+				{Name: "status", Field: "status", Type: Text},
+				{Name: "start_date", Field: "start_date", Type: Date},
+				{Name: "deadline", Field: "deadline", Type: Date},
+				{Name: "closed_at", Field: "closed_at", Type: Timestamptz},
+				{Name: "updated_at", Field: "updated_at", Type: Timestamptz},
+				// budget may also be a bare amount.
+				{Name: "budget_amount", Field: "budget.amount", Alternates: []string{"budget"}, Type: Numeric},
+				{Name: "budget_currency", Field: "budget.currency", Type: Text},
+				{Name: "raw", Derived: DerivedRecord, Type: JSONB, Endpoints: []string{EndpointProjects}, Sticky: true, Fallback: "detail_raw"},
+				{Name: "detail_raw", Derived: DerivedRecord, Type: JSONB, Endpoints: projectOnly, Sticky: true},
+			},
+		},
+		{
+			Name: "project_team_members", Noun: "team member", Parent: "projects", Array: "team", Replace: true,
+			Endpoints: projectOnly,
+			Columns: []Column{
+				{Name: "project_id", Derived: DerivedParent, Type: ID, Key: true},
+				{Name: "user_id", Field: "user_id", Alternates: []string{"id"}, ElementKey: true, Type: ID, Key: true},
+				{Name: "platform_user_id", Derived: DerivedHook, Type: BigInt},
+				{Name: "full_name", Field: "full_name", Type: Text, Trim: true},
+				{Name: "role", Field: "role", Type: Text, Trim: true},
+			},
+			Check: teamMember,
+		},
+		{
+			Name: "project_deliverables", Noun: "deliverable", Parent: "projects", Array: "deliverables", Replace: true,
+			Endpoints: projectOnly,
+			Columns: []Column{
+				{Name: "project_id", Derived: DerivedParent, Type: ID, Key: true},
+				{Name: "deliverable_id", Field: "id", Alternates: []string{"deliverable_id"}, ElementKey: true, Type: ID, Key: true},
+				{Name: "name", Field: "name", Type: Text},
+				{Name: "due_date", Field: "due_date", Type: Date},
+				{Name: "status", Field: "status", Type: Text},
+				{Name: "delivered_at", Field: "delivered_at", Type: Timestamptz},
+			},
+		},
+		{
+			// A log: entries of one project with the same at and field are
+			// told apart by seq, 1, 2, … in the order received.
+			Name: "project_history", Noun: "history entry", Parent: "projects", Array: "history",
+			Endpoints: projectOnly,
+			Columns: []Column{
+				{Name: "project_id", Derived: DerivedParent, Type: ID, Key: true},
+				{Name: "at", Field: "at", Type: Timestamptz, Key: true},
+				{Name: "field", Field: "field", Type: Text, Key: true},
+				{Name: "seq", Derived: DerivedSequence, Type: Integer, Key: true},
+				{Name: "from_value", Field: "from", Type: Text, KeepEmpty: true, AnyJSON: true},
+				{Name: "to_value", Field: "to", Type: Text, KeepEmpty: true, AnyJSON: true},
+				{Name: "by_user_id", Field: "by_user_id", Type: ID},
+			},
+		},
+	},
+}
+
+// teamMember sets platform_user_id: the member's user_id when it is a
+// number, to join users.platform_user_id.
+func teamMember(_ *View, row Row) error {
+	id, _ := row.Get("user_id").(string)
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		row.Set("platform_user_id", n)
+	}
+	return nil
+}

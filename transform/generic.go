@@ -1,0 +1,825 @@
+package transform
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agencysync/agencysync/stream"
+)
+
+// Input says where a slice of records came from.
+type Input struct {
+	// Stream is the stream's declaration (stream.All, or stream.Apply's
+	// copies under a field map).
+	Stream *stream.Stream
+	// Endpoint is the endpoint that returned the records (stream.Endpoint*);
+	// it selects the tables and columns they fill.
+	Endpoint string
+	// Params are the request's parameters that columns may take (a contact's
+	// brand_id, a profitability row's level).
+	Params map[string]string
+	// Snapshot is the sync's day, for snapshot tables: its calendar day as
+	// given (year, month and day in its own location).
+	Snapshot time.Time
+}
+
+// TableRows are the rows of one table in a batch.
+type TableRows struct {
+	// Table is the table's declaration.
+	Table *stream.Table
+	// Rows are the rows, values in the declared column order (nil is NULL).
+	Rows [][]any
+	// Parents lists, for a child table whose children are complete in their
+	// parent's record (Table.Replace), the parent keys whose stored children
+	// the batch replaces — parents without children included.
+	Parents []any
+}
+
+// Coverage counts, per table, the rows a batch holds and, per mapped column
+// ("table.column"), how many of them have it NULL: the basis of coverage
+// warnings (a mapped column that stays empty).
+type Coverage struct {
+	Rows  map[string]int
+	Nulls map[string]int
+}
+
+func (c *Coverage) add(o Coverage) {
+	if len(o.Rows) == 0 {
+		return
+	}
+	if c.Rows == nil {
+		c.Rows, c.Nulls = map[string]int{}, map[string]int{}
+	}
+	for k, v := range o.Rows {
+		c.Rows[k] += v
+	}
+	for k, v := range o.Nulls {
+		c.Nulls[k] += v
+	}
+}
+
+// Batch holds the rows of one page for any tables, plus the page's
+// rejected records. Package load writes a Batch in one transaction.
+type Batch struct {
+	// Tables holds the rows by table name.
+	Tables map[string]*TableRows
+	// Rejects are the records that could not be loaded.
+	Rejects []Reject
+	// Coverage counts the rows and the NULLs of mapped columns.
+	Coverage Coverage
+}
+
+// Rows returns the rows of the table named name (nil when none).
+func (b *Batch) Rows(name string) *TableRows {
+	if b == nil || b.Tables == nil {
+		return nil
+	}
+	return b.Tables[name]
+}
+
+// Len returns the number of rows of the table named name.
+func (b *Batch) Len(name string) int {
+	if r := b.Rows(name); r != nil {
+		return len(r.Rows)
+	}
+	return 0
+}
+
+// Column returns the values of column col of table in row order.
+func (b *Batch) Column(table, col string) []any {
+	r := b.Rows(table)
+	if r == nil {
+		return nil
+	}
+	i := columnIndex(r.Table, col)
+	if i < 0 {
+		return nil
+	}
+	out := make([]any, len(r.Rows))
+	for j, row := range r.Rows {
+		out[j] = row[i]
+	}
+	return out
+}
+
+// Append adds the rows, parents, rejects and coverage of o to b.
+func (b *Batch) Append(o Batch) {
+	for _, r := range o.Tables {
+		t := b.table(r.Table)
+		t.Rows = append(t.Rows, r.Rows...)
+		t.Parents = append(t.Parents, r.Parents...)
+	}
+	b.Rejects = append(b.Rejects, o.Rejects...)
+	b.Coverage.add(o.Coverage)
+}
+
+func (b *Batch) table(t *stream.Table) *TableRows {
+	if b.Tables == nil {
+		b.Tables = make(map[string]*TableRows)
+	}
+	r := b.Tables[t.Name]
+	if r == nil {
+		r = &TableRows{Table: t}
+		b.Tables[t.Name] = r
+	}
+	return r
+}
+
+func columnIndex(t *stream.Table, name string) int {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Records turns records of one endpoint of a stream into rows of every table
+// they fill: the record's table (one row per record), its child tables (one
+// row per element of the declared array, or per element the table's hook
+// lists) and the tables the stream's hooks fill from it (users). Each value
+// is read from the raw JSON at the column's path and coerced to its type
+// (see stream.Column.Coerce).
+//
+// A record that violates the model — a missing key or required value, a
+// value of the wrong type, a child without its key, a hook's objection —
+// becomes a Reject carrying the record as received and the reason; the other
+// records proceed. Records with the same key collapse (the last one wins,
+// with its children); rows of a Merge table fold across the batch.
+func Records(in Input, recs []stream.Record) Batch {
+	p := newPlan(in)
+	var out Batch
+	if p.root == nil {
+		return out
+	}
+	var bundles []*bundle
+	index := make(map[string]int, len(recs))
+	for i := range recs {
+		bd, err := p.record(&recs[i])
+		if err != nil {
+			out.Rejects = append(out.Rejects, NewReject(p.root.Reject, p.rejectKey(&recs[i], bd), recs[i].Raw, err))
+			continue
+		}
+		k := keyString(bd.root[:len(p.root.Key())])
+		if j, ok := index[k]; ok {
+			bundles[j] = bd
+			continue
+		}
+		index[k] = len(bundles)
+		bundles = append(bundles, bd)
+	}
+	p.flatten(&out, bundles)
+	return out
+}
+
+// plan is the tables records of one endpoint fill, resolved once per call.
+type plan struct {
+	scratch  stream.Scratch    // the hooks' memory for the batch
+	rows     map[sameRow][]any // rows of hooked tables by element identity
+	in       Input
+	root     *stream.Table
+	rootKey  int // index of the root's single key column, or -1
+	children []*stream.Table
+	hooked   []*stream.Table // tables without parent filled by Elements
+	fills    []tableFills    // per table: which columns the endpoint fills
+}
+
+func newPlan(in Input) *plan {
+	p := &plan{in: in, rootKey: -1}
+	for _, t := range in.Stream.Tables() {
+		if !t.FillsFrom(in.Endpoint) {
+			continue
+		}
+		switch {
+		case t.Parent == "" && t.Elements == nil && p.root == nil:
+			p.root = t
+		case t.Parent == "" && t.Elements != nil:
+			p.hooked = append(p.hooked, t)
+		case p.root != nil && t.Parent == p.root.Name:
+			p.children = append(p.children, t)
+		}
+		f := tableFills{t: t, cols: make([]bool, len(t.Columns))}
+		for i := range t.Columns {
+			f.cols[i] = t.Columns[i].FillsFrom(in.Endpoint)
+		}
+		p.fills = append(p.fills, f)
+	}
+	if p.root != nil && len(p.root.Key()) == 1 {
+		p.rootKey = 0
+	}
+	return p
+}
+
+// tableFills says which columns of t the plan's endpoint fills.
+type tableFills struct {
+	t    *stream.Table
+	cols []bool
+}
+
+// fillsOf returns which columns of t the endpoint fills (none for a table
+// the plan does not fill).
+func (p *plan) fillsOf(t *stream.Table) []bool {
+	for _, f := range p.fills {
+		if f.t == t {
+			return f.cols
+		}
+	}
+	return make([]bool, len(t.Columns))
+}
+
+// bundle is one valid record's rows: its own and those of its children and
+// hooked tables.
+type bundle struct {
+	root   []any
+	tables []bundleRows // in the order first added
+	view   *stream.View
+	elems  []elementList // elements listed by the record's hooks
+}
+
+type bundleRows struct {
+	t    *stream.Table
+	rows [][]any
+}
+
+// rowsOf returns the bundle's rows of t, added empty when missing.
+func (b *bundle) rowsOf(t *stream.Table) *bundleRows {
+	for i := range b.tables {
+		if b.tables[i].t == t {
+			return &b.tables[i]
+		}
+	}
+	b.tables = append(b.tables, bundleRows{t: t})
+	return &b.tables[len(b.tables)-1]
+}
+
+func (b *bundle) add(t *stream.Table, row []any) {
+	r := b.rowsOf(t)
+	r.rows = append(r.rows, row)
+}
+
+// row is a row under construction; it implements stream.Row.
+type row struct {
+	t    *stream.Table
+	vals []any
+}
+
+func (r *row) Get(name string) any {
+	if i := columnIndex(r.t, name); i >= 0 {
+		return r.vals[i]
+	}
+	return nil
+}
+
+func (r *row) Set(name string, v any) {
+	if i := columnIndex(r.t, name); i >= 0 {
+		r.vals[i] = v
+	}
+}
+
+// missingError is the reason of a record without a key or required value.
+type missingError struct {
+	noun, field string
+}
+
+func (e *missingError) Error() string { return e.noun + " without " + e.field }
+
+func errMissing(t *stream.Table, c *stream.Column) error {
+	return &missingError{t.Noun, fieldName(c)}
+}
+
+func fieldName(c *stream.Column) string {
+	if c.Field != "" {
+		return c.Field
+	}
+	if c.Param != "" {
+		return strings.ReplaceAll(c.Param, "_", " ")
+	}
+	return c.Name
+}
+
+// record reads one record into its bundle.
+func (p *plan) record(rec *stream.Record) (*bundle, error) {
+	v := stream.NewView(rec.Raw, p.root)
+	bd := &bundle{view: v}
+	vals, err := p.columns(p.root, v, rec, "", nil, nil)
+	bd.root = vals
+	if err != nil {
+		return bd, err
+	}
+	if p.root.Check != nil {
+		r := &row{p.root, vals}
+		if err := p.root.Check(v, r); err != nil {
+			return bd, err
+		}
+	}
+	for _, t := range p.children {
+		if err := p.child(bd, t, v, rec); err != nil {
+			return bd, err
+		}
+	}
+	for _, t := range p.hooked {
+		elems, err := p.elements(bd, t, v)
+		if err != nil {
+			return bd, err
+		}
+		for _, e := range elems {
+			vals, err := p.elementRow(t, e)
+			if err != nil {
+				return bd, err
+			}
+			bd.add(t, vals)
+		}
+	}
+	return bd, nil
+}
+
+// elements lists the elements of t's ElementsFunc in the record of view v,
+// once per record for all the tables that share the function.
+func (p *plan) elements(bd *bundle, t *stream.Table, v *stream.View) ([]stream.Element, error) {
+	fn := reflect.ValueOf(t.Elements).Pointer()
+	for _, l := range bd.elems {
+		if l.fn == fn {
+			return l.elems, nil
+		}
+	}
+	out := make([]stream.Element, 0, 8)
+	err := t.Elements(p.in.Stream, v, &p.scratch, func(e stream.Element) { out = append(out, e) })
+	if err != nil {
+		return nil, err
+	}
+	bd.elems = append(bd.elems, elementList{fn, out})
+	return out, nil
+}
+
+// elementRow reads the row of a hooked table without parent (users) from
+// an element. An element the hook marked Same as one met before in the
+// batch gives the same row (shared: flatten copies a row before merging
+// into it).
+func (p *plan) elementRow(t *stream.Table, e stream.Element) ([]any, error) {
+	memo := sameRow{t, e.Same}
+	if e.Same != nil {
+		if r, ok := p.rows[memo]; ok {
+			return r, nil
+		}
+	}
+	vals, err := p.columns(t, e.View, nil, e.Key, e.Set, nil)
+	if err == nil && t.Check != nil {
+		err = t.Check(e.View, &row{t, vals})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.Same != nil {
+		if p.rows == nil {
+			p.rows = make(map[sameRow][]any)
+		}
+		p.rows[memo] = vals
+	}
+	return vals, nil
+}
+
+// sameRow identifies the row of a table read from an element the hook
+// marked Same.
+type sameRow struct {
+	t    *stream.Table
+	same any
+}
+
+type elementList struct {
+	fn    uintptr
+	elems []stream.Element
+}
+
+// columns reads the values of t's columns from view v. rec is the record
+// (nil for an element), elemKey an element's key in a keyed collection, set
+// a hook's values, parent the parent's row (child tables).
+func (p *plan) columns(t *stream.Table, v *stream.View, rec *stream.Record, elemKey string, set map[string]any, parent *parentRow) ([]any, error) {
+	vals := make([]any, len(t.Columns))
+	fills := p.fillsOf(t)
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if !fills[i] {
+			continue
+		}
+		if x, ok := set[c.Name]; ok {
+			vals[i] = x
+			continue
+		}
+		var err error
+		switch c.Derived {
+		case "":
+			vals[i], err = p.field(t, c, v, rec, elemKey, i)
+		case stream.DerivedRecord:
+			if rec != nil {
+				vals[i] = recordJSON(rec.Raw)
+			}
+		case stream.DerivedParam:
+			vals[i], err = c.Coerce(textValue(p.in.Params[c.Param]), c.Param)
+		case stream.DerivedSnapshotDay:
+			y, m, d := p.in.Snapshot.Date()
+			vals[i] = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		case stream.DerivedParent:
+			if parent != nil {
+				vals[i] = parent.key
+			}
+		case stream.DerivedRow:
+			if parent != nil {
+				if j := columnIndex(parent.t, c.Name); j >= 0 {
+					vals[i] = parent.vals[j]
+				}
+			}
+		case stream.DerivedSequence, stream.DerivedHook:
+			// set by the caller or the table's hooks
+		default:
+			return nil, fmt.Errorf("column %s.%s: unknown derivation %q", t.Name, c.Name, c.Derived)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if vals[i] == nil && (c.Key && c.Derived != stream.DerivedSequence && c.Derived != stream.DerivedHook || c.Required) {
+			return nil, errMissing(t, c)
+		}
+	}
+	return vals, nil
+}
+
+// field reads a column with a source field.
+func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *stream.Record, elemKey string, i int) (any, error) {
+	listed := ""
+	if rec != nil && i == p.rootKey {
+		listed = rec.Key
+	}
+	if listed != "" && t.ListedKeyWins {
+		return c.Coerce(textValue(listed), c.Field)
+	}
+	val, err := c.Coerce(v.Value(c), c.Field)
+	if err != nil || val != nil {
+		return val, err
+	}
+	switch {
+	case listed != "":
+		return c.Coerce(textValue(listed), c.Field)
+	case c.ElementKey && elemKey != "":
+		return c.Coerce(textValue(elemKey), c.Field)
+	case c.Param != "" && p.in.Params[c.Param] != "":
+		return c.Coerce(textValue(p.in.Params[c.Param]), c.Param)
+	}
+	return nil, nil
+}
+
+// textValue is s as a JSON string value.
+func textValue(s string) gjson.Result {
+	return gjson.Result{Type: gjson.String, Str: s, Raw: strconv.Quote(s)}
+}
+
+type parentRow struct {
+	t    *stream.Table
+	vals []any
+	key  any
+}
+
+// child reads the rows of child table t from the record in view v.
+func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Record) error {
+	parent := &parentRow{t: p.root, vals: bd.root, key: bd.root[0]}
+	seq := map[string]int32{}
+	seqCol := -1
+	for i := range t.Columns {
+		if t.Columns[i].Derived == stream.DerivedSequence {
+			seqCol = i
+		}
+	}
+	var dedup map[string]int
+	if seqCol < 0 && t.Elements == nil {
+		dedup = map[string]int{}
+	}
+	var rows [][]any
+	emit := func(ev *stream.View, key string, set map[string]any, n int) error {
+		vals, err := p.columns(t, ev, nil, key, set, parent)
+		if err != nil {
+			var miss *missingError
+			switch {
+			case t.Array == "":
+				return err
+			case errors.As(err, &miss):
+				return fmt.Errorf("%s %d without %s", t.Noun, n, miss.field)
+			}
+			return fmt.Errorf("%s %d: %w", t.Noun, n, err)
+		}
+		if seqCol >= 0 {
+			k := keyString(vals[:seqCol])
+			seq[k]++
+			vals[seqCol] = seq[k]
+		}
+		if t.Check != nil {
+			if err := t.Check(ev, &row{t, vals}); err != nil {
+				return fmt.Errorf("%s %d: %w", t.Noun, n, err)
+			}
+		}
+		if dedup != nil {
+			k := keyString(vals[:len(t.Key())])
+			if j, ok := dedup[k]; ok {
+				rows[j] = vals
+				return nil
+			}
+			dedup[k] = len(rows)
+		}
+		rows = append(rows, vals)
+		return nil
+	}
+	var err error
+	switch {
+	case t.Elements != nil:
+		var elems []stream.Element
+		if elems, err = p.elements(bd, t, v); err != nil {
+			break
+		}
+		for _, e := range elems {
+			vals, e2 := p.columns(t, e.View, nil, e.Key, e.Set, parent)
+			if e2 != nil {
+				err = e2
+				break
+			}
+			if !slices.ContainsFunc(rows, func(r []any) bool { return sameValues(r, vals) }) {
+				rows = append(rows, vals)
+			}
+		}
+	case t.Array == "":
+		if w, ok := v.Get(t.When); t.When == "" || ok && w.IsObject() {
+			err = emit(v, "", nil, 0)
+		}
+	default:
+		err = eachElement(v, t.Array, func(ev *stream.View, key string, n int) error {
+			return emit(ev, key, nil, n)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 || t.Replace { // a replaced parent counts without children
+		br := bd.rowsOf(t)
+		br.rows = append(br.rows, rows...)
+	}
+	return nil
+}
+
+// eachElement calls fn for each element of the collection at path: an array
+// (null elements skipped) or an object keyed by the elements' ids; null,
+// false, [] and {} are empty.
+func eachElement(v *stream.View, path string, fn func(ev *stream.View, key string, n int) error) error {
+	c, ok := v.Get(path)
+	if !ok || stream.Absent(c) {
+		return nil
+	}
+	if !c.IsArray() && !c.IsObject() {
+		return fmt.Errorf("%s: want an array or an object, got %s", path, c.Type)
+	}
+	var err error
+	n := 0
+	c.ForEach(func(k, e gjson.Result) bool {
+		if e.Type == gjson.Null {
+			return true
+		}
+		if !e.IsObject() {
+			if stream.Absent(e) {
+				return true
+			}
+			err = fmt.Errorf("%s element %d is not an object", path, n)
+			return false
+		}
+		key := ""
+		if c.IsObject() {
+			key = k.Str
+		}
+		err = fn(stream.NewView([]byte(e.Raw), nil), key, n)
+		n++
+		return err == nil
+	})
+	return err
+}
+
+// sameValues reports whether two rows hold equal values.
+func sameValues(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case json.RawMessage:
+			y, ok := b[i].(json.RawMessage)
+			if !ok || string(x) != string(y) {
+				return false
+			}
+		case time.Time:
+			y, ok := b[i].(time.Time)
+			if !ok || !x.Equal(y) {
+				return false
+			}
+		default:
+			if a[i] != b[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyString renders key values as a map key: values separated by NUL,
+// which cleaned text cannot hold.
+func keyString(vals []any) string {
+	if len(vals) == 1 {
+		if s, ok := vals[0].(string); ok {
+			return s
+		}
+	}
+	b := make([]byte, 0, 64)
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			b = append(b, x...)
+		case int64:
+			b = strconv.AppendInt(b, x, 10)
+		case int32:
+			b = strconv.AppendInt(b, int64(x), 10)
+		case time.Time:
+			b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		case nil:
+			b = append(b, 1)
+		default:
+			b = fmt.Append(b, x)
+		}
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+// rejectKey is the Reject.Key of a rejected record: its key values joined by
+// "/" (months as YYYY-MM), each as read or, when it could not be read, as the
+// raw text of its field; "" (a hash of the payload) when one is missing.
+func (p *plan) rejectKey(rec *stream.Record, bd *bundle) string {
+	key := p.root.Key()
+	parts := make([]string, 0, len(key))
+	for i := range key {
+		c := &key[i]
+		var s string
+		if bd != nil && bd.root != nil && bd.root[i] != nil {
+			s = keyText(c, bd.root[i])
+		} else {
+			switch {
+			case c.Derived == stream.DerivedParam:
+				s = strings.TrimSpace(p.in.Params[c.Param])
+			case c.Field != "" && bd != nil && bd.view != nil:
+				r := bd.view.Value(c)
+				if r.Type == gjson.String {
+					s = strings.TrimSpace(r.Str)
+				} else if r.Type == gjson.Number {
+					s = r.Raw
+				}
+				if s == "" && i == p.rootKey {
+					s = rec.Key
+				}
+				if s == "" && c.Param != "" {
+					s = p.in.Params[c.Param]
+				}
+			}
+		}
+		if s == "" {
+			return ""
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "/")
+}
+
+// keyText renders a key value as Reject.Key holds it.
+func keyText(c *stream.Column, v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case time.Time:
+		if c.Type == stream.Month {
+			return x.Format("2006-01")
+		}
+		if c.Type == stream.Date {
+			return x.Format("2006-01-02")
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
+}
+
+// flatten writes the bundles' rows into out in record order, folding Merge
+// tables, and counts coverage.
+func (p *plan) flatten(out *Batch, bundles []*bundle) {
+	if len(bundles) == 0 {
+		return
+	}
+	root := out.table(p.root)
+	root.Rows = make([][]any, 0, len(bundles))
+	merged := map[*stream.Table]map[string]int{}
+	for _, bd := range bundles {
+		root.Rows = append(root.Rows, bd.root)
+		for _, br := range bd.tables {
+			t := br.t
+			tr := out.table(t)
+			if t.Replace {
+				tr.Parents = append(tr.Parents, bd.root[0])
+			}
+			for _, r := range br.rows {
+				if !t.Merge {
+					tr.Rows = append(tr.Rows, r)
+					continue
+				}
+				idx := merged[t]
+				if idx == nil {
+					idx = map[string]int{}
+					merged[t] = idx
+				}
+				k := keyString(r[:len(t.Key())])
+				if j, ok := idx[k]; ok {
+					mergeKnown(tr.Rows[j], r)
+					continue
+				}
+				idx[k] = len(tr.Rows)
+				tr.Rows = append(tr.Rows, slices.Clone(r)) // merged into: not shared
+
+			}
+		}
+	}
+	out.Coverage.add(p.coverage(out))
+}
+
+// mergeKnown folds a later row into an earlier one: its known values win, its
+// unknown ones keep the earlier.
+func mergeKnown(dst, later []any) {
+	for i, v := range later {
+		if v != nil {
+			dst[i] = v
+		}
+	}
+}
+
+// coverage counts the rows of each table of b and the NULLs of each mapped
+// column.
+func (p *plan) coverage(b *Batch) Coverage {
+	c := Coverage{Rows: map[string]int{}, Nulls: map[string]int{}}
+	for name, tr := range b.Tables {
+		c.Rows[name] += len(tr.Rows)
+		for i := range tr.Table.Columns {
+			col := &tr.Table.Columns[i]
+			if !col.Mapped() || col.Type == stream.Boolean || !p.fillsOf(tr.Table)[i] {
+				continue
+			}
+			n := 0
+			for _, r := range tr.Rows {
+				if r[i] == nil {
+					n++
+				}
+			}
+			c.Nulls[name+"."+col.Name] += n
+		}
+	}
+	return c
+}
+
+// With returns a copy of b whose table name holds rows instead (b is not
+// modified; the other tables' rows are shared).
+func (b Batch) With(name string, rows [][]any) Batch {
+	tr := b.Rows(name)
+	if tr == nil {
+		return b
+	}
+	out := b
+	out.Tables = make(map[string]*TableRows, len(b.Tables))
+	for k, v := range b.Tables {
+		out.Tables[k] = v
+	}
+	c := *tr
+	c.Rows = rows
+	out.Tables[name] = &c
+	return out
+}
+
+// Records is the number of service records b carries: the rows of tables
+// of whole records (listed or detailed entities, contacts, e-mails), not
+// their children nor the people they mention, plus the rejected records.
+func (b *Batch) Records() int {
+	n := len(b.Rejects)
+	for _, tr := range b.Tables {
+		if tr.Table.Parent == "" && tr.Table.Elements == nil {
+			n += len(tr.Rows)
+		}
+	}
+	return n
+}
