@@ -5,6 +5,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/serve"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // endpointPaths names the endpoints AGENCY_PATHS remaps, in the README's
@@ -32,7 +33,9 @@ var endpointPaths = []struct {
 // endpoints (extract). Every command that reads the configuration loads it
 // with these, so a bad name fails them all.
 func Known() config.Known {
-	k := config.Known{Streams: engine.AllStreams}
+	k := config.Known{Streams: engine.AllStreams,
+		// AGENCY_FIELD_MAP names warehouse columns of the declarations.
+		FieldMap: func(m map[string]string) error { return stream.FieldMap(m).Validate() }}
 	for _, t := range engine.DefaultPriorities {
 		k.Tasks = append(k.Tasks, string(t))
 	}

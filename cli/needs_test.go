@@ -203,3 +203,27 @@ func TestSyncWithOnlyTheVariablesItUses(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldMapNamesUnknownColumns: AGENCY_FIELD_MAP is checked against the
+// stream declarations at start, by every command that loads the
+// configuration: an unknown table or column exits 2 naming it.
+func TestFieldMapNamesUnknownColumns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ value, want string }{
+		{"projects.nope=title", "no column nope"},
+		{"nosuchtable.name=title", "nosuchtable"},
+		{"projects.name=title,projects.raw=payload", "raw"},
+	} {
+		vars := warehouseOnly(t)
+		vars["AGENCY_FIELD_MAP"] = tc.value
+		code, _, errs := mainWith(vars, "status")
+		if code != ExitUsage || !strings.Contains(errs, "AGENCY_FIELD_MAP") || !strings.Contains(errs, tc.want) {
+			t.Errorf("AGENCY_FIELD_MAP=%s: exit %d, %q; want 2 naming the variable and %s", tc.value, code, errs, tc.want)
+		}
+	}
+	vars := warehouseOnly(t)
+	vars["AGENCY_FIELD_MAP"] = "projects.name=title,projects.status=state,projects.deadline=due_date,projects.budget_amount=budget_total"
+	if code, out, errs := mainWith(vars, "status"); code != ExitOK {
+		t.Fatalf("a valid field map: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/agencysync/agencysync/progress"
 	"github.com/agencysync/agencysync/report"
 	"github.com/agencysync/agencysync/serve"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -105,6 +106,10 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 			return nil, err
 		}
 	}
+	streams, err := stream.Apply(stream.FieldMap(cfg.FieldMap))
+	if err != nil {
+		return nil, &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
+	}
 	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
 		Progress: progress, Logger: a.log}, engine.Settings{
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
@@ -112,6 +117,7 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
 		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
 		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
+		Streams: streams,
 	})
 	if err != nil {
 		return nil, err
