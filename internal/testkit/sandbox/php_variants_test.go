@@ -154,14 +154,14 @@ func TestVariantPHPFalse(t *testing.T) {
 	body := commsPost(t, s, `{"user_id":`+allUsers(40)+`,"per_page":1000}`)
 	noNull("communications", decodeAny(t, body))
 	for _, path := range []string{
-		".closed_at",                           // a timestamp
-		"[].delivered_at", ".history[].from",   // a nested timestamp and string
-		".data[].last_name", ".data[].phone",   // contact strings
-		".data.rows.*.email.type_id",           // a number
-		".data.rows.*.email.project_id",        // an id
-		".data.rows.*.users.from[].last_name",  // an outsider's last name
-		".data.rows.*.users.cc",                // an empty recipient object
-		".data.rows.*.email.has_attachments",   // a flag
+		".closed_at",                         // a timestamp
+		"[].delivered_at", ".history[].from", // a nested timestamp and string
+		".data[].last_name", ".data[].phone", // contact strings
+		".data.rows.*.email.type_id",          // a number
+		".data.rows.*.email.project_id",       // an id
+		".data.rows.*.users.from[].last_name", // an outsider's last name
+		".data.rows.*.users.cc",               // an empty recipient object
+		".data.rows.*.email.has_attachments",  // a flag
 	} {
 		found := 0
 		for p, n := range counts {
