@@ -38,7 +38,9 @@ type Inventory struct {
 
 // New returns an empty Inventory whose observers sample as SampleFirst and
 // SampleEvery say.
-func New() *Inventory { return &Inventory{obs: map[string]*Observer{}, first: SampleFirst, every: SampleEvery} }
+func New() *Inventory {
+	return &Inventory{obs: map[string]*Observer{}, first: SampleFirst, every: SampleEvery}
+}
 
 // SetSampling sets the sampling of the observers created from now on (see
 // Observer.SetSampling).

@@ -172,8 +172,8 @@ func TestObserveFilledAndMerge(t *testing.T) {
 		path         string
 		seen, filled int64
 	}{
-		{"email.project_id", 3, 0},      // null twice, false once
-		{"email.brand_id", 3, 2},        // false is a missing value
+		{"email.project_id", 3, 0},       // null twice, false once
+		{"email.brand_id", 3, 2},         // false is a missing value
 		{"users.from[].last_name", 3, 0}, // outsiders only
 		{"users.to[].last_name", 3, 3},
 		{"email.no_such", 0, 0},
