@@ -52,7 +52,7 @@ func (s *Store) MergeSourceFields(ctx context.Context, seenAt time.Time, fields 
 		types, counts = append(types, strings.Join(slices.Compact(ts), ",")), append(counts, f.Count)
 	}
 	q := fmt.Sprintf(`INSERT INTO %s AS f (stream, path, json_types, seen_count, first_seen, last_seen, mapped_column)
-SELECT i.stream, i.path, string_to_array(NULLIF(i.types, ''), ','), i.seen, $6, $6, NULLIF(i.mapped, '')
+SELECT i.stream, i.path, coalesce(string_to_array(NULLIF(i.types, ''), ','), '{}'), i.seen, $6, $6, NULLIF(i.mapped, '')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS i(stream, path, types, seen, mapped)
 ON CONFLICT (stream, path) DO UPDATE SET
 	json_types = ARRAY(SELECT DISTINCT t FROM unnest(f.json_types || EXCLUDED.json_types) AS u(t) ORDER BY t),

@@ -115,6 +115,13 @@ func TestMergeSourceFields(t *testing.T) {
 	if err := s.MergeSourceFields(ctx, t2, nil); err != nil {
 		t.Fatalf("empty merge: %v", err)
 	}
+	// A field without a type (an empty object's path from another tool) is stored with none.
+	if err := s.MergeSourceFields(ctx, t2, []inventory.Field{{Stream: "brands", Path: "tags", Count: 1}}); err != nil {
+		t.Fatalf("field without types: %v", err)
+	}
+	if got, err := s.SourceFields(ctx, "brands"); err != nil || len(got) != 1 || len(got[0].Types) != 0 || got[0].Types == nil {
+		t.Fatalf("field without types: %+v %v", got, err)
+	}
 }
 
 func TestMergeSourceFieldsRefuses(t *testing.T) {
