@@ -15,7 +15,7 @@ import (
 
 var sampleWarnings = []Warning{
 	{Kind: KindRejectedStream, Stream: "communications", Records: 25, Count: 25, Share: 1,
-		Reason: "users.from[].last_name: want a string, got false",
+		Reason:  "users.from[].last_name: want a string, got false",
 		Message: "25 of 25 communications records were rejected, most (25) because: users.from[].last_name: want a string, got false"},
 	{Kind: KindNullColumn, Stream: "projects", Column: "projects.name", Field: "name", Records: 32, Count: 32, Share: 1,
 		Candidates: []string{"title"}, Message: "projects.name is NULL in 32 of 32 projects records"},
