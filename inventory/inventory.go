@@ -34,6 +34,7 @@ type Mapping map[string]map[string]string
 type Inventory struct {
 	obs          map[string]*Observer
 	first, every int
+	fixed        bool // SetSampling was called: observers sample at phase 0
 }
 
 // New returns an empty Inventory whose observers sample as SampleFirst and
@@ -44,14 +45,18 @@ func New() *Inventory {
 
 // SetSampling sets the sampling of the observers created from now on (see
 // Observer.SetSampling).
-func (inv *Inventory) SetSampling(first, every int) { inv.first, inv.every = first, every }
+func (inv *Inventory) SetSampling(first, every int) {
+	inv.first, inv.every, inv.fixed = first, every, true
+}
 
 // Observer returns the Observer of stream, creating it on first use.
 func (inv *Inventory) Observer(stream string) *Observer {
 	o := inv.obs[stream]
 	if o == nil {
 		o = NewObserver(stream)
-		o.SetSampling(inv.first, inv.every)
+		if inv.fixed {
+			o.SetSampling(inv.first, inv.every)
+		}
 		inv.obs[stream] = o
 	}
 	return o
