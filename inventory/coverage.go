@@ -280,3 +280,25 @@ func Candidates(c Column, fields []Field, records int64) []string {
 	}
 	return out
 }
+
+// FieldPath returns the inventory path of a column's source field: field
+// itself for a table of whole records, array + "[]." + field for a child
+// table whose elements sit at array in the record (stream.Table.Array).
+func FieldPath(array, field string) string {
+	if array == "" {
+		return field
+	}
+	return array + "[]." + field
+}
+
+// EstimateNull estimates, from the Observer's sample, how many of received
+// records left path without a value (absent, null or false): for callers
+// that do not count the NULLs of a column while transforming. With nothing
+// observed it is received.
+func (o *Observer) EstimateNull(path string, received int64) int64 {
+	if o.records == 0 {
+		return received
+	}
+	missing := o.records - o.Filled(path)
+	return int64(math.Round(float64(received) * float64(missing) / float64(o.records)))
+}

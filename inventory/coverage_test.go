@@ -303,3 +303,35 @@ func TestCoverageOnTheSandbox(t *testing.T) {
 		t.Errorf("php: %+v", ws)
 	}
 }
+
+func TestFieldPathAndEstimateNull(t *testing.T) {
+	if p := FieldPath("", "budget.amount"); p != "budget.amount" {
+		t.Fatal(p)
+	}
+	if p := FieldPath("team", "role"); p != "team[].role" {
+		t.Fatal(p)
+	}
+	o := NewObserver("projects")
+	o.SetSampling(0, 1)
+	for _, r := range []string{projectDetail, projectPHP, projectDetail, projectPHP} {
+		o.Observe([]byte(r))
+	}
+	for _, tc := range []struct {
+		path     string
+		received int64
+		want     int64
+	}{
+		{"name", 600, 0},
+		{"closed_at", 600, 600},     // null or false everywhere
+		{"budget.amount", 600, 300}, // budget is [] in the PHP record
+		{"team[].role", 10, 5},
+		{"title", 7, 7},
+	} {
+		if got := o.EstimateNull(tc.path, tc.received); got != tc.want {
+			t.Errorf("%s of %d: %d, want %d", tc.path, tc.received, got, tc.want)
+		}
+	}
+	if got := NewObserver("x").EstimateNull("name", 5); got != 5 {
+		t.Errorf("nothing observed: %d", got)
+	}
+}
