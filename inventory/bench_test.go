@@ -118,8 +118,8 @@ func BenchmarkObserveAll(b *testing.B) {
 // fastest round of each counts, so that other work on the machine (which
 // only ever slows a round down) does not decide the ratio.
 func TestObserveCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures for a few seconds; run without -short")
+	if testing.Short() || raceEnabled {
+		t.Skip("a timing ratio: run without -short and without -race")
 	}
 	body := commsPageBody(t)
 	recs := decodeTransform(t, body)
