@@ -27,7 +27,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 			t.Errorf("--help lacks -%s", f)
 		}
 	}
-	for _, v := range []string{"bare-array", "recipients-array", "empty-rows-array", "ignore-updated-since"} {
+	for _, v := range []string{"bare-array", "recipients-array", "empty-rows-array", "ignore-updated-since",
+		"renamed-fields", "php-false", "php-strings", "php-empty-array", "php-paginator", "php-resource", "php-422", "php "} {
 		if !strings.Contains(help, v) {
 			t.Errorf("--help lacks variant %s", v)
 		}
@@ -38,7 +39,7 @@ func TestBadFlagsExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag"}, {"--rate", "fast"}, {"--start", "yesterday"}, {"--quota-tz", "Mars/Olympus"},
 		{"--variant", "sideways"}, {"--limits-scope", "global"}, {"--fault-500", "2"}, {"--log-format", "xml"},
-		{"extra-argument"}, {"--brands", "0"},
+		{"extra-argument"}, {"--brands", "0"}, {"--variant", "php", "--variant", "meta-paging"},
 	} {
 		var out childproc.Buffer
 		if code := run(context.Background(), args, &out); code != 2 {

@@ -198,17 +198,17 @@ func (s *Server) handleComms(e *enc, r *http.Request) (int, string, *pendingMuta
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			st, ct := badRequest(e, "the request body is too large")
+			st, ct := s.badParam(e, "the request body is too large")
 			return st, ct, nil
 		}
-		st, ct := badRequest(e, "the request body could not be read")
+		st, ct := s.badParam(e, "the request body could not be read")
 		return st, ct, nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	req, reason := s.parseComms(body)
 	if reason != "" {
-		st, ct := badRequest(e, reason)
+		st, ct := s.badParam(e, reason)
 		return st, ct, nil
 	}
 	m := s.mail
@@ -219,7 +219,7 @@ func (s *Server) handleComms(e *enc, r *http.Request) (int, string, *pendingMuta
 	badRate := s.faultConfig().badRate
 	e.b = append(e.b, `{"data":{"rows":`...)
 	if from == to {
-		if st.emptyRowsArray {
+		if st.emptyRowsArray || st.phpEmptyArray {
 			e.b = append(e.b, "[]"...)
 		} else {
 			e.b = append(e.b, "{}"...)
@@ -237,11 +237,11 @@ func (s *Server) handleComms(e *enc, r *http.Request) (int, string, *pendingMuta
 	}
 	if s.twists().commsPagingMissing {
 		e.key("per_page")
-		e.int(int64(p.perPage))
+		e.num(int64(p.perPage), st.phpStrings)
 		e.key("current_page")
-		e.int(int64(p.current))
+		e.num(int64(p.current), st.phpStrings)
 	} else {
-		writePaging(e, p)
+		writePaging(e, p, st.phpStrings)
 	}
 	e.b = append(e.b, "}}"...)
 	var pm *pendingMutation

@@ -193,10 +193,13 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 
 	lp, reason := s.parseList(r.URL.Query(), rt.endpoint)
 	if reason != "" {
-		return badRequest(e, reason)
+		return s.badParam(e, reason)
 	}
 	lying := s.twists().lyingPaging
-	pageOf := func(n int) page { return page{total: n, perPage: lp.perPage, current: lp.page, lying: lying} }
+	path := "http://" + r.Host + r.URL.Path
+	pageOf := func(n int) page {
+		return page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path}
+	}
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {
 		if st.wrapped {

@@ -265,6 +265,14 @@ const (
 	VariantHasAttachments     = "has-attachments-variants"
 	VariantIgnoreUpdatedSince = "ignore-updated-since"
 	VariantOutsiderRecipients = "outsider-recipients"
+	VariantRenamedFields      = "renamed-fields"
+	VariantPHPFalse           = "php-false"
+	VariantPHPStrings         = "php-strings"
+	VariantPHPEmptyArray      = "php-empty-array"
+	VariantPHPPaginator       = "php-paginator"
+	VariantPHPResource        = "php-resource"
+	VariantPHP422             = "php-422"
+	VariantPHP                = "php"
 )
 
 // smallPageCap is the per_page cap of the small-page variant.
@@ -291,6 +299,14 @@ func Variants() []VariantInfo {
 		{VariantHasAttachments, "has_attachments is 1 or true when there are attachments, 0 or null otherwise"},
 		{VariantIgnoreUpdatedSince, "updated_since is ignored: lists return older records too"},
 		{VariantOutsiderRecipients, "beyond the assumptions doc: outsiders also receive e-mails, keyed in to/cc by their lower-cased e-mail address"},
+		{VariantRenamedFields, "beyond the assumptions doc: projects, contacts and invoices name their fields differently (title, state, due_date, budget_total, ...)"},
+		{VariantPHPFalse, "false instead of null for a missing value (strings, numbers, ids, instants, an empty to/cc/bcc)"},
+		{VariantPHPStrings, `numbers as strings: amounts "1000.50", counts and sizes "42", flags "1"/"0", paging fields "3"`},
+		{VariantPHPEmptyArray, `[] where an empty object is expected: empty rows, and the empty custom_fields object of projects and brands`},
+		{VariantPHPPaginator, "main lists in the Laravel paginator envelope: paging fields beside data with first_page_url, next_page_url, links, from, to, ..."},
+		{VariantPHPResource, "main lists in the Laravel resource envelope: paging fields under meta, page URLs under links"},
+		{VariantPHP422, `a bad parameter answers 422 {"message":...,"errors":{"<field>":[...]}} instead of 400`},
+		{VariantPHP, "all PHP encoder habits together: php-false, php-strings, php-empty-array, php-paginator and php-422"},
 	}
 }
 
@@ -309,18 +325,45 @@ type variantSet struct {
 	hasAttachments     bool
 	ignoreUpdatedSince bool
 	outsiderRecipients bool
+	renamed            bool
+	phpFalse           bool
+	phpStrings         bool
+	phpEmptyArray      bool
+	php422             bool
 }
 
 func parseVariants(names []string) (variantSet, error) {
 	var v variantSet
+	setShape := func(n string) error {
+		if v.listShape != "" && v.listShape != n {
+			return fmt.Errorf("parse variants: %q and %q both set the list shape", v.listShape, n)
+		}
+		v.listShape = n
+		return nil
+	}
 	for _, raw := range names {
 		n := strings.TrimSpace(raw)
 		switch n {
-		case VariantBareArray, VariantMetaPaging, VariantPaginationPaging, VariantNoPaging, VariantRowsShape, VariantRowsArray:
-			if v.listShape != "" && v.listShape != n {
-				return v, fmt.Errorf("parse variants: %q and %q both set the list shape", v.listShape, n)
+		case VariantBareArray, VariantMetaPaging, VariantPaginationPaging, VariantNoPaging, VariantRowsShape, VariantRowsArray,
+			VariantPHPPaginator, VariantPHPResource:
+			if err := setShape(n); err != nil {
+				return v, err
 			}
-			v.listShape = n
+		case VariantPHP:
+			if err := setShape(VariantPHPPaginator); err != nil {
+				return v, fmt.Errorf("%w (php includes php-paginator)", err)
+			}
+			v.phpFalse, v.phpStrings, v.phpEmptyArray, v.php422 = true, true, true, true
+		case VariantRenamedFields:
+			v.renamed = true
+		case VariantPHPFalse:
+			v.phpFalse = true
+		case VariantPHPStrings:
+			v.phpStrings = true
+		case VariantPHPEmptyArray:
+			v.phpEmptyArray = true
+		case VariantPHP422:
+			v.php422 = true
 		case VariantUnwrapped:
 			v.unwrapped = true
 		case VariantWrapped:

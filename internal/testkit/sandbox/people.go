@@ -29,27 +29,43 @@ type person struct {
 	avatar    string
 	status    string
 	json      []byte // the rendered user object
+	jsonFalse []byte // the same with false for null (php-false); nil when it has no null
 }
 
 func (p *person) render() {
+	p.json = p.renderWith(mainStyle{})
+	if p.lastNull || p.phoneNull {
+		p.jsonFalse = p.renderWith(mainStyle{phpFalse: true})
+	}
+}
+
+func (p *person) renderWith(st mainStyle) []byte {
 	var e enc
 	e.open()
 	e.key("first_name")
 	e.str(p.first)
 	e.key("last_name")
-	e.strOrNull(p.last, p.lastNull)
+	st.strOrNull(&e, p.last, p.lastNull)
 	e.key("full_name")
 	e.str(p.full)
 	e.key("email")
 	e.str(p.email)
 	e.key("phone")
-	e.strOrNull(p.phone, p.phoneNull)
+	st.strOrNull(&e, p.phone, p.phoneNull)
 	e.key("avatar")
 	e.str(p.avatar)
 	e.key("status")
 	e.str(p.status)
 	e.close()
-	p.json = e.b
+	return e.b
+}
+
+// rendered is the user object in the style of the communications answer.
+func (p *person) rendered(st commsStyle) []byte {
+	if st.phpFalse && p.jsonFalse != nil {
+		return p.jsonFalse
+	}
+	return p.json
 }
 
 // emailKey is the lower-cased address, used to key outsiders in variants.

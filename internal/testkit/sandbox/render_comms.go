@@ -14,6 +14,9 @@ type commsStyle struct {
 	emptyRowsArray     bool
 	hasAttachments     bool
 	outsiderRecipients bool
+	phpFalse           bool
+	phpStrings         bool
+	phpEmptyArray      bool
 }
 
 func (v variantSet) comms() commsStyle {
@@ -25,6 +28,9 @@ func (v variantSet) comms() commsStyle {
 		emptyRowsArray:     v.emptyRowsArray,
 		hasAttachments:     v.hasAttachments,
 		outsiderRecipients: v.outsiderRecipients,
+		phpFalse:           v.phpFalse,
+		phpStrings:         v.phpStrings,
+		phpEmptyArray:      v.phpEmptyArray,
 	}
 }
 
@@ -50,9 +56,24 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	}
 	e.sep()
 	b := e.b
-	if c.typeID == 0 {
-		b = append(b, `{"email":{"type_id":null,"type_name":null,"brand_id":`...)
-	} else {
+	null := "null"
+	if st.phpFalse {
+		null = "false"
+	}
+	switch {
+	case c.typeID == 0:
+		b = append(b, `{"email":{"type_id":`...)
+		b = append(b, null...)
+		b = append(b, `,"type_name":`...)
+		b = append(b, null...)
+		b = append(b, `,"brand_id":`...)
+	case st.phpStrings:
+		b = append(b, `{"email":{"type_id":"`...)
+		b = strconv.AppendInt(b, int64(c.typeID), 10)
+		b = append(b, `","type_name":"`...)
+		b = append(b, typeNames[c.typeID]...)
+		b = append(b, `","brand_id":`...)
+	default:
 		b = append(b, `{"email":{"type_id":`...)
 		b = strconv.AppendInt(b, int64(c.typeID), 10)
 		b = append(b, `,"type_name":"`...)
@@ -71,13 +92,13 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	case c.brand >= 0:
 		b = appendID(b, d.brands[c.brand].id, st.numericIDs)
 	default:
-		b = append(b, "null"...)
+		b = append(b, null...)
 	}
 	b = append(b, `,"project_id":`...)
 	if c.project >= 0 {
 		b = appendID(b, d.projects[c.project].id, st.numericIDs)
 	} else {
-		b = append(b, "null"...)
+		b = append(b, null...)
 	}
 	if badKind != 2 {
 		b = append(b, `,"subject":`...)
@@ -93,25 +114,34 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 		scratch = m.message(scratch[:0], i, c)
 		b = appendJSONBytes(b, scratch)
 	} else {
-		b = append(b, "null"...)
+		b = append(b, null...)
 	}
 	b = append(b, `,"has_attachments":`...)
 	switch {
 	case c.attach && st.hasAttachments && c.hasAttachB:
 		b = append(b, "true"...)
+	case c.attach && st.phpStrings:
+		b = append(b, `"1"`...)
 	case c.attach:
 		b = append(b, '1')
+	case st.hasAttachments && c.hasAttachB && st.phpStrings:
+		b = append(b, `"0"`...)
 	case st.hasAttachments && c.hasAttachB:
 		b = append(b, '0')
 	default:
-		b = append(b, "null"...)
+		b = append(b, null...)
 	}
 	b = append(b, `,"size":`...)
-	if badKind == 0 {
+	switch {
+	case badKind == 0:
 		b = append(b, '"')
 		b = strconv.AppendInt(b, c.size/1024, 10)
 		b = append(b, `kb"`...)
-	} else {
+	case st.phpStrings:
+		b = append(b, '"')
+		b = strconv.AppendInt(b, c.size, 10)
+		b = append(b, '"')
+	default:
 		b = strconv.AppendInt(b, c.size, 10)
 	}
 	b = append(b, `,"mailbox_id":"`...)
@@ -147,11 +177,11 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	if st.fromObject {
 		b = append(b, '{')
 		b = m.appendPersonKey(b, sender)
-		b = append(b, sender.json...)
+		b = append(b, sender.rendered(st)...)
 		b = append(b, '}')
 	} else {
 		b = append(b, '[')
-		b = append(b, sender.json...)
+		b = append(b, sender.rendered(st)...)
 		b = append(b, ']')
 	}
 	b = append(b, `,"to":`...)
@@ -227,6 +257,9 @@ func (m *mailStore) appendPersonKey(b []byte, p *person) []byte {
 
 func (m *mailStore) appendRecipients(b []byte, users []int64, outs []int, st commsStyle) []byte {
 	if len(users)+len(outs) == 0 {
+		if st.phpFalse {
+			return append(b, "false"...)
+		}
 		if st.emptyAsObject {
 			return append(b, "{}"...)
 		}
@@ -247,7 +280,7 @@ func (m *mailStore) appendRecipients(b []byte, users []int64, outs []int, st com
 		if !st.recipientsArray {
 			b = m.appendPersonKey(b, p)
 		}
-		b = append(b, p.json...)
+		b = append(b, p.rendered(st)...)
 	}
 	for _, o := range outs {
 		if n > 0 {
@@ -258,7 +291,7 @@ func (m *mailStore) appendRecipients(b []byte, users []int64, outs []int, st com
 		if !st.recipientsArray {
 			b = m.appendPersonKey(b, p)
 		}
-		b = append(b, p.json...)
+		b = append(b, p.rendered(st)...)
 	}
 	return append(b, close)
 }

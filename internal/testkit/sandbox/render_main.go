@@ -14,6 +14,10 @@ type mainStyle struct {
 	stringMoney   bool
 	emptyAsObject bool
 	emptyRows     bool // empty keyed rows as []
+	renamed       bool
+	phpFalse      bool
+	phpStrings    bool
+	phpEmptyArray bool
 }
 
 func (v variantSet) main() mainStyle {
@@ -24,7 +28,11 @@ func (v variantSet) main() mainStyle {
 		numericIDs:    v.numericIDs,
 		stringMoney:   v.stringMoney,
 		emptyAsObject: v.emptyAsObject,
-		emptyRows:     v.emptyRowsArray,
+		emptyRows:     v.emptyRowsArray || v.phpEmptyArray,
+		renamed:       v.renamed,
+		phpFalse:      v.phpFalse,
+		phpStrings:    v.phpStrings,
+		phpEmptyArray: v.phpEmptyArray,
 	}
 }
 
@@ -93,19 +101,23 @@ func (d *dataset) writeBrandInfo(e *enc, b *brand, st mainStyle) {
 	e.key("account_manager")
 	e.str(d.userName(b.accountManager))
 	e.key("projects_count")
-	e.int(int64(b.projectsCount))
+	st.int(e, int64(b.projectsCount))
 	e.key("financial_summary")
 	total, invoiced, collected := b.financialSummary()
 	e.open()
 	e.key("total_budget")
-	e.money(total, st.stringMoney)
+	st.money(e, total)
 	e.key("invoiced")
-	e.money(invoiced, st.stringMoney)
+	st.money(e, invoiced)
 	e.key("collected")
-	e.money(collected, st.stringMoney)
+	st.money(e, collected)
 	e.key("currency")
 	e.str(b.currency)
 	e.close()
+	if st.phpEmptyArray {
+		e.key("custom_fields")
+		st.emptyObj(e)
+	}
 	e.close()
 }
 
@@ -171,52 +183,65 @@ func (d *dataset) writeBrandDetail(e *enc, b *brand, st mainStyle) {
 }
 
 func writeContact(e *enc, c *contact, st mainStyle) {
+	n := func(k string) string { return st.name(k, renamedContact) }
 	e.open()
 	e.key("id")
 	e.id(c.id, st.numericIDs)
-	e.key("first_name")
+	e.key(n("first_name"))
 	e.str(c.first)
-	e.key("last_name")
-	e.strOrNull(c.last, c.lastNull)
+	e.key(n("last_name"))
+	st.strOrNull(e, c.last, c.lastNull)
 	e.key("full_name")
 	e.str(c.full)
 	e.key("email")
-	e.strOrNull(c.email, c.emailNull)
+	st.strOrNull(e, c.email, c.emailNull)
 	e.key("phone")
-	e.strOrNull(c.phone, c.phoneNull)
-	e.key("position")
+	st.strOrNull(e, c.phone, c.phoneNull)
+	e.key(n("position"))
 	e.str(c.position)
-	e.key("is_primary")
-	e.bool(c.primary)
+	e.key(n("is_primary"))
+	st.flag(e, c.primary)
 	e.close()
 }
 
 func (d *dataset) writeProject(e *enc, p *project, detail bool, st mainStyle) {
 	b := d.brands[p.brand]
+	n := func(k string) string { return st.name(k, renamedProject) }
 	e.open()
 	e.key("id")
 	e.id(p.id, st.numericIDs)
 	e.key("brand_id")
 	e.id(b.id, st.numericIDs)
-	e.key("name")
+	e.key(n("name"))
 	e.str(p.name)
-	e.key("status")
+	e.key(n("status"))
 	e.str(p.status)
-	e.key("start_date")
+	e.key(n("start_date"))
 	e.date(p.start)
-	e.key("deadline")
+	e.key(n("deadline"))
 	e.date(p.deadline)
 	e.key("closed_at")
-	e.tsOrNull(p.closedAt)
+	st.tsOrNull(e, p.closedAt)
 	e.key("updated_at")
 	e.ts(p.updatedAt)
-	e.key("budget")
-	e.open()
-	e.key("amount")
-	e.money(p.budgetTotal, st.stringMoney)
-	e.key("currency")
-	e.str(b.currency)
-	e.close()
+	if st.renamed {
+		e.key("budget_total")
+		st.money(e, p.budgetTotal)
+		e.key("budget_currency")
+		e.str(b.currency)
+	} else {
+		e.key("budget")
+		e.open()
+		e.key("amount")
+		st.money(e, p.budgetTotal)
+		e.key("currency")
+		e.str(b.currency)
+		e.close()
+	}
+	if st.phpEmptyArray {
+		e.key("custom_fields")
+		st.emptyObj(e)
+	}
 	if detail {
 		e.key("team")
 		if len(p.team) == 0 {
@@ -251,7 +276,7 @@ func (d *dataset) writeProject(e *enc, p *project, detail bool, st mainStyle) {
 				e.key("status")
 				e.str(dl.status)
 				e.key("delivered_at")
-				e.tsOrNull(dl.deliveredAt)
+				st.tsOrNull(e, dl.deliveredAt)
 				e.close()
 			}
 			e.closeArr()
@@ -268,9 +293,9 @@ func (d *dataset) writeProject(e *enc, p *project, detail bool, st mainStyle) {
 				e.key("field")
 				e.str(h.field)
 				e.key("from")
-				e.strOrNull(h.from, h.fromNull)
+				st.strOrNull(e, h.from, h.fromNull)
 				e.key("to")
-				e.strOrNull(h.to, h.toNull)
+				st.strOrNull(e, h.to, h.toNull)
 				e.key("by_user_id")
 				e.id(h.by, st.numericIDs)
 				e.close()
@@ -303,7 +328,7 @@ func writeAmount(e *enc, key string, cents int64, cur string, st mainStyle, badK
 		e.str(badAmount(cents, cur))
 	default:
 		e.key(key)
-		e.money(cents, st.stringMoney)
+		st.money(e, cents)
 	}
 }
 
@@ -341,19 +366,20 @@ func (d *dataset) writeBudget(e *enc, bg *budget, st mainStyle, badKind int) {
 func (d *dataset) writeInvoice(e *enc, inv *invoice, st mainStyle, badKind int) {
 	p := d.projects[inv.project]
 	b := d.brands[p.brand]
+	n := func(k string) string { return st.name(k, renamedInvoice) }
 	e.open()
 	e.key("id")
 	e.id(inv.id, st.numericIDs)
-	e.key("number")
+	e.key(n("number"))
 	e.str(inv.number)
 	e.key("project_id")
 	writeRef(e, p.id, st, badKind == 1)
 	e.key("brand_id")
 	e.id(b.id, st.numericIDs)
-	writeDay(e, "issue_date", inv.issue, badKind == 2)
-	e.key("due_date")
+	writeDay(e, n("issue_date"), inv.issue, badKind == 2)
+	e.key(n("due_date"))
 	e.date(inv.due)
-	writeAmount(e, "amount", inv.amount, b.currency, st, badKind)
+	writeAmount(e, n("amount"), inv.amount, b.currency, st, badKind)
 	e.key("currency")
 	e.str(b.currency)
 	e.key("status")
@@ -412,11 +438,11 @@ func writeProfit(e *enc, r *profitRow, st mainStyle) {
 	e.key("period")
 	e.str(periodString(r.period))
 	e.key("revenue")
-	e.money(r.revenue, st.stringMoney)
+	st.money(e, r.revenue)
 	e.key("cost")
-	e.money(r.cost, st.stringMoney)
+	st.money(e, r.cost)
 	e.key("margin")
-	e.money(r.revenue-r.cost, st.stringMoney)
+	st.money(e, r.revenue-r.cost)
 	e.key("currency")
 	e.str(r.currency)
 	e.close()
@@ -434,15 +460,15 @@ func writeSummary(e *enc, period int, s *summaryMonth, st mainStyle) {
 	e.key("period")
 	e.str(periodString(period))
 	e.key("total_budget")
-	e.money(s.totalBudget, st.stringMoney)
+	st.money(e, s.totalBudget)
 	e.key("invoiced")
-	e.money(s.invoiced, st.stringMoney)
+	st.money(e, s.invoiced)
 	e.key("collected")
-	e.money(s.collected, st.stringMoney)
+	st.money(e, s.collected)
 	e.key("paid")
-	e.money(s.paid, st.stringMoney)
+	st.money(e, s.paid)
 	e.key("profit")
-	e.money(s.invoiced-s.paid, st.stringMoney)
+	st.money(e, s.invoiced-s.paid)
 	e.key("currency")
 	e.str(summaryCurrency)
 	e.close()
@@ -454,6 +480,9 @@ type page struct {
 	// lying (the lying_paging twist) leaves the last record out of the
 	// advertised pages and serves it alone on page lastPage()+1.
 	lying bool
+	// path is the list's address without a query, for the page URLs of
+	// the php-paginator and php-resource envelopes.
+	path string
 }
 
 func (p page) lastPage() int {
@@ -483,15 +512,17 @@ func (p page) bounds() (from, to int) {
 	return from, min(p.total, from+p.perPage)
 }
 
-func writePaging(e *enc, p page) {
+// writePaging writes the four paging fields, as numbers or (php-strings)
+// numeric strings.
+func writePaging(e *enc, p page, asStrings bool) {
 	e.key("total")
-	e.int(int64(p.total))
+	e.num(int64(p.total), asStrings)
 	e.key("per_page")
-	e.int(int64(p.perPage))
+	e.num(int64(p.perPage), asStrings)
 	e.key("current_page")
-	e.int(int64(p.current))
+	e.num(int64(p.current), asStrings)
 	e.key("last_page")
-	e.int(int64(p.lastPage()))
+	e.num(int64(p.lastPage()), asStrings)
 }
 
 // writeList writes one page of a main-interface list in the configured shape.
@@ -548,7 +579,71 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 			e.key("pagination")
 		}
 		e.open()
-		writePaging(e, p)
+		writePaging(e, p, st.phpStrings)
+		e.close()
+		e.close()
+	case VariantPHPPaginator:
+		// Laravel's LengthAwarePaginator: the paging fields beside data,
+		// with the page URLs, in its (alphabetical) order.
+		last := p.lastPage()
+		e.open()
+		e.key("current_page")
+		e.num(int64(p.current), st.phpStrings)
+		e.key("data")
+		elements(false)
+		e.key("first_page_url")
+		e.str(pageURL(p.path, 1))
+		e.key("from")
+		if to > from {
+			e.num(int64(from+1), st.phpStrings)
+		} else {
+			e.null()
+		}
+		e.key("last_page")
+		e.num(int64(last), st.phpStrings)
+		e.key("last_page_url")
+		e.str(pageURL(p.path, max(last, 1)))
+		e.key("links")
+		writePaginatorLinks(e, p, p.path)
+		e.key("next_page_url")
+		urlOrNull(e, p.path, p.current+1, last)
+		e.key("path")
+		e.str(p.path)
+		e.key("per_page")
+		e.num(int64(p.perPage), st.phpStrings)
+		e.key("prev_page_url")
+		urlOrNull(e, p.path, p.current-1, last)
+		e.key("to")
+		if to > from {
+			e.num(int64(to), st.phpStrings)
+		} else {
+			e.null()
+		}
+		e.key("total")
+		e.num(int64(p.total), st.phpStrings)
+		e.close()
+	case VariantPHPResource:
+		// A Laravel API resource collection: data, links, meta.
+		last := p.lastPage()
+		e.open()
+		e.key("data")
+		elements(false)
+		e.key("links")
+		e.open()
+		e.key("first")
+		e.str(pageURL(p.path, 1))
+		e.key("last")
+		e.str(pageURL(p.path, max(last, 1)))
+		e.key("prev")
+		urlOrNull(e, p.path, p.current-1, last)
+		e.key("next")
+		urlOrNull(e, p.path, p.current+1, last)
+		e.close()
+		e.key("meta")
+		e.open()
+		writeLaravelMeta(e, p, p.path, st.phpStrings)
+		e.key("links")
+		writePaginatorLinks(e, p, p.path)
 		e.close()
 		e.close()
 	case VariantNoPaging:
@@ -562,14 +657,14 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 		e.open()
 		e.key("rows")
 		elements(st.listShape == VariantRowsShape)
-		writePaging(e, p)
+		writePaging(e, p, st.phpStrings)
 		e.close()
 		e.close()
 	default:
 		e.open()
 		e.key("data")
 		elements(false)
-		writePaging(e, p)
+		writePaging(e, p, st.phpStrings)
 		e.close()
 	}
 }

@@ -35,7 +35,8 @@ func TestVariantValidation(t *testing.T) {
 	o := smallOptions()
 	for _, v := range Variants() {
 		if v.Name == VariantBareArray || v.Name == VariantMetaPaging || v.Name == VariantPaginationPaging ||
-			v.Name == VariantNoPaging || v.Name == VariantRowsArray {
+			v.Name == VariantNoPaging || v.Name == VariantRowsArray || v.Name == VariantPHPPaginator ||
+			v.Name == VariantPHPResource || v.Name == VariantPHP {
 			continue
 		}
 		o.Variants = append(o.Variants, v.Name)
