@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"strconv"
+
+	"github.com/agencysync/agencysync/stream"
+
 	"bytes"
 	"net/http"
 	"net/http/httptest"
@@ -52,12 +56,18 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
+var comms, _ = stream.Lookup("communications")
+
 func decodeTransform(tb testing.TB, body []byte) []extract.Communication {
 	p, err := extract.DecodeCommunications(body)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_ = transform.Communications(p.Records)
+	recs := make([]stream.Record, len(p.Records))
+	for i, c := range p.Records {
+		recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+	}
+	_ = transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
 	return p.Records
 }
 

@@ -13,7 +13,7 @@
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
 //	transform                service records → warehouse rows
 //	extract                  the two HTTP interfaces, quota, pacing
-//	stream                   each stream declared once: endpoints, paging, cursor, tables, columns
+//	stream   inventory       each stream declared once (endpoints, paging, cursor, tables, columns) · source fields seen, coverage warnings
 //	config logging migrations metrics progress spool
 //
 // migrations holds the goose files and the few statements about the schema
