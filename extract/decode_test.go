@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func mustPage[T any, P Record[T]](t *testing.T, body string) *Page[T] {
+func mustPage[T any, P decodable[T]](t *testing.T, body string) *Page[T] {
 	t.Helper()
 	p, err := DecodeList[T, P]([]byte(body))
 	if err != nil {
