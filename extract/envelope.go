@@ -358,6 +358,8 @@ func errorOf(v gjson.Result) *errorBody {
 			}
 		case "details":
 			eb.Details = details(m)
+		case "errors":
+			eb.Fields = fieldErrors(m)
 		}
 		return true
 	})
@@ -383,6 +385,20 @@ func details(v gjson.Result) []string {
 		return out
 	}
 	return nil
+}
+
+// fieldErrors reads a validation error's {"field": ["message", ...]} (a
+// message may stand alone); anything else ([] included) names no field.
+func fieldErrors(v gjson.Result) []FieldError {
+	if !v.IsObject() {
+		return nil
+	}
+	var out []FieldError
+	v.ForEach(func(k, m gjson.Result) bool {
+		out = append(out, FieldError{Field: k.Str, Messages: details(m)})
+		return true
+	})
+	return out
 }
 
 // kind names a value's JSON type for error messages.

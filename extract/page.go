@@ -48,6 +48,7 @@ type paging struct {
 type errorBody struct {
 	Message string
 	Details []string
+	Fields  []FieldError // a validation error's fields
 }
 
 // utf8BOM is skipped at the start of a body.
@@ -466,7 +467,7 @@ func decodePage[T any, P decodable[T]](endpoint string, page int, body []byte, c
 
 // errorBodyError maps an error object to an *APIError of the matching class.
 func errorBodyError(endpoint string, page, status int, eb *errorBody) *APIError {
-	e := &APIError{Endpoint: endpoint, Page: page, Status: status, Message: eb.Message, Details: eb.Details}
+	e := &APIError{Endpoint: endpoint, Page: page, Status: status, Message: eb.Message, Details: eb.Details, Fields: eb.Fields}
 	e.Kind = classifyMessage(eb.Message)
 	if e.Kind == nil {
 		e.Kind = ErrErrorResponse
