@@ -523,3 +523,65 @@ func validDeep(b []byte) error {
 	}
 	return nil
 }
+
+// SplitObject reads the body of a single-object endpoint (a brand's or a
+// project's detail): the object itself, or the object wrapped in
+// {"data": {...}}. It returns the object's bytes as received (a copy: it
+// never aliases body). The object is not interpreted: a <thing>_info wrapper
+// or the brand detail's brand_info/general_info/metadata stay as they came.
+// An error object is an *APIError; an object nested deeper than 9 000
+// levels is a *RecordError of ErrTooDeep; anything but a non-empty object is
+// ErrUnexpectedShape.
+func SplitObject(body []byte) (json.RawMessage, error) {
+	return splitObject("", body)
+}
+
+func splitObject(endpoint string, body []byte) (json.RawMessage, error) {
+	data, err := prepare(body)
+	if err != nil {
+		return nil, malformed(endpoint, 0, err)
+	}
+	own := bytes.Clone(data)
+	if _, err := validJSON(own); err != nil {
+		return nil, &ResponseError{Endpoint: endpoint, Reason: err.Error(), Kind: ErrMalformedResponse}
+	}
+	sp := splitter{own: own}
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(own), len(own)))
+	if !root.IsObject() {
+		return nil, &ResponseError{Endpoint: endpoint, Reason: fmt.Sprintf("response is a JSON %s, want an object", kind(root)), Kind: ErrUnexpectedShape}
+	}
+	obj := root
+	var eb *errorBody
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "data":
+			if v.IsObject() {
+				obj = v
+			}
+		case "error":
+			eb = errorOf(v)
+		}
+		return true
+	})
+	if eb != nil {
+		return nil, errorBodyError(endpoint, 0, 200, eb)
+	}
+	empty := true
+	obj.ForEach(func(_, _ gjson.Result) bool {
+		empty = false
+		return false
+	})
+	if empty {
+		return nil, &ResponseError{Endpoint: endpoint, Reason: "empty object where a record was expected", Kind: ErrUnexpectedShape}
+	}
+	var raw []byte
+	if obj.Index == root.Index && len(obj.Raw) == len(root.Raw) {
+		raw = bytes.TrimRight(own[root.Index:], " \t\r\n")
+	} else {
+		raw = sp.raw(obj)
+	}
+	if maxNesting(raw) > maxDepth+1 {
+		return nil, &RecordError{Endpoint: endpoint, Raw: raw, Err: depthError()}
+	}
+	return raw, nil
+}

@@ -275,3 +275,30 @@ func FuzzSplitPage(f *testing.F) {
 // sameKey: encoding/json and gjson read a key alike unless it holds bytes
 // that are not UTF-8 or a lone surrogate, which encoding/json replaces.
 func sameKey(k string) bool { return utf8.ValidString(k) && !strings.ContainsRune(k, utf8.RuneError) }
+
+// FuzzSplitObject: SplitObject never panics; what it returns is a valid,
+// non-empty JSON object, a sub-slice of the body's bytes; errors are typed.
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range oddShapes {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"brand_info":{"id":"3"},"general_info":{},"metadata":[]}`))
+	f.Add([]byte(`{"data":{"project_info":{"id":1}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		raw, err := SplitObject(body)
+		if err != nil {
+			var ae *APIError
+			if !errors.Is(err, ErrMalformedResponse) && !errors.Is(err, ErrUnexpectedShape) && !errors.Is(err, ErrTooDeep) && !errors.As(err, &ae) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if !json.Valid(raw) || raw[0] != '{' || !bytes.Contains(body, raw) {
+			t.Fatalf("raw %q of %q", raw, body)
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+			t.Fatalf("raw %q is not a non-empty object", raw)
+		}
+	})
+}

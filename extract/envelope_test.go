@@ -281,3 +281,53 @@ func TestSplitPageDepth(t *testing.T) {
 		t.Fatalf("deep envelope member: %+v", p)
 	}
 }
+
+// TestSplitObject: a detail body yields its object as received, unwrapped
+// from {"data": ...} only; error objects, empty objects, scalars and bodies
+// that are not JSON are typed errors.
+func TestSplitObject(t *testing.T) {
+	project := `{"project_info":{"id":77,"brand_id":"1","name":"Site","team":[{"user_id":5,"role":"lead"}],"deliverables":{"d1":{"name":"Design"}},"history":[]}}`
+	brand := `{"brand_info":{"id":"3","name":"Acme"},"general_info":{"site":"x"},"metadata":{"k":[1,2]}}`
+	for _, c := range []struct{ body, want string }{
+		{project, project},
+		{`{"data":` + project + `}`, project},
+		{" \n{ \"data\" : " + brand + " } \n", brand},
+		{brand + "\n", brand},
+		{`{"id":"4","name":"Bare"}`, `{"id":"4","name":"Bare"}`},
+		{`{"data":[],"id":5}`, `{"data":[],"id":5}`},
+		{`{"error":null,"id":6}`, `{"error":null,"id":6}`},
+		{`{"id":7,"custom":` + nested(maxDepth, false) + `}`, `{"id":7,"custom":` + nested(maxDepth, false) + `}`},
+	} {
+		body := []byte(c.body)
+		raw, err := SplitObject(body)
+		if err != nil || string(raw) != c.want {
+			t.Errorf("%.80s: %v, raw %.80s", c.body, err, raw)
+			continue
+		}
+		for i := range body {
+			body[i] = 'X'
+		}
+		if string(raw) != c.want {
+			t.Errorf("%.80s: raw aliases the body", c.want)
+		}
+	}
+	for _, c := range []struct {
+		body string
+		kind error
+		text string
+	}{
+		{`{}`, ErrUnexpectedShape, "empty object where a record was expected"},
+		{`{"data":{}}`, ErrUnexpectedShape, "empty object where a record was expected"},
+		{`[{"id":1}]`, ErrUnexpectedShape, "response is a JSON array, want an object"},
+		{`"x"`, ErrUnexpectedShape, "response is a JSON string, want an object"},
+		{`{"id":1`, ErrMalformedResponse, "truncated JSON"},
+		{`<html>`, ErrMalformedResponse, "HTML page"},
+		{errBody("Data not found", "The requested data does not exist."), ErrNotFound, "Data not found"},
+		{`{"id":7,"custom":` + nested(maxDepth+1, false) + `}`, ErrTooDeep, "nested deeper than"},
+	} {
+		_, err := SplitObject([]byte(c.body))
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%.60s: %v, want %v containing %q", c.body, err, c.kind, c.text)
+		}
+	}
+}
