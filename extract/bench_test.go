@@ -58,7 +58,9 @@ func BenchmarkDecodeProjectsPage(b *testing.B) {
 // recipients' user objects), summing the lengths of the values found so that
 // nothing is optimised away.
 //
-//	go test -run '^$' -bench 'Split' -benchmem ./extract/
+//	go test -run '^$' -bench 'DecodeLibraries' -benchmem ./extract/
+//
+// make bench runs them with the other decode benchmarks (figure 7).
 //
 // "typed" is today's hand-written decoder (it decodes the typed records in
 // the same pass), "stdlib" encoding/json (records split in order with a
@@ -66,41 +68,46 @@ func BenchmarkDecodeProjectsPage(b *testing.B) {
 // generic way), "gjson" SplitPage plus github.com/tidwall/gjson look-ups
 // (one pass over each object's members).
 
-// BenchmarkSplitCommunications: a 1000-row communications page (~1 MB).
-func BenchmarkSplitCommunications(b *testing.B) {
-	body := genCommsPage(1000, 1, 1, 1000, 2971)
-	b.Run("typed", func(b *testing.B) { benchComms(b, body) })
-	b.Run("stdlib", func(b *testing.B) {
-		benchSplit(b, body, func() int { return stdlibSplit(b, body, stdlibCommsLookups) })
-	})
-	b.Run("gjson-split", func(b *testing.B) {
-		benchSplit(b, body, func() int { return gjsonSplit(b, body, nil) })
-	})
-	b.Run("gjson", func(b *testing.B) {
-		benchSplit(b, body, func() int { return gjsonSplit(b, body, gjsonCommsLookups) })
-	})
-}
-
-// BenchmarkSplitProjects: a 1000-row projects page (~260 KB).
-func BenchmarkSplitProjects(b *testing.B) {
-	body := genProjectsPage(1000)
-	b.Run("typed", func(b *testing.B) {
-		benchSplit(b, body, func() int {
-			p, err := DecodeList[Project](body)
-			if err != nil {
-				b.Fatal(err)
+// BenchmarkDecodeLibraries decodes a 1000-row communications page (~1 MB)
+// and a 1000-row projects page (~260 KB) with each library.
+func BenchmarkDecodeLibraries(b *testing.B) {
+	comms := genCommsPage(1000, 1, 1, 1000, 2971)
+	b.Run("communications/typed", func(b *testing.B) {
+		benchSplit(b, comms, func() int {
+			p, err := DecodeCommunications(comms)
+			if err != nil || len(p.Records) != 1000 {
+				b.Fatalf("decode: %v", err)
 			}
 			return len(p.Records)
 		})
 	})
-	b.Run("stdlib", func(b *testing.B) {
-		benchSplit(b, body, func() int { return stdlibSplit(b, body, stdlibProjectLookups) })
+	b.Run("communications/stdlib", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return stdlibSplit(b, comms, stdlibCommsLookups) })
 	})
-	b.Run("gjson-split", func(b *testing.B) {
-		benchSplit(b, body, func() int { return gjsonSplit(b, body, nil) })
+	b.Run("communications/gjson-split", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return gjsonSplit(b, comms, nil) })
 	})
-	b.Run("gjson", func(b *testing.B) {
-		benchSplit(b, body, func() int { return gjsonSplit(b, body, gjsonProjectLookups) })
+	b.Run("communications/gjson", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return gjsonSplit(b, comms, gjsonCommsLookups) })
+	})
+	projects := genProjectsPage(1000)
+	b.Run("projects/typed", func(b *testing.B) {
+		benchSplit(b, projects, func() int {
+			p, err := DecodeList[Project](projects)
+			if err != nil || len(p.Records) != 1000 {
+				b.Fatalf("decode: %v", err)
+			}
+			return len(p.Records)
+		})
+	})
+	b.Run("projects/stdlib", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return stdlibSplit(b, projects, stdlibProjectLookups) })
+	})
+	b.Run("projects/gjson-split", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return gjsonSplit(b, projects, nil) })
+	})
+	b.Run("projects/gjson", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return gjsonSplit(b, projects, gjsonProjectLookups) })
 	})
 }
 

@@ -15,7 +15,9 @@ func (h *harness) micro(ctx context.Context) []Row {
 	if err != nil {
 		rows = append(rows, fail("7", "Decode micro-benchmarks (extract)", err))
 	} else {
-		rows = append(rows, decodeRows(BenchMedians(res))...)
+		m := BenchMedians(res)
+		rows = append(rows, decodeRows(m)...)
+		rows = append(rows, decodeLibraryRows(m)...)
 	}
 	env := []string{"DATABASE_URL=" + h.dsn, "LOAD_BENCH_EMAILS=" + strconv.Itoa(h.sizes.LoadBenchEmails)}
 	_, res, err = GoBench(ctx, h.cfg.ModuleDir, "./load/", "^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$", "1x", h.cfg.Runs, env)
@@ -88,5 +90,45 @@ func loadRows(m map[string]BenchSummary, emails int) []Row {
 		Verdict: Check(maxTuples, maxTuples == 0),
 		Detail: fmt.Sprintf("%s, %s e-mails, %d runs: first load %s tuples, %s WAL, %s e-mails/s; reload %s e-mails/s", name, Int(int64(emails)), s.Runs,
 			Int(int64(s.Median["first_tuples"])), Bytes(s.Median["first_WAL_bytes"]), rate(s.Median["first_emails/s"]), rate(s.Median["reload_emails/s"]))})
+	return rows
+}
+
+// decodeLibraryRows summarises BenchmarkDecodeLibraries (issue 14 item 4):
+// per page kind, the milliseconds a page costs with gjson (split and the
+// look-ups a declared transform makes) and with encoding/json, against the
+// typed decoder, each ratio taken within a run, and gjson's share of a
+// request's time budget at 10 and at 100 requests/s.
+func decodeLibraryRows(m map[string]BenchSummary) []Row {
+	var rows []Row
+	ms := func(x float64) string { return Float(x, 2) }
+	for _, kind := range []string{"communications", "projects"} {
+		figure := fmt.Sprintf("Decode libraries: a 1000-row %s page split and looked up, ms/page", kind)
+		name := "BenchmarkDecodeLibraries/" + kind + "/"
+		typed, okT := m[name+"typed"]
+		gj, okG := m[name+"gjson"]
+		std, okS := m[name+"stdlib"]
+		split := m[name+"gjson-split"]
+		if !okT || !okG || !okS {
+			rows = append(rows, Row{ID: "7", Figure: figure, Result: "not measured", Verdict: Failed, Detail: name + "{typed,gjson,stdlib} did not report"})
+			continue
+		}
+		t, g, s := typed.Values["ms/page"], gj.Values["ms/page"], std.Values["ms/page"]
+		ratios := func(xs []float64) []float64 {
+			out := make([]float64, 0, len(xs))
+			for i := range min(len(xs), len(t)) {
+				out = append(out, xs[i]/t[i])
+			}
+			return out
+		}
+		medT, medG, medS := Median(t), Median(g), Median(s)
+		rows = append(rows, Row{ID: "7", Figure: figure,
+			Result: fmt.Sprintf("gjson %s ms (×%s of the typed decoder's %s ms), encoding/json %s ms (×%s)",
+				ms(medG), Float(medG/medT, 2), ms(medT), ms(medS), Float(medS/medT, 2)),
+			Verdict: Info,
+			Detail: fmt.Sprintf("BenchmarkDecodeLibraries, %d runs: gjson ÷ typed per run %s; encoding/json ÷ typed per run %s; gjson splitting alone %s ms; "+
+				"at 10 requests/s (100 ms a request) gjson takes %s %%, at 100 requests/s (10 ms) %s %% of a request's time",
+				typed.Runs, List(ratios(g), ms), List(ratios(s), ms), List(split.Values["ms/page"], ms),
+				Float(medG/100*100, 1), Float(medG/10*100, 1))})
+	}
 	return rows
 }
