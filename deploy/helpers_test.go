@@ -22,8 +22,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 

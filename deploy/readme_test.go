@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )

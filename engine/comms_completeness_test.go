@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/load"
 )
 
 // mailServer is a hand-written communications endpoint: records in

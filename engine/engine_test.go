@@ -29,11 +29,11 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
-	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

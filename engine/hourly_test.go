@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/load"
 )
 
 // pageLog records the pages a dayMailServer served (not the per_page=1

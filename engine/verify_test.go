@@ -21,8 +21,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/load"
 )
 
 // dayMailServer is a hand-written communications endpoint: e-mails by id with

@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // benchEmails is how many e-mails the load benchmarks write per run:

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/logging"
 	"github.com/agencysync/agencysync/transform"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // TestRejectsAreRedacted: a rejected record whose payload, key or reason

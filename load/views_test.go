@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/transform"
 	"github.com/agencysync/agencysync/warehouse"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // viewQuery is an analyst's question asked through a view, and the same

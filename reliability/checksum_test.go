@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
 // TestChecksumDetectsTampering tests the suite's own instrument: after a
@@ -21,9 +23,9 @@ func TestChecksumDetectsTampering(t *testing.T) {
 	r := newRig(t, sc, o)
 	mustSucceed(t, "sync", r.run(nil))
 	tr := r.sb.truth()
-	for _, c := range func() []tableCheck { c, _ := compareWithTruth(t, r.pool, r.schema, tr); return c }() {
-		if !c.ok() {
-			t.Fatalf("before tampering %s already differs", c.table)
+	for _, c := range func() []oracle.Check { c, _ := compareWithTruth(t, r.pool, r.schema, tr); return c }() {
+		if !c.OK() {
+			t.Fatalf("before tampering %s already differs", c.Table)
 		}
 	}
 	type want = tamperWant
@@ -115,13 +117,13 @@ func tamperAndCompare(t *testing.T, r *rig, tr truth, tamper []tampering, extra 
 	}
 	checks, _ := diffWithTruth(t, r.pool, r.schema, tr)
 	for _, c := range checks {
-		w := wants[c.table]
-		got := tamperWant{c.missing, c.unexpected, c.differs}
-		if got != w || c.ok() != (w == tamperWant{}) {
-			t.Errorf("%s: the comparison finds %+v (ok %v), the tampering made %+v", c.table, got, c.ok(), w)
+		w := wants[c.Table]
+		got := tamperWant{c.Missing, c.Unexpected, c.Differs}
+		if got != w || c.OK() != (w == tamperWant{}) {
+			t.Errorf("%s: the comparison finds %+v (ok %v), the tampering made %+v", c.Table, got, c.OK(), w)
 		}
-		if !c.ok() {
-			t.Logf("%s: %d rows, checksum %s vs %s; %v", c.table, c.rows, c.digest, c.wantDigest, c.sample)
+		if !c.OK() {
+			t.Logf("%s: %d rows, checksum %s vs %s; %v", c.Table, c.Rows, c.Digest, c.WantDigest, c.Sample)
 		}
 	}
 }

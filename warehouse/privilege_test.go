@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agencysync/agencysync/warehouse"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/warehouse"
 )
 
 // TestMigrateAsSchemaOwner: a role that owns its schema and has no CREATE on

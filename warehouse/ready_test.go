@@ -7,8 +7,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/agencysync/agencysync/warehouse"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/warehouse"
 )
 
 // TestReadinessAgreesWithGoose: the one-statement check says ready exactly

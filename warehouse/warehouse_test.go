@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agencysync/agencysync/warehouse"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/warehouse"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }

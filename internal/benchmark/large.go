@@ -413,7 +413,7 @@ func (h *harness) hugeAgency(ctx context.Context) []Row {
 		if err != nil {
 			return []Row{fail("8", figure, err)}
 		}
-		truthOK, truthText = truthSummary(checks)
+		truthOK, truthText = oracle.Summary(checks)
 	}
 	verdict := Met
 	if !complete || failed || !truthOK || len(runs) < 2 {
