@@ -57,23 +57,21 @@ func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
 	if err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: err.Error(), Kind: ErrMalformedResponse}
 	}
-	sp := splitter{own: own, deep: depth > maxDepth+1}
 	// own is never written again: the string view shares its bytes.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(own), len(own)))
+	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1}
 	p := &Page[Record]{Number: page, Bytes: len(body)}
 	if n := countHint(own); n > 0 {
 		p.Records = make([]Record, 0, n)
 	}
 	sp.page = p
-	switch root.Type {
-	case gjson.JSON:
-		if root.IsArray() {
-			sp.rows(root, "response")
-		} else {
-			sp.envelope(root, 0)
-		}
+	switch start := sp.ws(0); own[start] {
+	case '[':
+		sp.rows(start, "response")
+	case '{':
+		sp.envelope(start, 0)
 	default:
-		sp.failf("response is a JSON %s, want an object or an array", kind(root))
+		v, _ := sp.value(start)
+		sp.failf("response is a JSON %s, want an object or an array", kind(v))
 	}
 	if sp.err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: sp.err.Error(), Kind: ErrUnexpectedShape}
@@ -108,9 +106,14 @@ func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
 // each) to presize Records.
 func countHint(body []byte) int { return min(len(body)/256+1, 1000) }
 
-// splitter walks a validated document with gjson.
+// splitter walks a validated document. gjson reads its keys, scalars and
+// the small objects of the envelope (meta, pagination, error); the walk
+// itself goes by offsets, so that descending into "data" and "rows" does not
+// first cost a pass over them to find their end (which gjson's ForEach
+// does: three passes over a communications page instead of one).
 type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
+	str    string // own, as a string for gjson (the same bytes)
 	deep   bool   // the document nests deeper than a record may: check each record
 	page   *Page[Record]
 	pg     paging
@@ -130,22 +133,128 @@ func (sp *splitter) raw(v gjson.Result) []byte {
 	return sp.own[v.Index : v.Index+len(v.Raw) : v.Index+len(v.Raw)]
 }
 
-// envelope reads an envelope object. level 0 is the document, 1 and 2
-// nested "data" objects.
-func (sp *splitter) envelope(obj gjson.Result, level int) {
+// ws skips whitespace from i.
+func (sp *splitter) ws(i int) int {
+	for i < len(sp.own) && (sp.own[i] == ' ' || sp.own[i] == '\t' || sp.own[i] == '\n' || sp.own[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// value is the value starting at i (validated JSON) and the offset after
+// it. A container is matched bracket by bracket (strings skipped); a scalar
+// is read by gjson.
+func (sp *splitter) value(i int) (gjson.Result, int) {
+	switch sp.own[i] {
+	case '{', '[':
+		end := matchBracket(sp.own, i)
+		return gjson.Result{Type: gjson.JSON, Raw: sp.str[i:end], Index: i}, end
+	}
+	v := gjson.Parse(sp.str[i:])
+	v.Index = i
+	return v, i + len(v.Raw)
+}
+
+// matchBracket is the offset after the object or array that starts at i
+// (validated JSON).
+func matchBracket(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(b)
+}
+
+// stringEnd is the offset of the quote closing the string that opens at i
+// (len(b) if none): the first quote not preceded by an odd run of
+// backslashes.
+func stringEnd(b []byte, i int) int {
+	for {
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		i += j + 1
+		bs := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return i
+		}
+	}
+}
+
+// members calls fn for each member of the object starting at i, with the
+// member's key and the offset of its value; fn returns the offset after
+// the value. members returns the offset after the object.
+func (sp *splitter) members(i int, fn func(key string, at int) int) int {
+	i = sp.ws(i + 1)
+	if sp.own[i] == '}' {
+		return i + 1
+	}
+	for {
+		k := gjson.Parse(sp.str[i:]) // the key: a string
+		i = sp.ws(i + len(k.Raw))
+		i = sp.ws(i + 1) // ':'
+		i = sp.ws(fn(k.Str, i))
+		if sp.own[i] == '}' {
+			return i + 1
+		}
+		i = sp.ws(i + 1) // ','
+	}
+}
+
+// elements is members for an array: fn gets each element's offset.
+func (sp *splitter) elements(i int, fn func(at int) int) int {
+	i = sp.ws(i + 1)
+	if sp.own[i] == ']' {
+		return i + 1
+	}
+	for {
+		i = sp.ws(fn(i))
+		if sp.own[i] == ']' {
+			return i + 1
+		}
+		i = sp.ws(i + 1) // ','
+	}
+}
+
+// envelope reads the envelope object at i and returns the offset after it.
+// level 0 is the document, 1 and 2 nested "data" objects.
+func (sp *splitter) envelope(i, level int) int {
 	var other []string
 	hadRows := sp.rowsAt
-	obj.ForEach(func(k, v gjson.Result) bool {
-		switch key := k.Str; key {
+	end := sp.members(i, func(key string, at int) int {
+		if sp.err != nil {
+			_, end := sp.value(at)
+			return end
+		}
+		switch key {
 		case "data", "rows":
+			c := sp.own[at]
 			switch {
-			case v.IsObject() && key == "data" && level < 2 && !looksKeyed(v):
-				sp.envelope(v, level+1)
-			case v.IsObject() || v.IsArray() || v.Type == gjson.Null || v.Type == gjson.False:
-				sp.rows(v, key)
-			default:
-				sp.failf("%s: want an object or an array, got %s", key, kind(v))
+			case c == '{' && key == "data" && level < 2 && !sp.looksKeyed(at):
+				return sp.envelope(at, level+1)
+			case c == '{' || c == '[' || c == 'n' || c == 'f':
+				return sp.rows(at, key)
 			}
+			v, end := sp.value(at)
+			sp.failf("%s: want an object or an array, got %s", key, kind(v))
+			return end
+		}
+		v, end := sp.value(at)
+		switch key {
 		case "total", "per_page", "current_page", "last_page":
 			sp.pagingField(key, v)
 		case "meta", "pagination":
@@ -157,10 +266,10 @@ func (sp *splitter) envelope(obj gjson.Result, level int) {
 				other = append(other, strconv.Quote(key))
 			}
 		}
-		return sp.err == nil
+		return end
 	})
 	if sp.err != nil || sp.rowsAt != hadRows || sp.errMsg != nil {
-		return
+		return end
 	}
 	switch {
 	case len(other) == 0:
@@ -171,18 +280,21 @@ func (sp *splitter) envelope(obj gjson.Result, level int) {
 	default:
 		sp.failf("data object has no rows (keys %s)", strings.Join(other, ", "))
 	}
+	return end
 }
 
-// looksKeyed reports whether an object is itself a collection of records
-// keyed by id (`"data": {"17": {...}, ...}`) rather than an envelope: its
-// first key is an integer whose value is an object.
-func looksKeyed(obj gjson.Result) bool {
-	keyed := false
-	obj.ForEach(func(k, v gjson.Result) bool {
-		keyed = isInteger(k.Str) && v.IsObject()
+// looksKeyed reports whether the object at i is itself a collection of
+// records keyed by id (`"data": {"17": {...}, ...}`) rather than an
+// envelope: its first key is an integer whose value is an object.
+func (sp *splitter) looksKeyed(i int) bool {
+	i = sp.ws(i + 1)
+	if sp.own[i] != '"' {
 		return false
-	})
-	return keyed
+	}
+	k := gjson.Parse(sp.str[i:])
+	i = sp.ws(i + len(k.Raw))
+	i = sp.ws(i + 1) // ':'
+	return isInteger(k.Str) && sp.own[i] == '{'
 }
 
 // isInteger reports whether s is an optionally signed run of decimal digits
@@ -202,33 +314,39 @@ func isInteger(s string) bool {
 	return true
 }
 
-// rows reads a rows collection: an array, an object keyed by id, or null,
-// false (a PHP encoder's missing value) for none.
-func (sp *splitter) rows(v gjson.Result, what string) {
+// rows reads the rows collection at i: an array, an object keyed by id, or
+// null or false (a PHP encoder's missing value) for none. It returns the
+// offset after it.
+func (sp *splitter) rows(i int, what string) int {
 	sp.rowsAt = true
 	idx := 0
-	switch {
-	case v.IsArray():
-		v.ForEach(func(_, r gjson.Result) bool {
-			sp.record("", r, idx)
+	switch sp.own[i] {
+	case '[':
+		return sp.elements(i, func(at int) int {
+			end := sp.record("", at)
 			idx++
-			return true
+			return end
 		})
-	case v.IsObject():
-		v.ForEach(func(k, r gjson.Result) bool {
-			sp.record(k.Str, r, idx)
+	case '{':
+		return sp.members(i, func(key string, at int) int {
+			end := sp.record(key, at)
 			idx++
-			return true
+			return end
 		})
-	case v.Type == gjson.Null || v.Type == gjson.False:
-	default:
+	}
+	v, end := sp.value(i)
+	if v.Type != gjson.Null && v.Type != gjson.False {
 		sp.failf("%s: want an object or an array, got %s", what, kind(v))
 	}
+	return end
 }
 
-// record keeps one row, or rejects it alone.
-func (sp *splitter) record(key string, v gjson.Result, idx int) {
-	raw := sp.raw(v)
+// record keeps the row at i, or rejects it alone, and returns the offset
+// after it.
+func (sp *splitter) record(key string, i int) int {
+	v, end := sp.value(i)
+	idx := len(sp.page.Records) + len(sp.page.Rejects)
+	raw := sp.own[i:end:end]
 	var cause error
 	switch {
 	case !v.IsObject():
@@ -238,7 +356,7 @@ func (sp *splitter) record(key string, v gjson.Result, idx int) {
 	}
 	if cause == nil {
 		sp.page.Records = append(sp.page.Records, Record{Key: key, Raw: raw})
-		return
+		return end
 	}
 	id := key
 	if id == "" && v.IsObject() {
@@ -248,6 +366,7 @@ func (sp *splitter) record(key string, v gjson.Result, idx int) {
 		id = "#" + strconv.Itoa(idx)
 	}
 	sp.page.Rejects = append(sp.page.Rejects, RecordError{Key: id, Raw: raw, Err: cause})
+	return end
 }
 
 // recordID is a record's "id" (or its <thing>_info wrapper's) as text, for
@@ -449,22 +568,7 @@ func maxNesting(b []byte) int {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			// Skip to the closing quote: one not preceded by an odd run of
-			// backslashes.
-			for {
-				j := bytes.IndexByte(b[i+1:], '"')
-				if j < 0 {
-					return deepest
-				}
-				i += j + 1
-				bs := 0
-				for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
-					bs++
-				}
-				if bs%2 == 0 {
-					break
-				}
-			}
+			i = stringEnd(b, i)
 		case '{', '[':
 			depth++
 			deepest = max(deepest, depth)
