@@ -103,7 +103,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env}
 	defer reportPanic(env.Stderr, func() *config.Config { return a.cfg }, &code)
 	if cmd.name != "config" && cmd.name != "version" {
-		cfg, err := config.LoadFrom(ctx, env.Lookup, env.ReadFile)
+		cfg, err := config.LoadFrom(ctx, config.Environment{Lookup: env.Lookup, ReadFile: env.ReadFile}, Known())
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "agencysync: bad configuration: %v\n", err)
 			return ExitUsage
@@ -203,16 +203,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // openWarehouse opens the configured warehouse (a private cluster when
 // DATABASE_URL is unset).
 func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
-	dir := ""
-	if a.cfg.DatabaseURL.Value() == "" {
-		var err error
-		if dir, err = a.localDataDir(); err != nil {
-			return nil, err
-		}
-	}
 	return warehouse.Open(ctx, warehouse.Options{
-		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: dir,
-		StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
+		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
+		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
 	})
 }
 

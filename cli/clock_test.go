@@ -34,8 +34,8 @@ func TestQuotaDayIsTheServicesDay(t *testing.T) {
 	schema := vars["WAREHOUSE_SCHEMA"]
 	ledger := quotaRows(t, pool, schema)
 	st := sb.Stats()
-	if len(ledger) != 1 || ledger[st.QuotaDay] != st.Requests {
-		t.Fatalf("ledger %v; the service counted %d requests on its day %s", ledger, st.Requests, st.QuotaDay)
+	if len(ledger) != 1 || ledger[st.QuotaDay] != st.Keyed() {
+		t.Fatalf("ledger %v; the service counted %d requests on its day %s", ledger, st.Keyed(), st.QuotaDay)
 	}
 	var offset int64
 	if err := pool.QueryRow(context.Background(), "SELECT offset_seconds FROM "+pgx.Identifier{schema, "service_clock"}.Sanitize()).Scan(&offset); err != nil {
@@ -59,7 +59,7 @@ func TestQuotaDayIsTheServicesDay(t *testing.T) {
 	// plan sends nothing, so its quota day comes from the kept offset: the
 	// service's day before the move, on which the first run spent its
 	// requests (the worker's own calendar is two days behind).
-	if want := fmt.Sprintf("quota day %s: daily quota %s, reserve %s, spent %d,", st.QuotaDay, "10000", "500", st.Requests); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("quota day %s: daily quota %s, reserve %s, spent %d,", st.QuotaDay, "10000", "500", st.Keyed()); !strings.Contains(out, want) {
 		t.Fatalf("plan output lacks %q:\n%s", want, out)
 	}
 	if code, _, errs := mainWith(vars, "run", "--streams", "communications"); code != ExitOK {
@@ -74,8 +74,8 @@ func TestQuotaDayIsTheServicesDay(t *testing.T) {
 	}
 	st2 := sb.Stats()
 	ledger = quotaRows(t, pool, schema)
-	if ledger[st2.QuotaDay] != st2.Requests-st.Requests || len(ledger) != 2 {
-		t.Fatalf("ledger %v; the service counted %d requests on its new day %s", ledger, st2.Requests-st.Requests, st2.QuotaDay)
+	if ledger[st2.QuotaDay] != st2.Keyed()-st.Keyed() || len(ledger) != 2 {
+		t.Fatalf("ledger %v; the service counted %d requests on its new day %s", ledger, st2.Keyed()-st.Keyed(), st2.QuotaDay)
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 )
 
 // runConfig prints the configuration reference, or with --effective the
-// values in force (environment, _FILE secrets, defaults) with secrets masked.
+// values in force (environment, _FILE secrets, defaults) with secrets masked,
+// and the field map that AGENCY_FIELD_MAP_FILE and AGENCY_FIELD_MAP make.
 func runConfig(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("config", a)
 	effective := fs.Bool("effective", false, "print the values in force (secrets masked) instead of the reference")
@@ -21,18 +22,17 @@ func runConfig(ctx context.Context, a *app, args []string) error {
 	if !*effective {
 		return runConfigHelp(ctx, a, nil)
 	}
-	cfg, err := config.LoadFrom(ctx, a.env.Lookup, a.env.ReadFile)
+	cfg, err := config.LoadFrom(ctx, config.Environment{Lookup: a.env.Lookup, ReadFile: a.env.ReadFile}, Known())
 	if err != nil {
 		return err
 	}
 	a.cfg = cfg
 	for _, s := range cfg.Effective(a.env.Lookup) {
-		if s.Name == "WAREHOUSE_LOCAL_DIR" && s.Source != "environment" && cfg.DatabaseURL.Value() == "" {
-			if dir, err := a.localDataDir(); err == nil {
-				s.Value, s.Source = dir, "default (DATABASE_URL unset)"
-			}
-		}
 		fmt.Fprintf(a.env.Stdout, "%-28s %-44s %s\n", s.Name, s.Value, s.Source)
+	}
+	if len(cfg.FieldMap) > 0 {
+		// What the two field map variables make together.
+		fmt.Fprintf(a.env.Stdout, "%-28s %s\n", "field map in force", config.FieldMapPairs(cfg.FieldMap))
 	}
 	return nil
 }

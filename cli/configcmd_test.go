@@ -74,3 +74,30 @@ func TestConfigEffective(t *testing.T) {
 		t.Fatalf("config: exit %d\n%s", code, out)
 	}
 }
+
+// TestConfigEffectiveShowsTheFieldMapInForce: with AGENCY_FIELD_MAP_FILE and
+// AGENCY_FIELD_MAP both set, `config --effective` shows, besides each as
+// set, the merged mapping the commands use: the file's pairs with the
+// variable's overriding.
+func TestConfigEffectiveShowsTheFieldMapInForce(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "fields.yaml")
+	if err := os.WriteFile(file, []byte("projects:\n  name: title\n  status: state\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"AGENCY_FIELD_MAP_FILE": file, "AGENCY_FIELD_MAP": "projects.status=status_label,projects.deadline=due_date",
+		"DATABASE_URL": "postgres://u@db.example/w"}
+	code, out, errs := mainWith(vars, "config", "--effective")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "field map in force" + `\s+projects\.deadline=due_date,projects\.name=title,projects\.status=status_label$`
+	if !regexp.MustCompile(`(?m)^` + want).MatchString(out) {
+		t.Fatalf("config --effective does not show the merged field map (%s):\n%s", want, out)
+	}
+	delete(vars, "AGENCY_FIELD_MAP_FILE")
+	delete(vars, "AGENCY_FIELD_MAP")
+	if _, out, _ := mainWith(vars, "config", "--effective"); strings.Contains(out, "field map in force") {
+		t.Fatalf("a field map is shown with none set:\n%s", out)
+	}
+}

@@ -32,7 +32,7 @@ func (a *app) runner(x *wired) (engine.Runner, func(), error) {
 		_ = n.Close(context.Background())
 		return nil, nil, err
 	}
-	r := engine.Notifying(x.eng, store, n, engine.NotifyOptions{Schema: x.w.Schema, Redact: x.eng.Redact, Logger: a.log})
+	r := notify.Notifying(x.eng, store, n, notify.RunOptions{Schema: x.w.Schema, Redact: x.eng.Redact, Logger: a.log})
 	drain := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyDrain)
 		defer cancel()

@@ -14,7 +14,7 @@ import (
 func TestPanicIsReportedRedacted(t *testing.T) {
 	t.Parallel()
 	env, _, _ := testEnv(nil)
-	cfg, err := config.LoadFrom(context.Background(), env.Lookup, env.ReadFile)
+	cfg, err := config.LoadFrom(context.Background(), config.Environment{Lookup: env.Lookup, ReadFile: env.ReadFile}, Known())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/migrations"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -24,17 +25,13 @@ func runPsql(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.env.Stderr, "psql connects to the warehouse (DATABASE_URL, or the private cluster) with search_path set to WAREHOUSE_SCHEMA.")
 		return nil
 	}
-	bin, err := warehouse.PsqlPath()
+	bin, err := warehouse.PsqlPath(a.cfg.PGBinDir)
 	if err != nil {
 		return fmt.Errorf("run psql: %w", err)
 	}
 	dsn := a.cfg.DatabaseURL.Value()
 	if dsn == "" {
-		dir, err := a.localDataDir()
-		if err != nil {
-			return err
-		}
-		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Logger: a.log})
+		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: a.cfg.LocalDataDir, BinDir: a.cfg.PGBinDir, Logger: a.log})
 		if err != nil {
 			return fmt.Errorf("start private warehouse: %w", err)
 		}
@@ -100,31 +97,11 @@ func psqlConnection(dsn, schema string) (args, env []string, err error) {
 		password, hasPassword = p, true
 		q.Del("password")
 	}
-	opts := strings.TrimSpace(q.Get("options") + " -csearch_path=" + schema)
+	opts := strings.TrimSpace(q.Get("options") + " " + migrations.PsqlOption(schema))
 	q.Set("options", opts)
 	u.RawQuery = q.Encode()
 	if hasPassword {
 		env = append(env, "PGPASSWORD="+password)
 	}
 	return []string{"--dbname=" + u.String()}, env, nil
-}
-
-// localDataDir is the private cluster's data folder: WAREHOUSE_LOCAL_DIR, or
-// the default that never depends on the current directory.
-func (a *app) localDataDir() (string, error) {
-	if a.cfg.LocalDataDir != "" {
-		return a.cfg.LocalDataDir, nil
-	}
-	getenv := func(k string) string {
-		if a.env.Lookup == nil {
-			return ""
-		}
-		v, _ := a.env.Lookup(k)
-		return v
-	}
-	dir, err := warehouse.DefaultLocalDir(getenv, os.Geteuid())
-	if err != nil {
-		return "", &usageError{msg: err.Error()}
-	}
-	return dir, nil
 }

@@ -17,7 +17,7 @@ import (
 func needPsql(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("psql"); err != nil {
-		if _, err := warehouse.PsqlPath(); err != nil {
+		if _, err := warehouse.PsqlPath(os.Getenv("PG_BINDIR")); err != nil {
 			t.Skip("no psql binary on this machine")
 		}
 	}
@@ -86,7 +86,7 @@ func TestPsqlOnPrivateCluster(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir})
+	c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
-// sourceVars is a configuration that passes RequireSource without a service
+// sourceVars is a configuration that passes Require(config.NeedSync) without a service
 // behind it (nothing here sends a request).
 func sourceVars(t *testing.T) map[string]string {
 	t.Helper()

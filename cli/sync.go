@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
+	"github.com/agencysync/agencysync/report"
+	"github.com/agencysync/agencysync/serve"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -29,26 +34,26 @@ type wired struct {
 	w        *warehouse.Warehouse
 	eng      *engine.Engine
 	registry *prometheus.Registry
-	metrics  *engine.Metrics
+	metrics  *metrics.Metrics
 }
 
 func (x *wired) close() { x.w.Close() }
 
 // wire opens the warehouse, applies pending migrations (unless disabled) and
-// builds the engine.
-func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) engine.Progress) (*wired, error) {
+// builds the engine with its client; the command has checked that the
+// variables it uses are set (Config.Require).
+func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
+	return a.build(ctx, migrate, true, progress)
+}
+
+// wireReader is wire for the commands that only read the warehouse (plan,
+// status): the engine has no client, so no service variable is used.
+func (a *app) wireReader(ctx context.Context, migrate bool) (*wired, error) {
+	return a.build(ctx, migrate, false, nil)
+}
+
+func (a *app) build(ctx context.Context, migrate, client bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
 	cfg := a.cfg
-	if err := cfg.RequireSource(); err != nil {
-		return nil, err
-	}
-	paths, err := parsePaths(cfg.Paths)
-	if err != nil {
-		return nil, &config.Error{Variable: "AGENCY_PATHS", Problem: err.Error(), Form: "comma-separated name=path"}
-	}
-	priorities, err := engine.ParsePriorities(cfg.Priorities)
-	if err != nil {
-		return nil, &config.Error{Variable: "SYNC_PRIORITIES", Problem: err.Error(), Form: "comma-separated task names"}
-	}
 	w, err := a.openWarehouse(ctx)
 	if err != nil {
 		return nil, err
@@ -86,27 +91,26 @@ func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := engine.NewMetrics(reg)
+	metrics := metrics.New(reg)
 	var eng *engine.Engine
-	client, err := extract.New(extract.Options{
-		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
-		WorkflowID: cfg.WorkflowID, Paths: paths, RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
-		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
-		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
-	})
-	if errors.Is(err, extract.ErrInsecureURL) {
-		return nil, &config.Error{Variable: "AGENCY_BASE_URL or AGENCY_COMMS_URL", Problem: "plain http:// to a host that is not loopback",
-			Form: "https://, or AGENCY_ALLOW_INSECURE_HTTP=true"}
+	var c *extract.Client
+	if client {
+		c, err = extract.New(extract.Options{
+			BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
+			WorkflowID: cfg.WorkflowID, Paths: extractPaths(cfg.Paths), RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
+			Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
+			Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
+		})
+		if err != nil { // config refused what extract would (plain http:// to a remote host)
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: client, Clock: clock, Metrics: metrics,
+	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
 		Progress: progress, Logger: a.log}, engine.Settings{
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
-		Priorities: priorities, DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
+		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
 		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
 	})
 	if err != nil {
@@ -123,37 +127,12 @@ func spoolDir(schema, commsURL string) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("agencysync-spool-%d-%s-%s", os.Getuid(), schema, hex.EncodeToString(sum[:4])))
 }
 
-// parsePaths reads AGENCY_PATHS: "name=path" pairs over the endpoint names.
-func parsePaths(s string) (extract.Paths, error) {
-	var p extract.Paths
-	fields := map[string]*string{
-		extract.EndpointBrands: &p.Brands, extract.EndpointBrand: &p.Brand, extract.EndpointBrandContacts: &p.BrandContacts,
-		extract.EndpointProjects: &p.Projects, extract.EndpointProject: &p.Project, extract.EndpointBudgets: &p.Budgets,
-		extract.EndpointInvoices: &p.Invoices, extract.EndpointCollections: &p.Collections, extract.EndpointPayments: &p.Payments,
-		extract.EndpointProfitability: &p.Profitability, extract.EndpointAgencySummary: &p.AgencySummary,
-		extract.EndpointCommunications: &p.Communications,
-	}
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, path, ok := strings.Cut(part, "=")
-		f, known := fields[strings.TrimSpace(name)]
-		if !ok || !known || !strings.HasPrefix(strings.TrimSpace(path), "/") {
-			return p, fmt.Errorf("%q is not endpoint=/path with a known endpoint", part)
-		}
-		*f = strings.TrimSpace(path)
-	}
-	return p, nil
-}
-
 // progress shows bars on a terminal, periodic log lines (with run_id) off one.
-func (a *app) progress(every time.Duration) func(*zap.Logger) engine.Progress {
+func (a *app) progress(every time.Duration) func(*zap.Logger) progress.Display {
 	if logging.IsTerminal(a.env.Stderr) {
-		return func(*zap.Logger) engine.Progress { return engine.NewBarProgress(a.env.Stderr) }
+		return func(*zap.Logger) progress.Display { return progress.NewBar(a.env.Stderr) }
 	}
-	return func(runLog *zap.Logger) engine.Progress { return engine.NewLogProgress(runLog, every) }
+	return func(runLog *zap.Logger) progress.Display { return progress.NewLog(runLog, every) }
 }
 
 // exitFor maps a run's result to the documented exit codes.
@@ -217,6 +196,9 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	if _, err := engine.ParseStreams(refresh.String()); err != nil && len(refresh) > 0 {
 		return usagef("--full-refresh: %v", err)
 	}
+	if err := a.cfg.Require(syncNeeds(sel)); err != nil {
+		return err
+	}
 	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
@@ -259,6 +241,11 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 	if t.Before(f) {
 		return usagef("--to %s is before --from %s", *to, *from)
 	}
+	// The range is given: the e-mails' start date is not used; the main
+	// interface's address tells the service's clock (the quota day).
+	if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms); err != nil {
+		return err
+	}
 	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
@@ -286,7 +273,14 @@ func runPlan(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return usagef("--streams: %v", err)
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate, nil)
+	// The plan sends no request: it reads the warehouse, and for the
+	// e-mails estimates their history from where it starts.
+	if slices.Contains(sel, engine.StreamCommunications) {
+		if err := a.cfg.Require(config.NeedStartDate); err != nil {
+			return err
+		}
+	}
+	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
@@ -306,7 +300,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate, nil)
+	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
 	if err != nil {
 		return err
 	}
@@ -320,7 +314,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	rep.Print(a.env.Stdout)
+	report.Status(a.env.Stdout, rep)
 	return nil
 }
 
@@ -330,9 +324,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	schedules, err := engine.ParseSchedules(a.cfg.SyncSchedule, a.cfg.StreamSchedules)
-	if err != nil {
-		return &config.Error{Variable: "SYNC_STREAM_SCHEDULES", Problem: err.Error(), Form: "stream=cron pairs separated by ;"}
+	if err := a.cfg.Require(config.NeedSync); err != nil {
+		return err
 	}
 	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(30*time.Second))
 	if err != nil {
@@ -348,10 +341,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer drain()
-	return engine.Serve(ctx, runner, engine.ServeOptions{Schedules: schedules, Location: a.cfg.QuotaTZ.Location,
+	return serve.Run(ctx, runner, serve.Options{Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
 		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
-		StatusPage: engine.NewStatusPage(x.eng, engine.StatusPageOptions{Logger: a.log})})
+		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
 )
 
@@ -44,6 +45,16 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	}
 	if rg.From.IsZero() && a.cfg.CommsStartDate.IsZero() {
 		return usagef("verify needs --from or AGENCY_COMMS_START_DATE")
+	}
+	// Only the communications endpoint is reconciled; the main interface's
+	// address tells the service's clock (the quota day), and an open end of
+	// the range is filled from the e-mails' history.
+	need := config.NeedBaseURL | config.NeedComms
+	if rg.From.IsZero() || rg.To.IsZero() {
+		need |= config.NeedStartDate
+	}
+	if err := a.cfg.Require(need); err != nil {
+		return err
 	}
 	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
 	if err != nil {

@@ -1,7 +1,16 @@
-// Package config loads and validates agencysync's configuration from the
-// environment. Variable names are a contract: scripts, docs and deployment files
-// use them. Secrets also accept <NAME>_FILE (the value read from that file, as
-// container secrets do) and never appear in logs, errors, panics or help text.
+// Package config reads, defaults and checks agencysync's configuration from
+// the environment, once: the other packages receive typed values (Config's
+// fields) and read no variable themselves. Variable names are a contract:
+// scripts, docs and deployment files use them. Secrets also accept
+// <NAME>_FILE (the value read from that file, as container secrets do) and
+// never appear in logs, errors, panics or help text.
+//
+// LoadFrom checks every variable that is set, whichever command runs; the
+// names some variables refer to (tasks, streams, endpoints, warehouse
+// columns) come from the packages that own them through Known, so config
+// imports none of them. Whether a variable is present is the command's
+// question: Config.Require(Need) asks only for what that command uses.
+// A problem is an *Error naming the variable (exit code 2).
 package config
 
 import (
@@ -34,8 +43,12 @@ type Config struct {
 	// WarehouseSchema is the Postgres schema holding every warehouse table.
 	WarehouseSchema string `env:"WAREHOUSE_SCHEMA, default=agency" form:"a plain lowercase identifier of at most 63 characters, e.g. agency" desc:"Postgres schema of the warehouse (two agencies can share a database)"`
 	// LocalDataDir is where the private cluster keeps its data when
-	// DATABASE_URL is unset; empty: warehouse.DefaultLocalDir.
+	// DATABASE_URL is unset (Load fills in the default then; "" when
+	// DATABASE_URL is set and the variable is not).
 	LocalDataDir string `env:"WAREHOUSE_LOCAL_DIR" form:"a directory path" desc:"data folder of the private cluster started when DATABASE_URL is unset; unset: $XDG_DATA_HOME/agencysync/postgres, else ~/.local/share/agencysync/postgres, and /var/lib/agencysync/postgres as root (the server then runs as the postgres user)"`
+	// PGBinDir holds the PostgreSQL programs of the private cluster and of
+	// `agencysync psql`; empty: searched for.
+	PGBinDir string `env:"PG_BINDIR" form:"a directory holding initdb, postgres and psql" desc:"PostgreSQL programs of the private cluster and of agencysync psql; unset: the newest /usr/lib/postgresql/*/bin, then PATH"`
 	// DBStatementTimeout bounds every warehouse statement.
 	DBStatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT, default=5m" form:"a Go duration, e.g. 5m" desc:"statement_timeout of every warehouse session"`
 
@@ -54,7 +67,7 @@ type Config struct {
 	// CommsStartDate is the first day of the communications backfill.
 	CommsStartDate Date `env:"AGENCY_COMMS_START_DATE" form:"a date YYYY-MM-DD, e.g. 2024-01-01" desc:"first day of the communications backfill"`
 	// CommsLookback is how far before the watermark incremental runs start.
-	CommsLookback time.Duration `env:"AGENCY_COMMS_LOOKBACK, default=24h" form:"a Go duration, e.g. 24h" desc:"overlap of each incremental communications window before the watermark"`
+	CommsLookback time.Duration `env:"AGENCY_COMMS_LOOKBACK, default=24h" form:"a positive Go duration, e.g. 24h" desc:"overlap of each incremental communications window before the watermark"`
 	// CommsWithMessage is the with_message value of communications requests.
 	CommsWithMessage string `env:"AGENCY_COMMS_WITH_MESSAGE, default=0" form:"0, 1, true or false" desc:"with_message of the communications requests (1: include bodies)"`
 	// CommsBrandURL is the -brand_url filter of communications requests (empty: all brands).
@@ -67,8 +80,17 @@ type Config struct {
 	CommsTZ Location `env:"AGENCY_COMMS_TZ, default=UTC" form:"an IANA time zone, e.g. UTC or Europe/Bucharest" desc:"time zone in which the communications endpoint cuts days (date_start/date_end); reconciliation counts e-mails per day of this zone"`
 	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
-	// Paths remaps endpoint paths of the main interface.
-	Paths string `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// Paths remaps endpoint paths (endpoint name → path).
+	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// FieldMapPairs is AGENCY_FIELD_MAP as written; FieldMap is what is in force.
+	FieldMapPairs FieldMapPairs `env:"AGENCY_FIELD_MAP" form:"comma-separated table.column=source.path, e.g. projects.name=title,projects.status=state" desc:"source field each named warehouse column is read from, instead of the declared one (overrides AGENCY_FIELD_MAP_FILE pair by pair; see Field mapping)"`
+	// FieldMapFile names a YAML file of field mappings (table: {column: path}).
+	FieldMapFile string `env:"AGENCY_FIELD_MAP_FILE" form:"a YAML file path; the file maps tables to column: source.path pairs" desc:"the same mapping as AGENCY_FIELD_MAP, from a file (read first; AGENCY_FIELD_MAP overrides its pairs)"`
+	// FieldMap is the field mapping in force: AGENCY_FIELD_MAP_FILE's pairs
+	// overridden by AGENCY_FIELD_MAP's, keyed "table.column", valued by a
+	// source field path (dotted, one level per dot). Nil: every column is
+	// read from its declared field.
+	FieldMap map[string]string
 	// WorkflowID is sent as X-Workflow-Id.
 	WorkflowID string `env:"AGENCY_WORKFLOW_ID, default=agencysync" form:"a short name" desc:"X-Workflow-Id of the communications requests"`
 
@@ -88,9 +110,14 @@ type Config struct {
 	// SyncSchedule is the cron schedule of `agencysync serve`.
 	SyncSchedule string `env:"SYNC_SCHEDULE, default=0 2 * * *" form:"a 5-field cron expression, e.g. 0 2 * * *" desc:"when serve runs a sync (cron)"`
 	// StreamSchedules gives streams their own cron schedule in serve.
-	StreamSchedules string `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
-	// Priorities orders the planner's tasks.
-	Priorities string `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
+	StreamSchedules StreamSchedules `env:"SYNC_STREAM_SCHEDULES" form:"stream=cron pairs separated by ;, e.g. communications=0 * * * *" desc:"per-stream schedules of serve (the rest use SYNC_SCHEDULE)"`
+	// Schedules are serve's schedules in force: SYNC_SCHEDULE for the
+	// streams SYNC_STREAM_SCHEDULES does not name, then one per expression
+	// of SYNC_STREAM_SCHEDULES.
+	Schedules []Schedule
+	// Priorities orders the planner's tasks; after Load it names every task
+	// (those SYNC_PRIORITIES leaves out follow in their default order).
+	Priorities TaskOrder `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
 	// DetailMaxAge is the maximum age of an unchanged brand or project
 	// detail: each day refreshes the slice of details whose day it is (an
 	// even share, 1/days of them), so every detail is re-fetched at least
@@ -131,17 +158,39 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (want %s)", e.Variable, e.Problem, e.Form)
 }
 
-// Load reads the configuration from the process environment and validates the
-// forms of every variable that is set. Use RequireSource before talking to the
-// service and nothing else checks that the service's variables are present.
-func Load(ctx context.Context) (*Config, error) {
-	return LoadFrom(ctx, os.LookupEnv, os.ReadFile)
+// ErrIncompleteKnown means Load was given a Known without the names a
+// variable may refer to: a programming error, never the user's.
+var ErrIncompleteKnown = errors.New("incomplete Known")
+
+// Environment is what the configuration is read from: the variables, and
+// the files that <NAME>_FILE secrets and AGENCY_FIELD_MAP_FILE name.
+type Environment struct {
+	Lookup   func(string) (string, bool)
+	ReadFile func(string) ([]byte, error)
+	// Geteuid is the effective user id, which places the private cluster's
+	// data folder (root: RootLocalDir); nil: the process's.
+	Geteuid func() int
 }
 
-// LoadFrom is Load with the environment lookup and file reading injected (tests).
-func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
+var osGeteuid = os.Geteuid
+
+// Load reads the configuration from the process environment; see LoadFrom.
+func Load(ctx context.Context, known Known) (*Config, error) {
+	return LoadFrom(ctx, Environment{Lookup: os.LookupEnv, ReadFile: os.ReadFile}, known)
+}
+
+// LoadFrom parses, defaults and validates every variable that is set, once:
+// forms, the names SYNC_PRIORITIES, SYNC_STREAM_SCHEDULES and AGENCY_PATHS
+// refer to (against known), and AGENCY_FIELD_MAP_FILE and AGENCY_FIELD_MAP
+// (their syntax, then known.FieldMap). A problem is an *Error naming the
+// variable. Whether the variables a command needs are present is Require's
+// to say, so that a command runs without those it does not use.
+func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error) {
+	if err := known.complete(); err != nil {
+		return nil, err
+	}
 	var cfg Config
-	l := &secretFileLookuper{lookup: lookup, readFile: readFile, secrets: secretVariables()}
+	l := &secretFileLookuper{lookup: env.Lookup, readFile: env.ReadFile, secrets: secretVariables()}
 	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &cfg, Lookuper: l})
 	if l.err != nil {
 		return nil, l.err
@@ -158,7 +207,34 @@ func LoadFrom(ctx context.Context, lookup func(string) (string, bool), readFile 
 		}
 		return nil, err
 	}
+	if err := cfg.defaultLocal(env); err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveNames(known); err != nil {
+		return nil, err
+	}
+	if err := cfg.loadFieldMap(env.ReadFile, known.FieldMap); err != nil {
+		return nil, err
+	}
 	return &cfg, nil
+}
+
+// resolveNames checks the names the variables refer to and fills in what
+// follows from them: the whole task order and serve's schedules.
+func (c *Config) resolveNames(known Known) error {
+	order, err := c.Priorities.complete(known.Tasks)
+	if err != nil {
+		return fieldError("Priorities", err.Error())
+	}
+	c.Priorities = order
+	if err := c.StreamSchedules.check(known.Streams); err != nil {
+		return fieldError("StreamSchedules", err.Error())
+	}
+	c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
+	if err := c.Paths.check(known.Endpoints); err != nil {
+		return fieldError("Paths", err.Error())
+	}
+	return nil
 }
 
 // loopbackHost reports whether host is localhost or a loopback address: plain
@@ -248,8 +324,10 @@ func (c *Config) validate() error {
 	if c.DailyQuota <= 0 {
 		return fieldError("DailyQuota", fmt.Sprintf("%d is not positive", c.DailyQuota))
 	}
-	if c.CommsLookback < 0 {
-		return fieldError("CommsLookback", "must not be negative")
+	if c.CommsLookback <= 0 {
+		// The engine reads a zero lookback as its default (24h): refuse
+		// it rather than silently use a day.
+		return fieldError("CommsLookback", "must be positive")
 	}
 	if c.CommsBackfillWindow < 0 || c.CommsBackfillWindow%(24*time.Hour) != 0 {
 		return fieldError("CommsBackfillWindow", "must be whole days")
@@ -321,25 +399,51 @@ func checkKey(field, v string) error {
 	return nil
 }
 
-// RequireSource checks that every variable needed to talk to the Agency Data
-// Service is set (run, serve, plan and backfill need them; migrate does not).
-func (c *Config) RequireSource() error {
-	missing := func(field string) error { return fieldError(field, "is required") }
-	switch {
-	case c.BaseURL == "":
-		return missing("BaseURL")
-	case c.APIKey.Value() == "":
-		return missing("APIKey")
-	case c.CommsURL == "":
-		return missing("CommsURL")
-	case c.CommsKey.Value() == "":
-		return missing("CommsKey")
-	case c.CommsDomainID == 0:
-		return missing("CommsDomainID")
-	case len(c.CommsUserIDs) == 0:
-		return missing("CommsUserIDs")
-	case c.CommsStartDate.IsZero():
-		return missing("CommsStartDate")
+// Need is a set of variables a command uses beyond the warehouse's. Each
+// command asks only for what it calls (cli), so that a missing secret fails
+// only the commands that use it.
+type Need uint
+
+// What a command may need.
+const (
+	// NeedBaseURL: AGENCY_BASE_URL, the main interface, whose answers (even
+	// the keyless clock probe) tell the service's clock.
+	NeedBaseURL Need = 1 << iota
+	// NeedAPIKey: AGENCY_API_KEY, the main interface's key.
+	NeedAPIKey
+	// NeedComms: AGENCY_COMMS_URL, AGENCY_COMMS_KEY, AGENCY_COMMS_DOMAIN_ID
+	// and AGENCY_COMMS_USER_IDS, the communications requests.
+	NeedComms
+	// NeedStartDate: AGENCY_COMMS_START_DATE, where the e-mail history (its
+	// backfill, its estimate, its verification) starts.
+	NeedStartDate
+
+	// NeedMain is the main interface: its address and key.
+	NeedMain = NeedBaseURL | NeedAPIKey
+	// NeedSync is what a sync of every stream uses.
+	NeedSync = NeedMain | NeedComms | NeedStartDate
+)
+
+// Require checks that every variable of need is set, naming the first one
+// missing (an *Error: exit 2).
+func (c *Config) Require(need Need) error {
+	checks := []struct {
+		need    Need
+		field   string
+		missing bool
+	}{
+		{NeedBaseURL, "BaseURL", c.BaseURL == ""},
+		{NeedAPIKey, "APIKey", c.APIKey.Value() == ""},
+		{NeedComms, "CommsURL", c.CommsURL == ""},
+		{NeedComms, "CommsKey", c.CommsKey.Value() == ""},
+		{NeedComms, "CommsDomainID", c.CommsDomainID == 0},
+		{NeedComms, "CommsUserIDs", len(c.CommsUserIDs) == 0},
+		{NeedStartDate, "CommsStartDate", c.CommsStartDate.IsZero()},
+	}
+	for _, k := range checks {
+		if need&k.need != 0 && k.missing {
+			return fieldError(k.field, "is required")
+		}
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func noFiles(string) ([]byte, error) { return nil, os.ErrNotExist }
 
 func TestLoadDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadFrom(context.Background(), env(nil), noFiles)
+	cfg, err := loadTest(env(nil), noFiles)
 	if err != nil {
 		t.Fatalf("LoadFrom: %v", err)
 	}
@@ -28,14 +28,14 @@ func TestLoadDefaults(t *testing.T) {
 		cfg.QuotaTZ.String() != "UTC" || cfg.CommsTZ.String() != "UTC" || !cfg.AutoMigrate {
 		t.Fatalf("unexpected defaults: %+v", cfg)
 	}
-	if err := cfg.RequireSource(); err == nil || !strings.Contains(err.Error(), "AGENCY_BASE_URL") {
-		t.Fatalf("RequireSource = %v, want AGENCY_BASE_URL is required", err)
+	if err := cfg.Require(NeedSync); err == nil || !strings.Contains(err.Error(), "AGENCY_BASE_URL") {
+		t.Fatalf("Require(NeedSync) = %v, want AGENCY_BASE_URL is required", err)
 	}
 }
 
 func TestLoadFull(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadFrom(context.Background(), env(map[string]string{
+	cfg, err := loadTest(env(map[string]string{
 		"DATABASE_URL":            "postgres://u:pw@db:5432/w",
 		"WAREHOUSE_SCHEMA":        "agency_2",
 		"AGENCY_BASE_URL":         "https://api.agency.example",
@@ -56,8 +56,8 @@ func TestLoadFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadFrom: %v", err)
 	}
-	if err := cfg.RequireSource(); err != nil {
-		t.Fatalf("RequireSource: %v", err)
+	if err := cfg.Require(NeedSync); err != nil {
+		t.Fatalf("Require(NeedSync): %v", err)
 	}
 	if got := cfg.CommsUserIDs.String(); got != "1-5,412" {
 		t.Errorf("user ids = %q", got)
@@ -89,16 +89,16 @@ func TestSecretFromFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadFrom(context.Background(), env(map[string]string{"AGENCY_API_KEY_FILE": path}), os.ReadFile)
+	cfg, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": path}), os.ReadFile)
 	if err != nil {
 		t.Fatalf("LoadFrom: %v", err)
 	}
 	if cfg.APIKey.Value() != "from-file" {
 		t.Fatalf("APIKey = %q", cfg.APIKey.Value())
 	}
-	_, err = LoadFrom(context.Background(), env(map[string]string{"AGENCY_API_KEY_FILE": path, "AGENCY_API_KEY": "x"}), os.ReadFile)
+	_, err = loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": path, "AGENCY_API_KEY": "x"}), os.ReadFile)
 	assertVariable(t, err, "AGENCY_API_KEY_FILE")
-	_, err = LoadFrom(context.Background(), env(map[string]string{"AGENCY_COMMS_KEY_FILE": filepath.Join(dir, "missing")}), os.ReadFile)
+	_, err = loadTest(env(map[string]string{"AGENCY_COMMS_KEY_FILE": filepath.Join(dir, "missing")}), os.ReadFile)
 	assertVariable(t, err, "AGENCY_COMMS_KEY_FILE")
 }
 
@@ -143,6 +143,8 @@ func TestBadValues(t *testing.T) {
 		{"LOG_FORMAT", "xml"},
 		{"DATABASE_URL", "mysql://root:hunter2@x/db"},
 		{"AGENCY_REQUEST_TIMEOUT", "soon"},
+		{"AGENCY_COMMS_LOOKBACK", "-1h"},
+		{"AGENCY_COMMS_LOOKBACK", "0s"}, // the engine reads a zero as its default, 24h
 		{"SYNC_AUTO_MIGRATE", "maybe"},
 		{"HTTP_ADDR", "not-an-address"},
 		{"HTTP_ADDR", "127.0.0.1:http-alt"},
@@ -154,7 +156,7 @@ func TestBadValues(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
 			t.Parallel()
-			_, err := LoadFrom(context.Background(), env(map[string]string{c.name: c.value}), noFiles)
+			_, err := loadTest(env(map[string]string{c.name: c.value}), noFiles)
 			assertVariable(t, err, c.name)
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("password leaked: %v", err)
@@ -200,7 +202,7 @@ func TestVariablesDocumented(t *testing.T) {
 func TestNotifyURL(t *testing.T) {
 	t.Parallel()
 	const hook = "https://hooks.slack.example/services/T0/B0/hunter2"
-	cfg, err := LoadFrom(context.Background(), env(map[string]string{"SYNC_NOTIFY_URL": hook}), noFiles)
+	cfg, err := loadTest(env(map[string]string{"SYNC_NOTIFY_URL": hook}), noFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +223,28 @@ func TestNotifyURL(t *testing.T) {
 		{"SYNC_NOTIFY_URL": "http://127.0.0.1:9000/hook"},
 		{"SYNC_NOTIFY_URL": "http://hooks.example/x", "AGENCY_ALLOW_INSECURE_HTTP": "true"},
 	} {
-		if _, err := LoadFrom(context.Background(), env(ok), noFiles); err != nil {
+		if _, err := loadTest(env(ok), noFiles); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
 	}
+}
+
+// testKnown are the names the product's packages supply (cli.Known), as
+// of this writing: the planner's tasks, serve's streams, the endpoints.
+var testKnown = Known{
+	Tasks:     []string{"communications-increment", "brands", "projects", "finance", "details", "communications-backfill", "verify"},
+	Streams:   []string{"brands", "projects", "finance", "communications"},
+	Endpoints: []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary", "communications"},
+}
+
+// loadTest loads as an ordinary user (euid 1000) with a home folder,
+// whoever runs the tests.
+func loadTest(lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
+	withHome := func(k string) (string, bool) {
+		if v, ok := lookup(k); ok || k != "HOME" {
+			return v, ok
+		}
+		return "/home/tester", true
+	}
+	return LoadFrom(context.Background(), Environment{Lookup: withHome, ReadFile: readFile, Geteuid: func() int { return 1000 }}, testKnown)
 }

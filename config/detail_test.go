@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -14,7 +13,7 @@ import (
 // under 2 % of it (README, "Details").
 func TestDefaultDetailMaxAgeKeepsTheDailyShareSmall(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadFrom(context.Background(), env(nil), noFiles)
+	cfg, err := loadTest(env(nil), noFiles)
 	if err != nil {
 		t.Fatalf("LoadFrom: %v", err)
 	}

@@ -35,6 +35,14 @@ func (c *Config) Effective(lookup func(string) (string, bool)) []Setting {
 			s.Source = "unset"
 		}
 		f := rv.FieldByName(v.Field)
+		if s.Source == "unset" && !f.IsZero() {
+			// Filled in at load: SYNC_PRIORITIES the default order,
+			// WAREHOUSE_LOCAL_DIR the private cluster's folder.
+			s.Source = "default"
+			if v.Name == "WAREHOUSE_LOCAL_DIR" {
+				s.Source = "default (DATABASE_URL unset)"
+			}
+		}
 		s.Value = printable(f, v)
 		if s.Value == "" || (s.Source == "unset" && f.IsZero()) {
 			s.Value = "(unset)"

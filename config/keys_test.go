@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func TestKeyWithControlCharacterOrSpaceIsAConfigurationError(t *testing.T) {
 		} {
 			t.Run(variable+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				_, err := LoadFrom(context.Background(), env(map[string]string{variable: value}), noFiles)
+				_, err := loadTest(env(map[string]string{variable: value}), noFiles)
 				var ce *Error
 				if !errors.As(err, &ce) {
 					t.Fatalf("LoadFrom = %v, want a *config.Error", err)
@@ -51,7 +50,7 @@ func TestKeyWithControlCharacterOrSpaceIsAConfigurationError(t *testing.T) {
 func TestKeyFromFileWithCRLFIsAccepted(t *testing.T) {
 	t.Parallel()
 	files := map[string][]byte{"/run/secrets/k": []byte("good-key-value\r\n")}
-	cfg, err := LoadFrom(context.Background(), env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
+	cfg, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
 		func(p string) ([]byte, error) { return files[p], nil })
 	if err != nil {
 		t.Fatalf("LoadFrom: %v", err)
@@ -61,7 +60,7 @@ func TestKeyFromFileWithCRLFIsAccepted(t *testing.T) {
 	}
 	// A key file with a line break inside is refused, naming the variable.
 	files["/run/secrets/k"] = []byte("good-key\nvalue\n")
-	_, err = LoadFrom(context.Background(), env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
+	_, err = loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
 		func(p string) ([]byte, error) { return files[p], nil })
 	var ce *Error
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Variable, "AGENCY_API_KEY") || strings.Contains(err.Error(), "good-key") {

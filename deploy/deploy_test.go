@@ -32,6 +32,8 @@ import (
 	"github.com/agencysync/agencysync/cli"
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/serve"
 )
 
 // --- environment variables ---------------------------------------------------
@@ -677,7 +679,7 @@ func keysOf[V any](m map[string]V) []string {
 
 // --- probes and metrics are served ---------------------------------------------
 
-// TestProbePathsAreServed starts engine.Serve (as `agencysync serve` does) and
+// TestProbePathsAreServed starts serve.Run (as `agencysync serve` does) and
 // fetches every path the recipes probe or scrape.
 func TestProbePathsAreServed(t *testing.T) {
 	t.Parallel()
@@ -703,12 +705,12 @@ func TestProbePathsAreServed(t *testing.T) {
 	}
 
 	reg := prometheus.NewRegistry()
-	engine.NewMetrics(reg)
+	metrics.New(reg)
 	core, logs := observer.New(zapcore.InfoLevel)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- engine.Serve(ctx, idleRunner{}, engine.ServeOptions{Schedules: []engine.Schedule{{Spec: "0 2 * * *", Streams: engine.AllStreams}},
+		served <- serve.Run(ctx, idleRunner{}, serve.Options{Schedules: []serve.Schedule{{Spec: "0 2 * * *", Streams: engine.AllStreams}},
 			HTTPAddr: "127.0.0.1:0", Gatherer: reg, Ready: func(context.Context) error { return nil }, Logger: zap.New(core)})
 	}()
 	defer func() {
@@ -756,7 +758,7 @@ type metricInfo struct {
 	labels []string
 }
 
-// captureRegisterer records what engine.NewMetrics registers.
+// captureRegisterer records what metrics.New registers.
 type captureRegisterer struct{ metrics map[string]metricInfo }
 
 func (c *captureRegisterer) Register(col prometheus.Collector) error {
@@ -801,9 +803,9 @@ func (c *captureRegisterer) Unregister(prometheus.Collector) bool { return false
 func engineMetrics(t *testing.T) map[string]metricInfo {
 	t.Helper()
 	c := &captureRegisterer{metrics: map[string]metricInfo{}}
-	engine.NewMetrics(c)
+	metrics.New(c)
 	if len(c.metrics) < 5 {
-		t.Fatalf("engine.NewMetrics registered only %v", c.metrics)
+		t.Fatalf("metrics.New registered only %v", c.metrics)
 	}
 	return c.metrics
 }
@@ -862,7 +864,7 @@ var (
 var targetLabels = []string{"job", "instance"}
 
 // TestGrafanaDashboard: every series the dashboard queries is one
-// engine.NewMetrics registers, with the labels it has; every series is shown.
+// metrics.New registers, with the labels it has; every series is shown.
 func TestGrafanaDashboard(t *testing.T) {
 	t.Parallel()
 	metrics := engineMetrics(t)
@@ -934,7 +936,7 @@ func checkExpr(t *testing.T, panel string, tg dashboardTarget, metrics map[strin
 		}
 		info, ok := metrics[base]
 		if !ok {
-			t.Errorf("panel %q: %s is not a metric of engine.NewMetrics", panel, name)
+			t.Errorf("panel %q: %s is not a metric of metrics.New", panel, name)
 			continue
 		}
 		if info.kind == "histogram" && suffix == "" {

@@ -102,14 +102,7 @@ func newSynced(t *testing.T, tune func(*sandbox.Options)) *synced {
 	if tune != nil {
 		tune(&o)
 	}
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	s := &synced{sb: sb, opts: o, pool: warehousetest.Pool(t), schema: warehousetest.NewSchemaName(t)}
 	s.vars = map[string]string{
 		"DATABASE_URL":            warehousetest.DSN(t),

@@ -211,13 +211,16 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				depth = min(r.inFlight(true)-1, maxPagesAhead) // as the answer times call for now
 			}
 			if depth > 0 && !st.done && paged && held == nil && !reuse {
+				// The goroutines fetching ahead read values only: not the page
+				// handed to the consumer, nor a variable this loop writes.
+				aheadPer := p.PerPage
 				for k := page + 1; k <= min(page+depth, p.LastPage); k++ {
 					key := ""
 					if r.spool != nil {
 						key = r.pageKey(&start, k)
 					}
-					ahead.launch(k, p.PerPage, r.spool, key, func(ctx context.Context) (*spooledPage, bool, error) {
-						return r.commsPage(ctx, log, q, start, k, p.PerPage, true)
+					ahead.launch(k, aheadPer, r.spool, key, func(ctx context.Context) (*spooledPage, bool, error) {
+						return r.commsPage(ctx, log, q, start, k, aheadPer, true)
 					})
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
@@ -104,9 +103,7 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		p := load.Page{Stream: stream, Batch: fd.batch,
 			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
 		id, hash := fd.due.ID, fd.due.Hash
-		p.Then = func(ctx context.Context, tx pgx.Tx) error {
-			return r.e.book.detailFetched(ctx, tx, stream, id, hash, r.e.set.Now())
-		}
+		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
 		if fd.contacts {
 			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
 			if err != nil {

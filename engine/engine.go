@@ -4,6 +4,12 @@
 // its checkpoint so that a crash resumes where it stopped, holds one advisory
 // lock per warehouse schema so that two syncs never overlap, and records each
 // run in sync_runs.
+//
+// The engine only orchestrates: it holds no SQL (load runs every statement,
+// pages carry their bookkeeping as data), and serving (serve), metrics
+// (metrics), progress display (progress), the disk spool (spool), status
+// tables (report) and run notifications (notify) live in their own
+// packages. See cmd/agencysync's package documentation for the import graph.
 package engine
 
 import (
@@ -21,6 +27,8 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -46,6 +54,10 @@ const (
 	StatusFailed    Status = load.RunFailed    // an error stopped a stream
 	StatusSkipped   Status = load.RunSkipped   // another sync held the lock
 )
+
+// ErrNoClient means Run was called on an engine built without a client
+// (Deps.Client), which only reads the warehouse.
+var ErrNoClient = errors.New("engine built without a client")
 
 // ErrInterrupted means the run stopped because its context ended (a signal):
 // the page in hand was committed and the next run resumes.
@@ -108,15 +120,17 @@ type Deps struct {
 	Pool   *pgxpool.Pool
 	Store  *load.Store
 	Ledger *load.Ledger
+	// Client talks to the service; nil builds an engine that only reads
+	// the warehouse (Plan, Status), whose Run returns ErrNoClient.
 	Client *extract.Client
 	// Clock, when set, is the service's clock the client learns from its
 	// answers; each run keeps its offset in the warehouse for the next
 	// process (see extract.ServiceClock). Settings.Now should read it.
 	Clock   *extract.ServiceClock
-	Metrics *Metrics // nil: metrics not recorded
+	Metrics *metrics.Metrics // nil: metrics not recorded
 	// Progress makes the progress display of a run from the run's logger
 	// (which carries run_id); nil shows no progress.
-	Progress func(runLog *zap.Logger) Progress
+	Progress func(runLog *zap.Logger) progress.Display
 	Logger   *zap.Logger
 }
 
@@ -132,6 +146,15 @@ type warehouseStore interface {
 	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
 	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
 	Freshness(ctx context.Context) ([]load.StreamFreshness, error)
+	ResetStream(ctx context.Context, stream string) error
+	CloseDeadRuns(ctx context.Context) error
+	TryLock(ctx context.Context, key int64) (*load.SessionLock, bool, error)
+	LiveRows(ctx context.Context, table string, scope map[string]any) (int, error)
+	UnfinishedRunStarts(ctx context.Context) ([]time.Time, error)
+	PartitionsSucceededSince(ctx context.Context, stream string, partitions []string, since time.Time) ([]string, error)
+	StreamInProgress(ctx context.Context, stream string) (bool, error)
+	RejectedCount(ctx context.Context, stream string) (int64, error)
+	RecentRuns(ctx context.Context, n int) ([]load.RunSummary, error)
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -142,8 +165,8 @@ type Engine struct {
 	ledger   *load.Ledger
 	client   *extract.Client
 	clock    *extract.ServiceClock
-	metrics  *Metrics
-	progress func(runLog *zap.Logger) Progress
+	metrics  *metrics.Metrics
+	progress func(runLog *zap.Logger) progress.Display
 	log      *zap.Logger
 	set      Settings
 	book     *bookkeeping
@@ -156,8 +179,8 @@ type Engine struct {
 // New checks the settings and returns an engine.
 func New(d Deps, s Settings) (*Engine, error) {
 	switch {
-	case d.Pool == nil || d.Store == nil || d.Ledger == nil || d.Client == nil:
-		return nil, errors.New("create engine: pool, store, ledger and client are required")
+	case d.Pool == nil || d.Store == nil || d.Ledger == nil:
+		return nil, errors.New("create engine: pool, store and ledger are required")
 	case s.Schema == "":
 		return nil, errors.New("create engine: empty schema")
 	case s.DailyQuota <= 0:
@@ -192,7 +215,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		d.Logger = zap.NewNop()
 	}
 	if d.Progress == nil {
-		d.Progress = func(*zap.Logger) Progress { return NopProgress{} }
+		d.Progress = func(*zap.Logger) progress.Display { return progress.Nop{} }
 	}
 	book, err := newBookkeeping(s.Schema)
 	if err != nil {
@@ -224,6 +247,11 @@ func (e *Engine) ObserveRequest(info extract.RequestInfo) {
 	if info.Attempt > 1 {
 		e.metrics.Retries.Inc()
 	}
+}
+
+// Runner performs one sync; *Engine implements it.
+type Runner interface {
+	Run(ctx context.Context, req Request) (*Result, error)
 }
 
 // Range is an inclusive range of calendar dates.
@@ -278,7 +306,7 @@ type run struct {
 	budget   *extract.RequestBudget
 	log      *zap.Logger
 	today    time.Time // UTC date of the run's start (snapshot date)
-	progress Progress
+	progress progress.Display
 	spool    *pageSpool
 	// listsDone are the lists ("stream/partition") an unfinished run
 	// completed today: not listed again.
@@ -295,6 +323,9 @@ type run struct {
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
 func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	if e.client == nil {
+		return nil, fmt.Errorf("run sync: %w", ErrNoClient)
+	}
 	streams, err := normaliseStreams(req)
 	if err != nil {
 		return nil, err
@@ -302,9 +333,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Trigger == "" {
 		req.Trigger = TriggerRun
 	}
-	lock, ok, err := e.tryLock(ctx)
+	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	if !ok {
 		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams}, "another sync of this warehouse schema holds the lock")
@@ -317,7 +348,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return &Result{RunID: id, Status: StatusSkipped}, nil
 	}
-	defer lock.release()
+	defer lock.Release()
 	return e.runLocked(ctx, req, streams)
 }
 
@@ -350,18 +381,19 @@ func normaliseStreams(req Request) ([]string, error) {
 }
 
 func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (*Result, error) {
+	clockNote := e.readClock(ctx)
 	started := e.set.Now()
 	// The run's duration is the process's own (monotonic) time: the
 	// service clock that dates the run moves when its first answer shows
 	// the service's offset, which would make "took" days long or negative.
 	wallStart := time.Now()
 	for _, s := range req.FullRefresh {
-		if err := e.book.resetStream(ctx, e.pool, s); err != nil {
+		if err := e.store.ResetStream(ctx, s); err != nil {
 			return nil, err
 		}
 		e.log.Info("stream state reset for a full refresh", zap.String("stream", s))
 	}
-	if err := e.book.closeDeadRuns(ctx, e.pool); err != nil {
+	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
@@ -373,11 +405,6 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
-	if plan.Budget == 0 && e.probeClock(ctx) && !e.ledger.Today().Equal(plan.Day) {
-		if plan, err = e.makePlan(ctx, streams, req, done); err != nil {
-			return nil, err
-		}
-	}
 	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams, RequestsPlanned: plan.Allotted()})
 	if err != nil {
 		return nil, err
@@ -388,6 +415,9 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
 		log: runLog, today: utcDate(started)}
 	r.progress = e.progress(r.log)
+	if clockNote != "" {
+		r.note(clockNote)
+	}
 	defer r.spool.tidy()
 	base := r.client
 	r.log.Info("sync started", zap.Strings("streams", streams), zap.String("trigger", string(req.Trigger)),
@@ -626,40 +656,6 @@ func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger)
 	return fmt.Errorf("run task: unknown task %q", t)
 }
 
-// syncLock is a held advisory lock on a dedicated connection.
-type syncLock struct {
-	conn *pgxpool.Conn
-	id   int64
-}
-
-func (e *Engine) tryLock(ctx context.Context) (*syncLock, bool, error) {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("acquire lock connection: %w", err)
-	}
-	id := warehouse.SyncLockID(e.set.Schema)
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, false, fmt.Errorf("take sync lock: %w", err)
-	}
-	if !ok {
-		conn.Release()
-		return nil, false, nil
-	}
-	return &syncLock{conn: conn, id: id}, true, nil
-}
-
-func (l *syncLock) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
-		// The session is suspect: close it, which releases the lock too.
-		_ = l.conn.Conn().Close(ctx)
-	}
-	l.conn.Release()
-}
-
 func utcDate(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
@@ -675,20 +671,40 @@ func (e *Engine) serviceTime(t time.Time) time.Time {
 	return t.Add(off)
 }
 
-// probeClock asks the service for its clock when this process has not heard
-// it yet: the kept offset says today's budget is spent, but the service's day
-// may have moved on (its clock jumped), and a run that sends nothing would
-// never learn it. The probe carries no key and costs no quota. It reports
-// whether the clock was read.
-func (e *Engine) probeClock(ctx context.Context) bool {
-	if e.clock == nil || e.clock.Observed() {
-		return false
+// readClock reads the service's clock at the start of every run, before
+// anything is planned or dated, with one request that carries no key (a
+// 401, no quota; see extract.Client.ProbeClock). The offset this process
+// last saw, or the one a previous process kept, is stale once the service's
+// clock has moved since (a sandbox's virtual clock that jumped, a corrected
+// server): a run planned on it takes the wrong quota day and the wrong
+// "today", so the lookback's once-a-day re-read lands on the previous day
+// and the next run re-reads again.
+//
+// When the clock cannot be read (the network), the run plans on the offset
+// it has and says so: the returned note, "" when the clock was read, when
+// the service sends no Date header (the worker's clock is then the quota
+// day's, as documented) or when the run is being stopped anyway.
+func (e *Engine) readClock(ctx context.Context) string {
+	if e.clock == nil {
+		return ""
 	}
-	if err := e.client.ProbeClock(ctx); err != nil {
-		e.log.Info("could not read the service's clock; planning on the kept one", zap.Error(err))
-		return false
+	err := e.client.ProbeClock(ctx)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, extract.ErrNoServiceClock):
+		e.log.Info("the service's answer carries no Date header; planning on the clock as known", zap.Error(err))
+		return ""
+	case ctx.Err() != nil:
+		return ""
 	}
-	return true
+	kept := "the worker's clock (no offset kept)"
+	if off, known := e.clock.Offset(); known {
+		kept = fmt.Sprintf("the offset kept (%s)", off.Round(time.Second))
+	}
+	e.log.Warn("could not read the service's clock before planning; planning on "+kept+
+		"; the run's first answer corrects it", zap.Error(err))
+	return fmt.Sprintf("could not read the service's clock before planning (%v); planned on %s", err, kept)
 }
 
 // saveClock keeps the service clock's offset for the next process, which

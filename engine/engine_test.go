@@ -33,6 +33,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -70,14 +71,7 @@ func newHarness(t *testing.T, o sandbox.Options, tune func(*Settings)) *harness 
 
 func newHarnessOn(t *testing.T, o sandbox.Options, pool *pgxpool.Pool, schema string, tune func(*Settings)) *harness {
 	t.Helper()
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	h := &harness{t: t, sb: sb, opts: o, pool: pool, schema: schema}
 	h.eng = h.engine(tune)
 	return h
@@ -118,7 +112,7 @@ func (h *harness) engine(tune func(*Settings)) *Engine {
 	if tune != nil {
 		tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -860,14 +854,7 @@ func newRealClockHarness(t *testing.T) *harness {
 	pool, schema := warehousetest.Schema(t)
 	h := &harness{t: t, pool: pool, schema: schema, realClock: true}
 	o := smallSandbox()
-	sb, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() })
+	sb := sandbox.StartT(t, o)
 	h.sb, h.opts = sb, o
 	h.eng = h.engine(nil)
 	return h

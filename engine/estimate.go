@@ -79,14 +79,14 @@ func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, er
 		out = append(out, v)
 	}
 	if has(StreamBrands) {
-		n, err := e.book.liveCount(ctx, e.pool, "brands", "")
+		n, err := e.store.LiveRows(ctx, "brands", nil)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, Estimate{Task: TaskBrands, Requests: pagesFor(n, 0), Note: fmt.Sprintf("%d brands stored", n)})
 	}
 	if has(StreamProjects) {
-		n, err := e.book.liveCount(ctx, e.pool, "projects", "")
+		n, err := e.store.LiveRows(ctx, "projects", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, er
 			}
 			d.Requests += n * per
 			d.Note += fmt.Sprintf("%d %s due ", n, s)
-			stored, err := e.book.liveCount(ctx, e.pool, s, "")
+			stored, err := e.store.LiveRows(ctx, s, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -200,13 +200,16 @@ func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err err
 
 func (e *Engine) estimateFinance(ctx context.Context) (Estimate, error) {
 	est := Estimate{Task: TaskFinance}
-	tables := []struct{ partition, table, where string }{
-		{"budgets", "budgets", ""}, {"invoices", "invoices", ""}, {"collections", "collections", ""}, {"payments", "payments", ""},
-		{"profitability.project", "profitability", "level = 'project'"}, {"profitability.brand", "profitability", "level = 'brand'"},
-		{"summary", "agency_finance_summary", ""},
+	tables := []struct {
+		partition, table string
+		scope            map[string]any
+	}{
+		{"budgets", "budgets", nil}, {"invoices", "invoices", nil}, {"collections", "collections", nil}, {"payments", "payments", nil},
+		{"profitability.project", "profitability", map[string]any{"level": "project"}}, {"profitability.brand", "profitability", map[string]any{"level": "brand"}},
+		{"summary", "agency_finance_summary", nil},
 	}
 	for _, t := range tables {
-		n, err := e.book.liveCount(ctx, e.pool, t.table, t.where)
+		n, err := e.store.LiveRows(ctx, t.table, t.scope)
 		if err != nil {
 			return est, err
 		}

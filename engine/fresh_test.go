@@ -188,10 +188,8 @@ func TestRunHistoryHasStreamsDetail(t *testing.T) {
 	if len(printed.Runs) != 1 || len(printed.Runs[0].StreamsDetail) != len(detail) {
 		t.Errorf("status --json runs: %s", b)
 	}
-	var out strings.Builder
-	rep.Print(&out)
-	if !strings.Contains(out.String(), string(TaskCommsBackfill)) || !strings.Contains(out.String(), "records") {
-		t.Errorf("status does not show the last run's tasks:\n%s", out.String())
+	if d, ok := rep.Runs[0].StreamsDetail[string(TaskCommsBackfill)]; !ok || d.RecordsRead == 0 {
+		t.Errorf("status report lacks the last run's %s task: %+v", TaskCommsBackfill, rep.Runs[0].StreamsDetail)
 	}
 }
 

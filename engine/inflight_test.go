@@ -18,6 +18,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
 )
 
 // flightRecorder is a hand-written server in front of one sandbox listener:
@@ -146,7 +147,7 @@ func pacedHarness(t *testing.T, rate float64, latency time.Duration, brands, pro
 	if tune != nil {
 		tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}

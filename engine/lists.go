@@ -8,7 +8,6 @@ import (
 	"iter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
@@ -27,8 +26,8 @@ type listing[T any] struct {
 	complete  bool // the list is complete: unseen rows get _deleted_at
 	open      func(ctx context.Context) iter.Seq2[*extract.Page[T], error]
 	rows      func(page *extract.Page[T]) transform.Batch
-	then      func(page *extract.Page[T]) func(ctx context.Context, tx pgx.Tx) error
-	atEnd     func(ctx context.Context, tx pgx.Tx) error
+	listed    func(page *extract.Page[T]) []load.ListedEntity // the page's entities for detail_state (nil: none)
+	unlisted  bool                                            // the end marks soft-deleted entities unlisted (load.Page.MarkUnlisted)
 	state     func(final bool) *load.Checkpoint
 }
 
@@ -47,8 +46,8 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 			wl.Expect(page.Total)
 		}
 		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
-		if l.then != nil {
-			p.Then = l.then(page)
+		if l.listed != nil {
+			p.Listed = l.listed(page)
 		}
 		if l.state != nil {
 			p.State = l.state(false)
@@ -59,7 +58,7 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 		pages++
 		r.progress.Update(l.name(), pages, page.LastPage)
 	}
-	end := load.Page{Stream: l.stream, Then: l.atEnd}
+	end := load.Page{Stream: l.stream, MarkUnlisted: l.unlisted}
 	short := wl != nil && wl.Short()
 	if short {
 		// The service announced more rows than the listing saw (paging
@@ -102,17 +101,17 @@ func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, tab
 			b.Rejects = append(b.Rejects, transform.RecordErrors(stream, p.Rejects)...)
 			return b
 		},
-		then: func(p *extract.Page[T]) func(context.Context, pgx.Tx) error {
+		listed: func(p *extract.Page[T]) []load.ListedEntity {
 			entries := make([]listEntry, 0, len(p.Records))
 			for _, rec := range p.Records {
 				if id, hash := key(rec); id != "" {
 					entries = append(entries, listEntry{ID: string(id), Hash: hash})
 				}
 			}
-			return func(ctx context.Context, tx pgx.Tx) error { return r.e.book.recordListed(ctx, tx, stream, entries) }
+			return entries
 		},
-		atEnd: func(ctx context.Context, tx pgx.Tx) error { return r.e.book.syncUnlisted(ctx, tx, stream) },
-		state: func(final bool) *load.Checkpoint { return &load.Checkpoint{Partition: "list", Succeeded: final} },
+		unlisted: true,
+		state:    func(final bool) *load.Checkpoint { return &load.Checkpoint{Partition: "list", Succeeded: final} },
 	})
 	log.Debug("listed", zap.Int("pages", pages))
 	return err

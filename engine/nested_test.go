@@ -18,6 +18,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
 )
 
 // engineVia builds an engine like harness.engine whose client reaches the
@@ -48,7 +49,7 @@ func (h *harness) engineVia(commsURL string) *Engine {
 	}
 	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
 		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: h.sb.Now}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: NewMetrics(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}

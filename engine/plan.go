@@ -27,51 +27,6 @@ const (
 // DefaultPriorities is the default order of the tasks.
 var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill, TaskVerify}
 
-// ParsePriorities parses a comma-separated task order, e.g.
-// "communications-increment,brands,projects,finance,details,communications-backfill,verify".
-// Tasks left out keep their default relative order after the named ones.
-func ParsePriorities(s string) ([]Task, error) {
-	if strings.TrimSpace(s) == "" {
-		return DefaultPriorities, nil
-	}
-	var out []Task
-	seen := map[Task]bool{}
-	for part := range strings.SplitSeq(s, ",") {
-		t := Task(strings.TrimSpace(part))
-		if !knownTask(t) {
-			return nil, fmt.Errorf("parse priorities: unknown task %q (want %s)", t, joinTasks(DefaultPriorities))
-		}
-		if seen[t] {
-			return nil, fmt.Errorf("parse priorities: task %q twice", t)
-		}
-		seen[t] = true
-		out = append(out, t)
-	}
-	for _, t := range DefaultPriorities {
-		if !seen[t] {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-func knownTask(t Task) bool {
-	for _, k := range DefaultPriorities {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
-
-func joinTasks(ts []Task) string {
-	s := make([]string, len(ts))
-	for i, t := range ts {
-		s[i] = string(t)
-	}
-	return strings.Join(s, ",")
-}
-
 // Stream returns the stream a task belongs to.
 func (t Task) Stream() string {
 	switch t {

@@ -89,23 +89,6 @@ func priority(t Task) int {
 	return -1
 }
 
-func TestParsePriorities(t *testing.T) {
-	t.Parallel()
-	got, err := ParsePriorities("communications-backfill, brands")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "communications-backfill,brands,communications-increment,projects,finance,details,verify"
-	if joinTasks(got) != want {
-		t.Fatalf("got %s, want %s", joinTasks(got), want)
-	}
-	for _, bad := range []string{"brands,brands", "emails"} {
-		if _, err := ParsePriorities(bad); err == nil {
-			t.Errorf("ParsePriorities(%q) accepted", bad)
-		}
-	}
-}
-
 func TestPlanPrint(t *testing.T) {
 	t.Parallel()
 	p := MakePlan(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), 10000, 0.05, 0, DefaultPriorities,

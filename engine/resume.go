@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // listPartitions are the sync_state partitions a list task completes.
@@ -60,15 +57,9 @@ func (e *Engine) listsDoneByUnfinishedRun(ctx context.Context, req Request) (map
 	// this process holds the lock is a run that died), oldest first: lists
 	// completed by any of them that began today count, not only by the last
 	// one — which may have skipped them itself because of its predecessor.
-	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT started_at FROM %[1]s WHERE status <> 'skipped'
-AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status = 'succeeded'), '-infinity')
-AND started_at > now() - interval '2 days' ORDER BY started_at`, e.book.t("sync_runs")))
+	starts, err := e.store.UnfinishedRunStarts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read previous runs: %w", err)
-	}
-	starts, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return nil, fmt.Errorf("read previous runs: %w", err)
+		return nil, err
 	}
 	var started time.Time
 	for _, s := range starts {
@@ -81,15 +72,9 @@ AND started_at > now() - interval '2 days' ORDER BY started_at`, e.book.t("sync_
 		return done, nil
 	}
 	for _, lp := range listPartitions {
-		rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT partition FROM %s
-WHERE stream = $1 AND partition = ANY($2) AND last_success_at >= $3`, e.book.t("sync_state")),
-			lp.stream, lp.partitions, started)
+		parts, err := e.store.PartitionsSucceededSince(ctx, lp.stream, lp.partitions, started)
 		if err != nil {
-			return nil, fmt.Errorf("read completed lists: %w", err)
-		}
-		parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, fmt.Errorf("read completed lists: %w", err)
+			return nil, err
 		}
 		for _, p := range parts {
 			done[lp.stream+"/"+p] = true

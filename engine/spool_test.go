@@ -10,8 +10,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/spool"
 	"github.com/agencysync/agencysync/transform"
 )
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
 func TestPageSpool(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
@@ -81,7 +84,7 @@ func TestPageSpool(t *testing.T) {
 		t.Error("a dropped page was found")
 	}
 	sp.put(rk, p)
-	old := time.Now().Add(-spoolMaxAge - time.Hour)
+	old := time.Now().Add(-spool.MaxAge - time.Hour)
 	entries, _ = os.ReadDir(dir)
 	if err := os.Chtimes(filepath.Join(dir, entries[0].Name()), old, old); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,9 @@
 package engine
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/load"
 )
@@ -28,21 +19,8 @@ type StreamStatus struct {
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
 }
 
-// RunSummary is one row of sync_runs.
-type RunSummary struct {
-	RunID        string         `json:"run_id"`
-	Trigger      string         `json:"trigger"`
-	Status       string         `json:"status"`
-	StartedAt    time.Time      `json:"started_at"`
-	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
-	RequestsUsed int            `json:"requests_used"`
-	Rejected     int            `json:"rejected"`
-	RowsByTable  map[string]int `json:"rows_by_table"`
-	Error        string         `json:"error,omitempty"`
-	// StreamsDetail is sync_runs.streams_detail: per task, the stream,
-	// requests, records read, duration and communications ranges fetched.
-	StreamsDetail map[string]load.TaskDetail `json:"streams_detail"`
-}
+// RunSummary is one row of sync_runs (load.RunSummary).
+type RunSummary = load.RunSummary
 
 // StatusReport is what `agencysync status` prints.
 type StatusReport struct {
@@ -84,139 +62,33 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 				ss.LagSeconds = &lag
 			}
 		}
-		q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
-FROM %s WHERE stream = $1`, e.book.t("sync_state"))
-		var inProgress *bool
-		if err := e.pool.QueryRow(ctx, q, s).Scan(&inProgress); err != nil {
-			return nil, fmt.Errorf("read state of %s: %w", s, err)
+		if ss.InProgress, err = e.store.StreamInProgress(ctx, s); err != nil {
+			return nil, err
 		}
-		ss.InProgress = inProgress != nil && *inProgress
-		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t(main[s])+" WHERE _deleted_at IS NULL").Scan(&ss.Rows); err != nil {
-			return nil, fmt.Errorf("count rows of %s: %w", s, err)
+		n, err := e.store.LiveRows(ctx, main[s], nil)
+		if err != nil {
+			return nil, err
 		}
-		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+e.book.t("rejected_records")+" WHERE stream = $1 OR stream LIKE $1 || '.%'", s).Scan(&ss.Rejected); err != nil {
-			return nil, fmt.Errorf("count rejects of %s: %w", s, err)
+		ss.Rows = int64(n)
+		if ss.Rejected, err = e.store.RejectedCount(ctx, s); err != nil {
+			return nil, err
 		}
 		rep.Streams = append(rep.Streams, ss)
 	}
 	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, ''), streams_detail
-FROM %s ORDER BY started_at DESC LIMIT $1`, e.book.t("sync_runs")), lastRuns)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	rep.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunSummary, error) {
-		var rs RunSummary
-		var byTable, detail []byte
-		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error, &detail)
-		if err == nil {
-			err = json.Unmarshal(byTable, &rs.RowsByTable)
-		}
-		if err == nil {
-			err = json.Unmarshal(detail, &rs.StreamsDetail)
-		}
-		return rs, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
 
-// Print writes the report as tables.
-func (rep *StatusReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "warehouse schema %s — quota day %s: %d requests spent, %d left\n\n", rep.Schema, rep.QuotaDay, rep.QuotaSpent, rep.QuotaLeft)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tWATERMARK\tLAST SUCCESS\tLAG\tROWS\tREJECTED\tRESUMES")
-	for _, s := range rep.Streams {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
-	}
-	tw.Flush()
-	if v := rep.Verify; v != nil {
-		fmt.Fprintln(w)
-		switch {
-		case v.Last == nil:
-			fmt.Fprintln(w, "verify: the warehouse was never reconciled with the service (agencysync verify; the planner's verify task runs once a day after the backfill)")
-		default:
-			fmt.Fprintf(w, "verify: last %s: %s\n", v.Last.At.UTC().Format("2006-01-02 15:04:05"), v.Last.Summary())
-		}
-		if v.LastProvedAt != nil {
-			fmt.Fprintf(w, "verify: last proved equal %s\n", v.LastProvedAt.UTC().Format("2006-01-02 15:04:05"))
-		}
-		if d := v.LastDifference; d != nil && (v.Last == nil || d.Closing || !d.At.Equal(v.Last.At)) {
-			kind := "verification"
-			if d.Closing {
-				kind = "closing range"
-			}
-			fmt.Fprintf(w, "verify: last difference (%s) %s: %s\n", kind, d.At.UTC().Format("2006-01-02 15:04:05"), d.Summary())
-		}
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tREQUESTS\tROWS\tREJECTED\tERROR")
-	for _, r := range rep.Runs {
-		took := "—"
-		if r.FinishedAt != nil {
-			took = r.FinishedAt.Sub(r.StartedAt).Round(time.Second).String()
-		}
-		rows := 0
-		for _, n := range r.RowsByTable {
-			rows += n
-		}
-		msg := r.Error
-		if len(msg) > 80 {
-			msg = msg[:77] + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
-	}
-	tw.Flush()
-	if len(rep.Runs) > 0 && len(rep.Runs[0].StreamsDetail) > 0 {
-		r := rep.Runs[0]
-		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tTOOK\tRANGES FETCHED")
-		tasks := make([]string, 0, len(r.StreamsDetail))
-		for t := range r.StreamsDetail {
-			tasks = append(tasks, t)
-		}
-		slices.SortFunc(tasks, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
-		for _, t := range tasks {
-			d := r.StreamsDetail[t]
-			var ranges []string
-			for _, rg := range d.Ranges {
-				s := fmt.Sprintf("%s..%s (%d pages, %d records)", rg.From, rg.To, rg.Pages, rg.Records)
-				if !rg.Complete {
-					s += " unfinished"
-				}
-				ranges = append(ranges, s)
-			}
-			took := (time.Duration(d.DurationSeconds * float64(time.Second))).Round(time.Millisecond)
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, took, cmp.Or(strings.Join(ranges, ", "), "—"))
-		}
-		tw.Flush()
-	}
+// RequestHistory returns the requests counted on each of the last days quota
+// days (today included), oldest first.
+func (e *Engine) RequestHistory(ctx context.Context, days int) ([]load.DayRequests, error) {
+	return e.ledger.History(ctx, days)
 }
 
-// taskOrder is a task's place in the default priorities (unknown names last).
-func taskOrder(name string) int {
-	if i := slices.Index(DefaultPriorities, Task(name)); i >= 0 {
-		return i
-	}
-	return len(DefaultPriorities)
-}
-
-func fmtTime(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-func fmtLag(s *float64) string {
-	if s == nil {
-		return "—"
-	}
-	return (time.Duration(*s) * time.Second).String()
-}
+// DailyQuota returns the configured requests per day of the key.
+func (e *Engine) DailyQuota() int { return e.set.DailyQuota }

@@ -115,9 +115,10 @@ func (c *ServiceClock) observe(date, sent, received time.Time) {
 // of the brands list WITHOUT the key, whose answer (401 by the spec) carries
 // the service's Date header. A request that carries no key cannot be counted
 // against the key's quota, so it is neither counted in the ledger nor taken
-// from the run's budget. The engine sends it only when its kept offset says
-// that today's budget is spent: then the service's day may have moved on (a
-// clock that jumped), and only the service can tell. It returns
+// from the run's budget. The engine sends it at the start of every run,
+// before it plans: the offset it kept from its last answer is stale once the
+// service's clock has moved (a clock that jumped), and only the service can
+// tell. It returns
 // ErrNoServiceClock when the answer has no usable Date header.
 func (c *Client) ProbeClock(ctx context.Context) error {
 	if c.clock == nil || c.base == "" {

@@ -29,7 +29,8 @@ import (
 //   - it is older than the maximum age (a safety net; with a maximum age
 //     under a day, every detail is due daily and whenever it is that old).
 type DetailState struct {
-	table string
+	schema string
+	table  string
 }
 
 // NewDetailState returns the detail bookkeeping of schema.
@@ -37,7 +38,7 @@ func NewDetailState(schema string) (*DetailState, error) {
 	if schema == "" {
 		return nil, errors.New("create detail state: empty schema")
 	}
-	return &DetailState{table: pgx.Identifier{schema, "detail_state"}.Sanitize()}, nil
+	return &DetailState{schema: schema, table: pgx.Identifier{schema, "detail_state"}.Sanitize()}, nil
 }
 
 // ErrBadMaxAge is returned for a maximum detail age that is not positive.
@@ -95,11 +96,11 @@ type ListedEntity struct {
 	Hash string
 }
 
-// RecordListed upserts the list hashes of a page's entities inside the page's
+// recordListed upserts the list hashes of a page's entities inside the page's
 // transaction. Rows whose hash did not change and that are still listed are
 // neither rewritten nor locked. A new entity takes the next seq, which
 // decides its refresh slot.
-func (d *DetailState) RecordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
+func (d *DetailState) recordListed(ctx context.Context, tx pgx.Tx, stream string, entries []ListedEntity) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -175,14 +176,49 @@ func (d *DetailState) CountDue(ctx context.Context, pool *pgxpool.Pool, stream s
 	return n, nil
 }
 
-// Fetched records, in the detail page's transaction, that the detail of an
+// fetched records, in the detail page's transaction, that the detail of an
 // entity was fetched at instant at (the engine's clock) while its list entry
 // had hash.
-func (d *DetailState) Fetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
+func (d *DetailState) fetched(ctx context.Context, tx pgx.Tx, stream, id, hash string, at time.Time) error {
 	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET detail_hash = $3, detail_synced_at = $4, _synced_at = now()
 WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
 	if err != nil {
 		return fmt.Errorf("record detail of %s %s: %w", stream, id, err)
+	}
+	return nil
+}
+
+// ErrNoDetails is returned for a stream without detail bookkeeping.
+var ErrNoDetails = errors.New("stream has no details")
+
+// markUnlisted marks as unlisted the entities of stream (brands or
+// projects) the warehouse soft-deleted — after a complete listing's
+// MarkDeleted, in the same transaction — so their details are no longer
+// fetched; the contacts of a deleted brand are soft-deleted with it (they
+// come back with its next detail).
+func (d *DetailState) markUnlisted(ctx context.Context, tx pgx.Tx, stream string) error {
+	var table, key string
+	switch stream {
+	case "brands":
+		table, key = "brands", "brand_id"
+	case "projects":
+		table, key = "projects", "project_id"
+	default:
+		return fmt.Errorf("record unlisted %s: %w", stream, ErrNoDetails)
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET listed = false, _synced_at = now()
+FROM %s AS x WHERE d.stream = $1 AND d.listed AND x.%s = d.entity_id AND x._deleted_at IS NOT NULL`,
+		d.table, pgx.Identifier{d.schema, table}.Sanitize(), pgx.Identifier{key}.Sanitize()), stream)
+	if err != nil {
+		return fmt.Errorf("record unlisted %s: %w", stream, err)
+	}
+	if stream == "brands" {
+		_, err = tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS c SET _deleted_at = now(), _synced_at = now()
+FROM %s AS b WHERE b.brand_id = c.brand_id AND b._deleted_at IS NOT NULL AND c._deleted_at IS NULL`,
+			pgx.Identifier{d.schema, "brand_contacts"}.Sanitize(), pgx.Identifier{d.schema, "brands"}.Sanitize()))
+		if err != nil {
+			return fmt.Errorf("soft-delete contacts of deleted brands: %w", err)
+		}
 	}
 	return nil
 }

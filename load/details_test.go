@@ -77,7 +77,7 @@ func TestDetailRefreshStaggeredOverDays(t *testing.T) {
 			for i, e := range list {
 				entries[i] = ListedEntity{ID: fmt.Sprint(i), Hash: fmt.Sprint(e.hash)}
 			}
-			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return ds.RecordListed(ctx, tx, s, entries) }); err != nil {
+			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return ds.recordListed(ctx, tx, s, entries) }); err != nil {
 				t.Fatal(err)
 			}
 			p := RefreshPolicy{MaxAge: maxAge, Now: now}
@@ -104,7 +104,7 @@ func TestDetailRefreshStaggeredOverDays(t *testing.T) {
 			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				for _, d := range due {
 					dueSet[d.ID] = true
-					if err := ds.Fetched(ctx, tx, s, d.ID, d.Hash, now); err != nil {
+					if err := ds.fetched(ctx, tx, s, d.ID, d.Hash, now); err != nil {
 						return err
 					}
 				}

@@ -406,7 +406,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 	_, err := s.CommitPage(ctx, Page{
 		Stream: "communications", Batch: batch,
 		State: &Checkpoint{Watermark: ptr(time.Now()), Cursor: json.RawMessage(`{"page":2}`)},
-		Then: func(ctx context.Context, tx pgx.Tx) error {
+		then: func(ctx context.Context, tx pgx.Tx) error {
 			// The rows are there inside the transaction…
 			var n int64
 			if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+qualified(schema, "emails")).Scan(&n); err != nil || n != 2 {
@@ -644,7 +644,7 @@ func TestPageSessionSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got string
-		commit(t, s, Page{Then: func(ctx context.Context, tx pgx.Tx) error {
+		commit(t, s, Page{then: func(ctx context.Context, tx pgx.Tx) error {
 			return tx.QueryRow(ctx, `SELECT current_setting('TimeZone') || ' ' || current_setting('statement_timeout') || ' ' ||
 				current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`).Scan(&got)
 		}})

@@ -224,7 +224,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	page := func(what string, p Page) Counts {
 		t.Helper()
 		rec.take()
-		p.Then = func(ctx context.Context, tx pgx.Tx) error {
+		p.then = func(ctx context.Context, tx pgx.Tx) error {
 			stmts := rec.take()
 			explained += len(stmts)
 			for _, st := range stmts {

@@ -67,7 +67,9 @@ type Store struct {
 	log    *zap.Logger
 	red    *logging.Redactor
 	tables []*table // in write order
-	byName map[string]*table
+	// details is the detail bookkeeping a page may carry.
+	details *DetailState
+	byName  map[string]*table
 
 	rejectsSQL, stateSQL, getStateSQL, statesSQL string
 	startRunSQL, finishRunSQL, skippedSQL, begin string
@@ -121,6 +123,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		s.begin += "; SET LOCAL synchronous_commit = off"
 	}
 	s.buildBookkeepingSQL()
+	ds, err := NewDetailState(cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	s.details = ds
 	return s, nil
 }
 
@@ -155,9 +162,32 @@ type Page struct {
 	// EndsListing says the page is the listing's last: rows of its table not
 	// seen by the listing get _deleted_at, in this page's transaction.
 	EndsListing bool
-	// Then, when set, runs last inside the page's transaction; its error
-	// rolls the whole page back.
-	Then func(ctx context.Context, tx pgx.Tx) error
+	// Listed, when set, are the page's brands or projects of Stream as
+	// listed: their list hashes are recorded in detail_state
+	// (see DetailState), in the page's transaction.
+	Listed []ListedEntity
+	// DetailFetched, when set, says the page carries the detail of an entity
+	// of Stream: detail_state records it (see DetailState), in the page's
+	// transaction.
+	DetailFetched *FetchedDetail
+	// MarkUnlisted, for brands or projects (Stream), marks the entities the
+	// warehouse soft-deleted as no longer listed, so their details are not
+	// fetched, and soft-deletes the contacts of deleted brands — after the
+	// listing's deletions, in the page's transaction
+	// (see DetailState).
+	MarkUnlisted bool
+
+	// then runs last inside the page's transaction (this package's tests:
+	// failure injection, the settings and plans seen inside a page).
+	then func(ctx context.Context, tx pgx.Tx) error
+}
+
+// FetchedDetail is the detail of one brand or project a page carries.
+type FetchedDetail struct {
+	// ID is the entity's id; Hash the hash of its list entry when it was due.
+	ID, Hash string
+	// At is when the detail was fetched (the engine's clock).
+	At time.Time
 }
 
 // TableCounts says what a page did to one table.
@@ -227,7 +257,8 @@ func (c Counts) RowsByTable() map[string]int64 {
 
 // CommitPage writes a page in one transaction: the batch's rows table by
 // table, its rejected records, the listing's deletions when the page ends
-// it, the stream's checkpoint, then p.Then. Either all of it commits or
+// it, the stream's checkpoint, then the detail bookkeeping the page carries
+// (Listed, MarkUnlisted, DetailFetched). Either all of it commits or
 // nothing does.
 func (s *Store) CommitPage(ctx context.Context, p Page) (Counts, error) {
 	if p.State != nil && p.Stream == "" {
@@ -313,8 +344,21 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 			return counts, err
 		}
 	}
-	if p.Then != nil {
-		if err := p.Then(ctx, tx); err != nil {
+	if err := s.details.recordListed(ctx, tx, p.Stream, p.Listed); err != nil {
+		return counts, err
+	}
+	if p.MarkUnlisted {
+		if err := s.details.markUnlisted(ctx, tx, p.Stream); err != nil {
+			return counts, err
+		}
+	}
+	if d := p.DetailFetched; d != nil {
+		if err := s.details.fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {
+			return counts, err
+		}
+	}
+	if p.then != nil {
+		if err := p.then(ctx, tx); err != nil {
 			return counts, err
 		}
 	}

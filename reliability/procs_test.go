@@ -31,11 +31,16 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// baseStart is the default sandbox clock: yesterday's UTC midnight. The
-// worker's own clock is the real one (its backfill ends today, its quota day
-// is today), so the sandbox must not live in the future.
+// baseStart is the default sandbox clock: yesterday's UTC noon, so that the
+// sandbox does not live in the future of the worker's real clock. The
+// sandbox's clock stands still between Advance calls while the worker's
+// runs: every run reads the service's clock first, and a run that resumes
+// after killed ones dates their starts (the database's clock) with the
+// offset it reads now, the time since then earlier on the service's clock.
+// At a standing midnight every earlier run would fall on the previous
+// service day; at noon the scenarios' runs stay on the service's day.
 func baseStart() time.Time {
-	return time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	return time.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour)
 }
 
 // sandboxOptions are the agencysandbox flags a scenario chooses (a zero

@@ -58,21 +58,21 @@ func TestS03Quota(t *testing.T) {
 		if res.code != 75 || res.status() != "partial" {
 			t.Fatalf("first day: %s, want exit 75 and a partial run\n%s", res, tail([]byte(res.stderr), 20))
 		}
-		if res.num("requests_used") != quota || st.Requests != quota {
-			t.Errorf("first day: the run used %d requests, the sandbox saw %d; the budget is %d", res.num("requests_used"), st.Requests, quota)
+		if res.num("requests_used") != quota || st.Keyed() != quota {
+			t.Errorf("first day: the run used %d requests, the sandbox saw %d with the key; the budget is %d", res.num("requests_used"), st.Keyed(), quota)
 		}
 		if st.QuotaExceeded != 0 || st.ByStatus["429"] != 0 {
 			t.Errorf("the sandbox refused %d requests for the daily quota (%d 429s)", st.QuotaExceeded, st.ByStatus["429"])
 		}
 		pages := checkWholePages(t, r.pool, r.schema, ids, bad)
-		sc.fig("own budget: day 1 exit %d after %d of %d needed requests (%d pages), %d quota 429s", res.code, st.Requests, minimum, pages, st.QuotaExceeded)
+		sc.fig("own budget: day 1 exit %d after %d of %d needed requests (%d pages), %d quota 429s", res.code, st.Keyed(), minimum, pages, st.QuotaExceeded)
 
 		// Same day again: nothing left, so nothing sent with the key — only
-		// the clock probe, which carries none (a 401, no quota), to learn
-		// whether the service's day has moved on.
+		// the clock probe every run starts with, which carries none (a 401,
+		// no quota), to learn whether the service's day has moved on.
 		again := r.run(quotaEnv)
 		st1 := r.sb.stats()
-		if again.code != 75 || st1.Requests != st.Requests+1 || st1.ByStatus["401"] != st.ByStatus["401"]+1 || st1.QuotaUsed != st.QuotaUsed {
+		if again.code != 75 || st1.Requests != st.Requests+1 || st1.Keyless != st.Keyless+1 || st1.ByStatus["401"] != st.ByStatus["401"]+1 || st1.QuotaUsed != st.QuotaUsed {
 			t.Errorf("same-day rerun: %s; the sandbox saw %d more requests (%d more 401s), %d more counted against its quota; want only the keyless clock probe",
 				again, st1.Requests-st.Requests, st1.ByStatus["401"]-st.ByStatus["401"], st1.QuotaUsed-st.QuotaUsed)
 		}
@@ -111,7 +111,7 @@ func TestS03Quota(t *testing.T) {
 		}
 		pages := checkWholePages(t, r.pool, r.schema, ids, bad)
 		sc.fig("spent elsewhere (%d of %d): day 1 exit %d after %d accepted requests, %d quota 429s, %d whole pages kept",
-			elsewhere, quota, res.code, st.Requests-st.QuotaExceeded, st.QuotaExceeded, pages)
+			elsewhere, quota, res.code, st.Keyed()-st.QuotaExceeded, st.QuotaExceeded, pages)
 
 		days := 1
 		for res.status() != "succeeded" {

@@ -31,8 +31,8 @@ func TestS04Rate(t *testing.T) {
 		t.Errorf("the sandbox refused %d requests for the rate (%d 429s in all); the worker's retries:\n%s",
 			st.RateLimited, st.ByStatus["429"], grepLines(res.stderr, "retrying"))
 	}
-	if int(st.Requests) != res.num("requests_used") {
-		t.Errorf("the sandbox served %d requests, the run reports %d", st.Requests, res.num("requests_used"))
+	if int(st.Keyed()) != res.num("requests_used") {
+		t.Errorf("the sandbox served %d requests with the key, the run reports %d", st.Keyed(), res.num("requests_used"))
 	}
 	if res.num("requests_used") < minimum || res.num("requests_used") < 50 {
 		t.Errorf("only %d requests (minimum %d): the pace was not exercised", res.num("requests_used"), minimum)

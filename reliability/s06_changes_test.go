@@ -79,10 +79,10 @@ func TestS06Changes(t *testing.T) {
 	project := tr["projects"][0].Key
 	r.sb.admin(http.MethodPost, "projects/"+project, map[string]any{"status": "finalizat"}, nil)
 
-	before := r.sb.stats().Requests
+	before := r.sb.stats().Keyed()
 	res := r.run(nil)
 	mustSucceed(t, "run after the changes", res)
-	sc.fig("incremental run: %d requests for 40 new e-mails, 1 late edit, 1 changed brand, 1 deleted brand, 1 changed project", r.sb.stats().Requests-before)
+	sc.fig("incremental run: %d requests for 40 new e-mails, 1 late edit, 1 changed brand, 1 deleted brand, 1 changed project", r.sb.stats().Keyed()-before)
 	checks, rows := compareWithTruth(t, r.pool, r.schema, r.sb.truth())
 	sc.fig("after the changes: %s", summarize(checks, rows))
 

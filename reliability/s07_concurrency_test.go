@@ -37,12 +37,12 @@ func TestS07Concurrency(t *testing.T) {
 	// A slower service keeps the first run going for seconds.
 	runs := pgx.Identifier{r.schema, "sync_runs"}.Sanitize()
 	r.sb.admin("POST", "faults", map[string]string{"latency": "150ms"}, nil)
-	before := r.sb.stats().Requests
+	before := r.sb.stats().Keyed()
 	first := startWorker(t, r.env, "run", "--full-refresh", "communications")
 	waitFor(t, "the first worker running", time.Minute, 10*time.Millisecond, func() bool {
 		var n int
 		err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+runs+" WHERE status = 'running'").Scan(&n)
-		return (err == nil && n == 1 && r.sb.stats().Requests > before) || !first.running()
+		return (err == nil && n == 1 && r.sb.stats().Keyed() > before) || !first.running()
 	})
 	if !first.running() {
 		t.Fatalf("the first worker ended before the second could start: %s", first.wait(time.Second))
@@ -65,8 +65,8 @@ func TestS07Concurrency(t *testing.T) {
 	if err := r.pool.QueryRow(ctx, "SELECT coalesce(sum(requests_used), 0) FROM "+runs+" WHERE status = 'succeeded'").Scan(&used); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.sb.stats(); int(st.Requests) != used {
-		t.Errorf("the sandbox saw %d requests; the succeeded runs used %d", st.Requests, used)
+	if st := r.sb.stats(); int(st.Keyed()) != used {
+		t.Errorf("the sandbox saw %d requests with the key; the succeeded runs used %d", st.Keyed(), used)
 	}
 	var skippedReason string
 	err := r.pool.QueryRow(ctx, "SELECT error FROM "+runs+" WHERE status = 'skipped' LIMIT 1").Scan(&skippedReason)

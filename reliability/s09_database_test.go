@@ -111,7 +111,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-		cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+		cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 		if err != nil {
 			t.Fatalf("start a private cluster for the restart: %v", err)
 		}
@@ -136,7 +136,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 			if err := cluster.Stop(); err != nil {
 				t.Fatalf("stop the server: %v", err)
 			}
-			if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true}); err != nil {
+			if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true}); err != nil {
 				t.Fatalf("start the server again: %v", err)
 			}
 			proxy.setTarget(hostPort(t, cluster.DSN()))

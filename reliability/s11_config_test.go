@@ -40,6 +40,8 @@ var badValues = []badValue{
 	{variable: "AGENCY_COMMS_BACKFILL_WINDOW", value: "36h"},
 	{variable: "AGENCY_COMMS_RATE_LIMIT", value: "-1"},
 	{variable: "AGENCY_PATHS", value: "brands"},
+	{variable: "AGENCY_FIELD_MAP", value: "projects.name"},
+	{variable: "AGENCY_FIELD_MAP_FILE", value: "/nonexistent/fields.yaml"},
 	{variable: "AGENCY_WORKFLOW_ID", value: ""},
 	{variable: "AGENCY_RATE_LIMIT", value: "0"},
 	{variable: "AGENCY_DAILY_QUOTA", value: "lots"},
@@ -65,6 +67,7 @@ var badValues = []badValue{
 // freeForm are the variables that accept any value.
 var freeForm = map[string]string{
 	"WAREHOUSE_LOCAL_DIR": "any directory path",
+	"PG_BINDIR":           "any directory path (looked into when the private cluster starts)",
 }
 
 // TestS11BadConfiguration: each malformed variable stops agencysync at start

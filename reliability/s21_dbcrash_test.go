@@ -34,7 +34,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+	cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 	if err != nil {
 		t.Fatalf("start a private cluster: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 		if err := cluster.Stop(); err != nil {
 			t.Logf("after the crash: %v", err)
 		}
-		if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true}); err != nil {
+		if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true}); err != nil {
 			t.Fatalf("start the server again (crash recovery): %v", err)
 		}
 		proxy.setTarget(hostPort(t, cluster.DSN()))
@@ -114,7 +114,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 			t.Errorf("after the crash the worker exited %d: %s\n%s", res.code, res, tail([]byte(res.stderr), 20))
 		}
 		t.Logf("the run through the crash %s: %s; its errors:\n%s", round.what, res, errorLines(res.stderr))
-		served, counted := sb.stats().Requests, ledgerTotal(t, pool, schema)
+		served, counted := sb.stats().Keyed(), ledgerTotal(t, pool, schema) // the keyless clock probes count nowhere
 		if int64(counted) < served {
 			t.Errorf("crash %s: requests uncounted: the quota ledger holds %d, the service answered %d", round.what, counted, served)
 		}
@@ -124,7 +124,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 	}
 
 	mustSucceed(t, "the run after the crash", runWorker(t, 5*time.Minute, env, "run"))
-	served, counted := sb.stats().Requests, ledgerTotal(t, pool, schema)
+	served, counted := sb.stats().Keyed(), ledgerTotal(t, pool, schema)
 	if int64(counted) < served {
 		t.Errorf("requests uncounted: the quota ledger holds %d, the service answered %d", counted, served)
 	}

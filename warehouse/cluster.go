@@ -29,6 +29,9 @@ type LocalOptions struct {
 	// DataDir holds the cluster's data. It is created (initdb) when empty and
 	// reused otherwise. Empty means a throwaway directory removed by Stop.
 	DataDir string
+	// BinDir holds initdb and postgres (PG_BINDIR); empty: the newest
+	// /usr/lib/postgresql/*/bin, then PATH.
+	BinDir string
 	// Fast trades durability for speed (fsync off): right for tests.
 	Fast bool
 	// Logger receives progress lines; nil logs nothing.
@@ -49,7 +52,7 @@ type LocalCluster struct {
 	log       *zap.Logger
 }
 
-// StartLocal finds the server binaries (PG_BINDIR, then
+// StartLocal finds the server binaries (opts.BinDir, then
 // /usr/lib/postgresql/*/bin, newest first, then PATH), initialises the data
 // directory if needed and starts postgres on a free loopback port. When the
 // process runs as root, initdb and postgres run as the unprivileged user
@@ -59,7 +62,7 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	bindir, err := findBinDir()
+	bindir, err := findBinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +232,9 @@ func (c *LocalCluster) waitReady(ctx context.Context, limit time.Duration) error
 	}
 }
 
-// findBinDir looks for a folder holding initdb and postgres.
-func findBinDir() (string, error) {
+// findBinDir looks for a folder holding initdb and postgres: dir when set
+// (PG_BINDIR), else the newest /usr/lib/postgresql/*/bin, then PATH.
+func findBinDir(dir string) (string, error) {
 	has := func(dir string) bool {
 		for _, b := range []string{"initdb", "postgres"} {
 			if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
@@ -239,7 +243,7 @@ func findBinDir() (string, error) {
 		}
 		return true
 	}
-	if dir := os.Getenv("PG_BINDIR"); dir != "" {
+	if dir != "" {
 		if has(dir) {
 			return dir, nil
 		}

@@ -28,7 +28,7 @@ func TestLocalClusterKeepsData(t *testing.T) {
 	}
 	dir := filepath.Join(base, "data")
 	for i, stmt := range []string{"CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)", ""} {
-		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 		if err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
@@ -59,8 +59,7 @@ func TestLocalClusterKeepsData(t *testing.T) {
 }
 
 func TestNoBinariesIsAClearError(t *testing.T) {
-	t.Setenv("PG_BINDIR", t.TempDir())
-	_, err := warehouse.StartLocal(context.Background(), warehouse.LocalOptions{})
+	_, err := warehouse.StartLocal(context.Background(), warehouse.LocalOptions{BinDir: t.TempDir()})
 	if !errors.Is(err, warehouse.ErrNoPostgres) || !strings.Contains(err.Error(), "apt-get install postgresql") {
 		t.Fatalf("StartLocal without binaries = %v, want ErrNoPostgres with an install hint", err)
 	}

@@ -16,30 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// RootLocalDir is the private cluster's data folder when agencysync runs as
-// root: the server runs as an unprivileged user, which cannot reach root's
-// home, so the folder lives under /var/lib.
-const RootLocalDir = "/var/lib/agencysync/postgres"
-
-// DefaultLocalDir returns the private cluster's data folder when
-// WAREHOUSE_LOCAL_DIR is unset. It never depends on the current directory:
-// $XDG_DATA_HOME/agencysync/postgres when XDG_DATA_HOME is an absolute path,
-// else $HOME/.local/share/agencysync/postgres, and RootLocalDir for root
-// (euid 0). getenv reads the environment.
-func DefaultLocalDir(getenv func(string) string, euid int) (string, error) {
-	if euid == 0 {
-		return RootLocalDir, nil
-	}
-	if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "agencysync", "postgres"), nil
-	}
-	home := getenv("HOME")
-	if !filepath.IsAbs(home) {
-		return "", errors.New("find the private cluster's data folder: neither XDG_DATA_HOME nor HOME is an absolute path; set WAREHOUSE_LOCAL_DIR or DATABASE_URL")
-	}
-	return filepath.Join(home, ".local", "share", "agencysync", "postgres"), nil
-}
-
 // runningServer reads dataDir/postmaster.pid and returns the DSN of the server
 // it names when that process is alive and answers on its loopback port within
 // limit (it may still be starting). ok is false when no server runs there.
@@ -98,10 +74,10 @@ func runningServer(ctx context.Context, dataDir string, limit time.Duration) (ds
 // ErrNoPsql means no psql binary was found.
 var ErrNoPsql = errors.New("no psql found: install it (Debian: apt-get install postgresql-client) or set PG_BINDIR")
 
-// PsqlPath finds psql: next to the server binaries (PG_BINDIR, then
-// /usr/lib/postgresql/*/bin, newest first), else on PATH.
-func PsqlPath() (string, error) {
-	if dir, err := findBinDir(); err == nil {
+// PsqlPath finds psql: next to the server binaries (in binDir, PG_BINDIR,
+// when set, else the newest /usr/lib/postgresql/*/bin), else on PATH.
+func PsqlPath(binDir string) (string, error) {
+	if dir, err := findBinDir(binDir); err == nil {
 		p := filepath.Join(dir, "psql")
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil

@@ -11,36 +11,6 @@ import (
 	"github.com/agencysync/agencysync/warehouse"
 )
 
-func TestDefaultLocalDir(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name string
-		env  map[string]string
-		euid int
-		want string
-		err  bool
-	}{
-		{"xdg", map[string]string{"XDG_DATA_HOME": "/x/data", "HOME": "/home/u"}, 1000, "/x/data/agencysync/postgres", false},
-		{"home", map[string]string{"HOME": "/home/u"}, 1000, "/home/u/.local/share/agencysync/postgres", false},
-		{"relative xdg is ignored (XDG spec)", map[string]string{"XDG_DATA_HOME": "rel", "HOME": "/home/u"}, 1000, "/home/u/.local/share/agencysync/postgres", false},
-		{"root: a folder the server's user can reach", map[string]string{"HOME": "/root", "XDG_DATA_HOME": "/root/.local/share"}, 0, "/var/lib/agencysync/postgres", false},
-		{"no home", map[string]string{}, 1000, "", true},
-		{"relative home", map[string]string{"HOME": "rel"}, 1000, "", true},
-	}
-	for _, c := range cases {
-		got, err := warehouse.DefaultLocalDir(func(k string) string { return c.env[k] }, c.euid)
-		if c.err {
-			if err == nil {
-				t.Errorf("%s: DefaultLocalDir = %q, want an error", c.name, got)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%s: DefaultLocalDir = %q, %v; want %q", c.name, got, err, c.want)
-		}
-	}
-}
-
 // TestLocalClusterAttachesToRunning: a second StartLocal on a data folder
 // whose server runs uses that server, and its Stop leaves it running for its
 // owner (psql while serve runs, run while psql is open).
@@ -56,7 +26,7 @@ func TestLocalClusterAttachesToRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(base, "data")
-	owner, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+	owner, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +34,7 @@ func TestLocalClusterAttachesToRunning(t *testing.T) {
 	if owner.Attached() {
 		t.Fatal("the first StartLocal says it attached")
 	}
-	second, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, Fast: true})
+	second, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 	if err != nil {
 		t.Fatalf("second StartLocal on a running data folder: %v", err)
 	}
@@ -102,7 +72,7 @@ func TestLocalClusterCreatesReachableParents(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: filepath.Join(base, "share", "agencysync", "postgres"), Fast: true})
+	c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: filepath.Join(base, "share", "agencysync", "postgres"), BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 	if err != nil {
 		t.Fatalf("StartLocal on a data folder with missing parents: %v", err)
 	}

@@ -17,6 +17,9 @@ type Options struct {
 	Schema string
 	// LocalDataDir keeps the private cluster's data between runs.
 	LocalDataDir string
+	// BinDir holds the private cluster's server binaries (PG_BINDIR);
+	// empty: searched for (see LocalOptions.BinDir).
+	BinDir string
 	// StatementTimeout bounds every statement.
 	StatementTimeout time.Duration
 	// Logger receives progress lines; nil logs nothing.
@@ -39,7 +42,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	w := &Warehouse{Schema: opts.Schema}
 	dsn := opts.DSN
 	if dsn == "" {
-		c, err := StartLocal(ctx, LocalOptions{DataDir: opts.LocalDataDir, Logger: opts.Logger})
+		c, err := StartLocal(ctx, LocalOptions{DataDir: opts.LocalDataDir, BinDir: opts.BinDir, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("start private warehouse: %w", err)
 		}

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 
@@ -21,9 +19,6 @@ import (
 // ErrMigrationsPending means the schema lacks migrations this binary carries.
 var ErrMigrationsPending = errors.New("migrations pending")
 
-// undefinedTable is SQLSTATE 42P01: the goose version table does not exist yet.
-const undefinedTable = "42P01"
-
 // Readiness answers /readyz cheaply: one statement on a pooled connection
 // checks that the database answers and that every migration embedded in the
 // binary (listed once, when the Readiness is made) is applied to the schema.
@@ -32,7 +27,7 @@ const undefinedTable = "42P01"
 type Readiness struct {
 	pool     *pgxpool.Pool
 	schema   string
-	query    string
+	check    *migrations.AppliedCheck
 	versions []int64
 }
 
@@ -51,10 +46,7 @@ func NewReadinessFS(pool *pgxpool.Pool, schema string, fsys fs.FS) (*Readiness, 
 	if err != nil {
 		return nil, err
 	}
-	table := pgx.Identifier{schema, "goose_db_version"}.Sanitize()
-	q := `SELECT coalesce(array_agg(v ORDER BY v), '{}') FROM unnest($1::bigint[]) AS v
-	       WHERE NOT EXISTS (SELECT 1 FROM ` + table + ` g WHERE g.version_id = v AND g.is_applied)`
-	return &Readiness{pool: pool, schema: schema, query: q, versions: versions}, nil
+	return &Readiness{pool: pool, schema: schema, check: migrations.NewAppliedCheck(schema), versions: versions}, nil
 }
 
 // migrationVersions lists the versions of the goose SQL files at fsys's root.
@@ -88,11 +80,9 @@ func (r *Readiness) Latest() int64 { return r.versions[len(r.versions)-1] }
 // migration applied; an error wrapping ErrMigrationsPending when some are
 // missing (naming them); or the connection's error.
 func (r *Readiness) Check(ctx context.Context) error {
-	var missing []int64
-	err := r.pool.QueryRow(ctx, r.query, r.versions).Scan(&missing)
-	var pg *pgconn.PgError
+	missing, err := r.check.Missing(ctx, r.pool, r.versions)
 	switch {
-	case errors.As(err, &pg) && pg.Code == undefinedTable:
+	case errors.Is(err, migrations.ErrNoVersionTable):
 		return fmt.Errorf("check readiness: schema %s has no migration applied (latest is %d): %w", r.schema, r.Latest(), ErrMigrationsPending)
 	case err != nil:
 		return fmt.Errorf("check readiness: %w", err)

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,38 +92,23 @@ func EnsureSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 	if !config.ValidSchema(schema) {
 		return fmt.Errorf("ensure schema %q: %w", schema, ErrBadSchema)
 	}
-	var role, db string
-	var exists, usage, createDB bool
-	err := pool.QueryRow(ctx, `SELECT current_user, current_database(), n.oid IS NOT NULL,
-		       coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
-		       has_database_privilege(current_database(), 'CREATE')
-		  FROM (SELECT 1) AS one LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = $1`, schema).
-		Scan(&role, &db, &exists, &usage, &createDB)
+	a, err := migrations.LookUpSchema(ctx, pool, schema)
 	if err != nil {
-		return fmt.Errorf("look up schema %s: %w", schema, err)
+		return err
 	}
-	if exists {
-		if !usage {
-			return &PrivilegeError{Role: role, Right: "USAGE", Object: "schema " + schema,
-				Hint: fmt.Sprintf("GRANT USAGE, CREATE ON SCHEMA %s TO %s, or let the role own it", pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize())}
+	if a.Exists {
+		if !a.Usage {
+			return &PrivilegeError{Role: a.Role, Right: "USAGE", Object: "schema " + schema,
+				Hint: migrations.GrantStatement(schema, a.Role) + ", or let the role own it"}
 		}
 		return nil
 	}
-	if !createDB {
-		return &PrivilegeError{Role: role, Right: "CREATE", Object: "database " + db,
+	if !a.CreateOnDatabase {
+		return &PrivilegeError{Role: a.Role, Right: "CREATE", Object: "database " + a.Database,
 			Hint: fmt.Sprintf("schema %s does not exist and only a role with CREATE on the database can create it; "+
-				"have an administrator run CREATE SCHEMA %s AUTHORIZATION %s once",
-				schema, pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize())}
+				"have an administrator run %s once", schema, migrations.CreateSchemaStatement(schema, a.Role))}
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID("schema:"+schema)); err != nil {
-			return fmt.Errorf("lock schema creation: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			return fmt.Errorf("create schema: %w", err)
-		}
-		return nil
-	})
+	return migrations.CreateSchema(ctx, pool, schema, lockID("schema:"+schema))
 }
 
 // lockID derives a stable advisory-lock key from a name.
@@ -169,7 +153,7 @@ func newMigrator(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs
 		return nil, err
 	}
 	cc := pool.Config().ConnConfig.Copy()
-	cc.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	cc.RuntimeParams[migrations.SearchPathParam] = migrations.SearchPath(schema)
 	db := stdlib.OpenDB(*cc)
 	db.SetMaxOpenConns(2)
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID("migrate:"+schema)), lock.WithLockTimeout(1, 600))

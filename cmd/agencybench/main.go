@@ -30,6 +30,7 @@ func run(ctx context.Context, args []string) int {
 	out := fs.String("out", "BENCHMARKS.md", "Markdown file to write the report to (empty: print only)")
 	bin := fs.String("bin", "", "folder with prebuilt agencysync and agencysandbox (default: build them)")
 	figures := fs.String("figures", "", "comma-separated figure numbers 1-8 to measure (default all)")
+	days := fs.Int("days", 0, "simulated days of figure 8's large agency (default 14, with --quick 3)")
 	logDir := fs.String("logs", "", "keep every agencysync process's log in this folder (diagnosis)")
 	logLevel := fs.String("worker-log-level", "", "LOG_LEVEL of the agencysync processes (default info; debug logs every request)")
 	save := fs.String("save", "", "also write the report as JSON to this file (for a later --keep)")
@@ -37,8 +38,12 @@ func run(ctx context.Context, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr,
-		LogDir: *logDir, WorkerLogLevel: *logLevel}
+	if *days < 0 {
+		fmt.Fprintln(os.Stderr, "agencybench: --days must not be negative")
+		return 2
+	}
+	cfg := benchmark.Config{Quick: *quick, Runs: *runs, BinDir: *bin, DatabaseURL: os.Getenv("DATABASE_URL"), PGBinDir: os.Getenv("PG_BINDIR"), Log: os.Stderr,
+		LogDir: *logDir, WorkerLogLevel: *logLevel, LargeDays: *days}
 	if *figures != "" {
 		cfg.Figures = strings.Split(*figures, ",")
 	}

@@ -1,5 +1,3 @@
-// Command agencysync keeps a PostgreSQL warehouse in sync with the Agency Data
-// Service. See `agencysync --help` and the README.
 package main
 
 import (

@@ -37,8 +37,15 @@ type Config struct {
 	ModuleDir string
 	// DatabaseURL is the warehouse server; empty starts a private cluster.
 	DatabaseURL string
+	// PGBinDir holds the private cluster's server binaries (PG_BINDIR);
+	// empty: searched for.
+	PGBinDir string
 	// Figures selects figures by number ("1".."8"); empty runs them all.
 	Figures []string
+	// LargeDays, when positive, is the number of simulated days of figure
+	// 8's large agency instead of the mode's (14, quick 3): the 14 days at
+	// the quick mode's size, say.
+	LargeDays int
 	// LogDir, when set, keeps the log (stderr) of every agencysync process
 	// there, one file per process, for diagnosis.
 	LogDir string
@@ -245,10 +252,10 @@ func (h *harness) walSince(ctx context.Context, lsn string) (int64, error) {
 
 // openWarehouse connects to DatabaseURL or starts a private cluster; the
 // returned function stops what it started.
-func openWarehouse(ctx context.Context, dsn string) (pool *pgxpool.Pool, usedDSN string, private bool, stop func(), err error) {
+func openWarehouse(ctx context.Context, dsn, binDir string) (pool *pgxpool.Pool, usedDSN string, private bool, stop func(), err error) {
 	stop = func() {}
 	if dsn == "" {
-		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{})
+		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{BinDir: binDir})
 		if err != nil {
 			return nil, "", false, stop, fmt.Errorf("start private cluster: %w", err)
 		}

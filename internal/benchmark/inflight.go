@@ -221,6 +221,6 @@ func (h *harness) inflightOnce(ctx context.Context, sb *Sandbox, label string, e
 	if err != nil {
 		return inflightRun{}, err
 	}
-	return inflightRun{requests: st.Requests, limited: max(st.RateLimited, st.ByStatus["429"]), wall: res.Wall,
+	return inflightRun{requests: st.Keyed(), limited: max(st.RateLimited, st.ByStatus["429"]), wall: res.Wall,
 		details: RequestRate(res.Stderr, isDetail), comms: PagesRate(res.Stderr)}, nil
 }

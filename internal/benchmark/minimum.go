@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
 // Minimum is the fewest requests that can sync an inventory completely
@@ -36,4 +37,22 @@ func EndpointExcess(used map[string]int64, minimum map[string]int) map[string]in
 // sortedKeys returns a map's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// keyedByEndpoint is the sandbox's count by endpoint of the requests sent
+// with a key: the worker's clock probe at the start of every run is a
+// keyless GET of the brands list (a 401, no quota), which the sandbox counts
+// under brands and in Keyless, so Keyless is taken off brands.
+func keyedByEndpoint(st sandbox.Stats) map[string]int64 {
+	out := maps.Clone(st.ByEndpoint)
+	if out == nil {
+		out = map[string]int64{}
+	}
+	if st.Keyless > 0 {
+		out["brands"] -= st.Keyless
+		if out["brands"] == 0 {
+			delete(out, "brands")
+		}
+	}
+	return out
 }

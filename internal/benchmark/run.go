@@ -68,6 +68,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Quick {
 		h.sizes = QuickSizes
 	}
+	if cfg.LargeDays > 0 {
+		h.sizes.Large.Days = cfg.LargeDays
+	}
 	loadStart := LoadAverage()
 	bin := cfg.BinDir
 	if bin == "" {
@@ -88,7 +91,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("find binary: %w", err)
 		}
 	}
-	pool, dsn, private, stopWarehouse, err := openWarehouse(ctx, cfg.DatabaseURL)
+	pool, dsn, private, stopWarehouse, err := openWarehouse(ctx, cfg.DatabaseURL, cfg.PGBinDir)
 	if err != nil {
 		return nil, err
 	}

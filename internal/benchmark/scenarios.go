@@ -99,7 +99,7 @@ func (h *harness) backfillOnce(ctx context.Context, sb *Sandbox) (backfillRun, e
 	if err != nil {
 		return backfillRun{}, err
 	}
-	return backfillRun{requests: st.Requests, requestsUsed: used, byEndpoint: st.ByEndpoint, rssKiB: res.MaxRSSKiB,
+	return backfillRun{requests: st.Keyed(), requestsUsed: used, byEndpoint: keyedByEndpoint(st), rssKiB: res.MaxRSSKiB,
 		took: syncTook(res), wall: res.Wall}, nil
 }
 
@@ -231,7 +231,7 @@ func (h *harness) paceOnce(ctx context.Context, sb *Sandbox) (paceRun, error) {
 	if err != nil {
 		return paceRun{}, err
 	}
-	return paceRun{requests: st.Requests, limited: max(st.RateLimited, st.ByStatus["429"]), wall: res.Wall, took: syncTook(res),
+	return paceRun{requests: st.Keyed(), limited: max(st.RateLimited, st.ByStatus["429"]), wall: res.Wall, took: syncTook(res),
 		spacing: RequestSpacing(res.Stderr)}, nil
 }
 
@@ -450,8 +450,8 @@ func (h *harness) steadyOnce(ctx context.Context) (steadyRun, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		last = st.ByEndpoint
-		return res, st.Requests, nil
+		last = keyedByEndpoint(st)
+		return res, st.Keyed(), nil
 	}
 	if _, _, err := run("first sync", "run"); err != nil {
 		return r, err

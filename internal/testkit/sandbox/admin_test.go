@@ -43,18 +43,19 @@ func TestAdminStats(t *testing.T) {
 	get(t, s, "/v1/brands")
 	get(t, s, "/v1/projects/999999")
 	apiGet(t, s, "/v1/brands", "bad")
+	apiGet(t, s, "/v1/brands?per_page=1", "") // a worker's keyless clock probe
 	commsPost(t, s, `{"user_id":[1]}`)
 	var st Stats
 	if err := json.Unmarshal(adminCall(t, s, http.MethodGet, "stats", "").body, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Requests != 5 || st.ByStatus["200"] != 3 || st.ByStatus["404"] != 1 || st.ByStatus["401"] != 1 ||
-		st.ByEndpoint["brands"] != 3 || st.ByEndpoint["communications"] != 1 || st.QuotaUsed != 4 ||
+	if st.Requests != 6 || st.Keyless != 1 || st.Keyed() != 5 || st.ByStatus["200"] != 3 || st.ByStatus["404"] != 1 || st.ByStatus["401"] != 2 ||
+		st.ByEndpoint["brands"] != 4 || st.ByEndpoint["communications"] != 1 || st.QuotaUsed != 4 ||
 		st.Emails != s.opts.Emails || !st.Now.Equal(s.opts.Start) || st.Quota["shared"].Limit != s.opts.DailyQuota {
 		t.Fatalf("stats %+v", st)
 	}
 	raw := adminCall(t, s, http.MethodGet, "stats", "").json(t)
-	for _, k := range []string{"requests", "by_status", "rate_limited", "quota_exceeded", "quota_used"} {
+	for _, k := range []string{"requests", "keyless", "by_status", "rate_limited", "quota_exceeded", "quota_used"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("stats lack %s", k)
 		}
@@ -63,7 +64,7 @@ func TestAdminStats(t *testing.T) {
 	if err := json.Unmarshal(adminCall(t, s, http.MethodPost, "stats/reset", "").body, &reset); err != nil {
 		t.Fatal(err)
 	}
-	if reset.Requests != 0 || len(reset.ByStatus) != 0 || len(reset.ByEndpoint) != 0 || reset.QuotaUsed != 4 {
+	if reset.Requests != 0 || reset.Keyless != 0 || len(reset.ByStatus) != 0 || len(reset.ByEndpoint) != 0 || reset.QuotaUsed != 4 {
 		t.Fatalf("after reset %+v", reset)
 	}
 }

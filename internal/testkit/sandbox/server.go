@@ -320,7 +320,7 @@ func methodNotAllowed(w http.ResponseWriter, e *enc, allow string) (int, string)
 // The outcome is recorded in the stats before the client can see it, so a
 // client that reads the stats after an answer finds that answer counted.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, lim *limiter, authorized bool, h func(e *enc) (int, string)) {
-	o := outcome{endpoint: endpoint}
+	o := outcome{endpoint: endpoint, keyless: r.Header.Get("Authorization") == "" && r.Header.Get("X-Workflow-Key") == ""}
 	// The Date header tells the sandbox's (virtual) clock, as a real
 	// server's tells its own: the worker takes its quota day from it.
 	w.Header().Set("Date", s.Now().Format(http.TimeFormat))

@@ -13,6 +13,10 @@ type Stats struct {
 	// Requests is the number of requests to the two data listeners that ended
 	// (answered, dropped or abandoned by the client).
 	Requests int64 `json:"requests"`
+	// Keyless counts the requests among Requests that carried no key at all
+	// (answered 401, never counted against a quota): the worker's clock
+	// probes. Requests - Keyless is what a key sent.
+	Keyless int64 `json:"keyless"`
 	// ByStatus counts answers by HTTP status code ("200", "429", ...).
 	ByStatus map[string]int64 `json:"by_status"`
 	// ByEndpoint counts requests by endpoint name (brands, brand_detail,
@@ -55,6 +59,7 @@ type QuotaUsage struct {
 type statsCollector struct {
 	mu            sync.Mutex
 	requests      int64
+	keyless       int64
 	byStatus      map[int]int64
 	byEndpoint    map[string]int64
 	rateLimited   int64
@@ -74,7 +79,7 @@ func newStatsCollector() *statsCollector {
 func (c *statsCollector) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.requests, c.rateLimited, c.quotaExceeded, c.spurious, c.dropped, c.aborted = 0, 0, 0, 0, 0, 0
+	c.requests, c.keyless, c.rateLimited, c.quotaExceeded, c.spurious, c.dropped, c.aborted = 0, 0, 0, 0, 0, 0, 0
 	c.byStatus = map[int]int64{}
 	c.byEndpoint = map[string]int64{}
 	c.faults = map[string]int64{}
@@ -89,12 +94,16 @@ type outcome struct {
 	quota    bool   // daily-quota 429
 	dropped  bool
 	aborted  bool
+	keyless  bool // the request carried no key
 }
 
 func (c *statsCollector) record(o outcome) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests++
+	if o.keyless {
+		c.keyless++
+	}
 	c.byEndpoint[o.endpoint]++
 	if o.status != 0 {
 		c.byStatus[o.status]++
@@ -124,6 +133,7 @@ func (c *statsCollector) snapshot() Stats {
 	defer c.mu.Unlock()
 	s := Stats{
 		Requests:      c.requests,
+		Keyless:       c.keyless,
 		ByStatus:      make(map[string]int64, len(c.byStatus)),
 		ByEndpoint:    maps.Clone(c.byEndpoint),
 		RateLimited:   c.rateLimited,
@@ -138,3 +148,7 @@ func (c *statsCollector) snapshot() Stats {
 	}
 	return s
 }
+
+// Keyed is the number of requests that carried a key (Requests - Keyless):
+// what a worker's ledger and its runs count.
+func (s Stats) Keyed() int64 { return s.Requests - s.Keyless }

@@ -126,7 +126,7 @@ func setup() error {
 		if !inMain {
 			return errors.New("DATABASE_URL is unset and the package's TestMain does not call warehousetest.Main, which a private cluster needs")
 		}
-		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{Fast: true})
+		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{BinDir: os.Getenv("PG_BINDIR"), Fast: true})
 		if err != nil {
 			return fmt.Errorf("DATABASE_URL is unset and the private cluster did not start: %w", err)
 		}

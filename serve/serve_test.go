@@ -1,4 +1,4 @@
-package engine
+package serve
 
 import (
 	"context"
@@ -12,27 +12,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-func TestParseSchedules(t *testing.T) {
-	t.Parallel()
-	got, err := ParseSchedules("0 2 * * *", "communications=0 * * * *")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Spec != "0 2 * * *" || strings.Join(got[0].Streams, ",") != "brands,projects,finance" ||
-		got[1].Spec != "0 * * * *" || strings.Join(got[1].Streams, ",") != "communications" {
-		t.Fatalf("schedules %+v", got)
-	}
-	for _, bad := range []string{"emails=0 * * * *", "communications", "communications=every hour"} {
-		if _, err := ParseSchedules("0 2 * * *", bad); err == nil {
-			t.Errorf("ParseSchedules(%q) accepted", bad)
-		}
-	}
-	if _, err := ParseSchedules("nightly", ""); err == nil {
-		t.Error("bad default schedule accepted")
-	}
-}
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/metrics"
+)
 
 // fakeRunner counts runs, can block, and panics on demand.
 type fakeRunner struct {
@@ -43,7 +26,7 @@ type fakeRunner struct {
 	hold    time.Duration
 }
 
-func (f *fakeRunner) Run(ctx context.Context, req Request) (*Result, error) {
+func (f *fakeRunner) Run(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	if f.running.Add(1) > 1 {
 		f.overlap.Store(true)
 	}
@@ -56,7 +39,7 @@ func (f *fakeRunner) Run(ctx context.Context, req Request) (*Result, error) {
 	case <-time.After(f.hold):
 	case <-ctx.Done():
 	}
-	return &Result{Status: StatusSucceeded}, nil
+	return &engine.Result{Status: engine.StatusSucceeded}, nil
 }
 
 func freeAddr(t *testing.T) string {
@@ -92,12 +75,12 @@ func TestServeSchedulesWithoutOverlapAndRecovers(t *testing.T) {
 	r := &fakeRunner{panicky: true, hold: 2500 * time.Millisecond}
 	addr := freeAddr(t)
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := metrics.New(reg)
 	m.Runs.WithLabelValues("succeeded").Inc()
 	var ready atomic.Bool
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, r, ServeOptions{
+		done <- Run(ctx, r, Options{
 			// Every second, from two schedules: jobs of this process never overlap.
 			Schedules: []Schedule{{Spec: "@every 1s", Streams: []string{"brands"}}, {Spec: "@every 1s", Streams: []string{"communications"}}},
 			HTTPAddr:  addr, Gatherer: reg,

@@ -1,4 +1,7 @@
-package engine
+// Package serve runs agencysync as a service: syncs on cron schedules (one at
+// a time) and an HTTP server with /healthz, /readyz, /metrics and the status
+// page (/).
+package serve
 
 import (
 	"context"
@@ -6,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/engine"
 )
 
 // Schedule is a cron expression and the streams it syncs.
@@ -22,61 +26,8 @@ type Schedule struct {
 	Streams []string
 }
 
-// ParseSchedules builds the schedules of serve: the default spec for every
-// stream not named in perStream, and one schedule per "stream=spec" entry of
-// perStream (";"-separated, e.g. "communications=0 * * * *").
-func ParseSchedules(defaultSpec, perStream string) ([]Schedule, error) {
-	own := map[string]string{}
-	for entry := range strings.SplitSeq(perStream, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		name, spec, ok := strings.Cut(entry, "=")
-		name, spec = strings.TrimSpace(name), strings.TrimSpace(spec)
-		if !ok || spec == "" {
-			return nil, fmt.Errorf("parse schedules: %q is not stream=cron", entry)
-		}
-		if _, err := ParseStreams(name); err != nil {
-			return nil, err
-		}
-		if _, err := cron.ParseStandard(spec); err != nil {
-			return nil, fmt.Errorf("parse schedules: %s: %q is not a cron expression", name, spec)
-		}
-		own[name] = spec
-	}
-	if _, err := cron.ParseStandard(defaultSpec); err != nil {
-		return nil, fmt.Errorf("parse schedules: %q is not a cron expression", defaultSpec)
-	}
-	var rest []string
-	bySpec := map[string][]string{}
-	for _, s := range AllStreams {
-		if spec, ok := own[s]; ok {
-			bySpec[spec] = append(bySpec[spec], s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	var out []Schedule
-	if len(rest) > 0 {
-		out = append(out, Schedule{Spec: defaultSpec, Streams: rest})
-	}
-	for _, s := range AllStreams {
-		if spec, ok := own[s]; ok && len(bySpec[spec]) > 0 {
-			out = append(out, Schedule{Spec: spec, Streams: bySpec[spec]})
-			delete(bySpec, spec)
-		}
-	}
-	return out, nil
-}
-
-// Runner performs one sync; *Engine implements it.
-type Runner interface {
-	Run(ctx context.Context, req Request) (*Result, error)
-}
-
-// ServeOptions configures serve.
-type ServeOptions struct {
+// Options configures Run.
+type Options struct {
 	Schedules []Schedule
 	Location  *time.Location // zone of the cron expressions (default UTC)
 	HTTPAddr  string         // /healthz, /readyz, /metrics
@@ -96,11 +47,11 @@ type ServeOptions struct {
 	StatusPage http.Handler
 }
 
-// Serve runs syncs on the schedules until ctx ends: a job never overlaps
+// Run runs syncs on the schedules until ctx ends: a job never overlaps
 // itself (a run still going makes the next tick skip), and a panicking job is
 // recovered and logged. The advisory lock of each run also keeps other
 // processes out. It serves /healthz, /readyz and /metrics meanwhile.
-func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
+func Run(ctx context.Context, r engine.Runner, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -143,7 +94,7 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 			defer running.Unlock()
 			wg.Add(1)
 			defer wg.Done()
-			res, err := r.Run(ctx, Request{Trigger: TriggerServe, Streams: streams})
+			res, err := r.Run(ctx, engine.Request{Trigger: engine.TriggerServe, Streams: streams})
 			if err != nil {
 				log.Error("scheduled sync failed", zap.Strings("streams", streams), zap.Error(err))
 				return
@@ -193,7 +144,7 @@ func Serve(ctx context.Context, r Runner, opts ServeOptions) error {
 	return nil
 }
 
-func healthMux(opts ServeOptions) *http.ServeMux {
+func healthMux(opts Options) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -1,4 +1,4 @@
-package engine
+package notify
 
 import (
 	"context"
@@ -13,24 +13,28 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/internal/testkit/enginetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/notify"
 )
+
+func TestMain(m *testing.M) { warehousetest.Main(m) }
 
 // scriptedRunner returns the results given, in turn.
 type scriptedRunner struct {
-	results []*Result
+	results []*engine.Result
 	n       int
 }
 
-func (s *scriptedRunner) Run(context.Context, Request) (*Result, error) {
+func (s *scriptedRunner) Run(context.Context, engine.Request) (*engine.Result, error) {
 	r := s.results[s.n]
 	s.n++
 	return r, nil
 }
 
 // statusLog is a RunHistory over runs in the order they ran.
-type statusLog struct{ order []*Result }
+type statusLog struct{ order []*engine.Result }
 
 func (l *statusLog) PreviousRunStatus(_ context.Context, runID string) (string, error) {
 	prev := ""
@@ -38,7 +42,7 @@ func (l *statusLog) PreviousRunStatus(_ context.Context, runID string) (string, 
 		if r.RunID == runID {
 			return prev, nil
 		}
-		if r.Status != StatusSkipped {
+		if r.Status != engine.StatusSkipped {
 			prev = string(r.Status)
 		}
 	}
@@ -62,17 +66,17 @@ func (c *collectSender) Send(text string) error {
 func TestNotifyingEvents(t *testing.T) {
 	t.Parallel()
 	seq := []struct {
-		res  *Result
+		res  *engine.Result
 		want string // "" for no message
 	}{
-		{&Result{RunID: "11111111-a", Status: StatusSucceeded}, ""},
-		{&Result{RunID: "22222222-a", Status: StatusFailed, Err: errors.New("brands: HTTP 500")}, "failed"},
-		{&Result{RunID: "33333333-a", Status: StatusSkipped}, ""},
-		{&Result{RunID: "44444444-a", Status: StatusSucceeded}, "recovered"},
-		{&Result{RunID: "55555555-a", Status: StatusPartial, Err: errors.New("today's request budget is spent")}, "ended partial"},
-		{&Result{RunID: "66666666-a", Status: StatusSucceeded, Notes: []string{"shortfall 2"}}, "recovered"},
-		{&Result{RunID: "77777777-a", Status: StatusSucceeded, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
-		{&Result{RunID: "88888888-a", Status: StatusSucceeded}, ""},
+		{&engine.Result{RunID: "11111111-a", Status: engine.StatusSucceeded}, ""},
+		{&engine.Result{RunID: "22222222-a", Status: engine.StatusFailed, Err: errors.New("brands: HTTP 500")}, "failed"},
+		{&engine.Result{RunID: "33333333-a", Status: engine.StatusSkipped}, ""},
+		{&engine.Result{RunID: "44444444-a", Status: engine.StatusSucceeded}, "recovered"},
+		{&engine.Result{RunID: "55555555-a", Status: engine.StatusPartial, Err: errors.New("today's request budget is spent")}, "ended partial"},
+		{&engine.Result{RunID: "66666666-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 2"}}, "recovered"},
+		{&engine.Result{RunID: "77777777-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
+		{&engine.Result{RunID: "88888888-a", Status: engine.StatusSucceeded}, ""},
 	}
 	runner := &scriptedRunner{}
 	hist := &statusLog{}
@@ -81,10 +85,10 @@ func TestNotifyingEvents(t *testing.T) {
 		hist.order = append(hist.order, s.res)
 	}
 	sender := &collectSender{}
-	r := Notifying(runner, hist, sender, NotifyOptions{Schema: "agency", Logger: zaptest.NewLogger(t)})
+	r := Notifying(runner, hist, sender, RunOptions{Schema: "agency", Logger: zaptest.NewLogger(t)})
 	for i, s := range seq {
 		before := len(sender.texts)
-		res, err := r.Run(context.Background(), Request{Trigger: TriggerServe})
+		res, err := r.Run(context.Background(), engine.Request{Trigger: engine.TriggerServe})
 		if err != nil || res != s.res {
 			t.Fatalf("run %d: the wrapper changed the result: %v %v", i, res, err)
 		}
@@ -101,8 +105,10 @@ func TestNotifyingEvents(t *testing.T) {
 	}
 	// A run that could not even start is a failure too.
 	before := len(sender.texts)
-	errRunner := runnerFunc(func(context.Context, Request) (*Result, error) { return nil, errors.New("lock: connection refused") })
-	if _, err := Notifying(errRunner, hist, sender, NotifyOptions{}).Run(context.Background(), Request{}); err == nil {
+	errRunner := runnerFunc(func(context.Context, engine.Request) (*engine.Result, error) {
+		return nil, errors.New("lock: connection refused")
+	})
+	if _, err := Notifying(errRunner, hist, sender, RunOptions{}).Run(context.Background(), engine.Request{}); err == nil {
 		t.Fatal("the error was swallowed")
 	}
 	if got := sender.texts[before:]; len(got) != 1 || !strings.Contains(got[0], "failed") || !strings.Contains(got[0], "connection refused") {
@@ -110,9 +116,11 @@ func TestNotifyingEvents(t *testing.T) {
 	}
 }
 
-type runnerFunc func(context.Context, Request) (*Result, error)
+type runnerFunc func(context.Context, engine.Request) (*engine.Result, error)
 
-func (f runnerFunc) Run(ctx context.Context, req Request) (*Result, error) { return f(ctx, req) }
+func (f runnerFunc) Run(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	return f(ctx, req)
+}
 
 // TestNotifyRealRunNoKeyNoDelay runs the real engine against a main
 // interface that echoes the key in its errors; the webhook hangs until the
@@ -120,9 +128,9 @@ func (f runnerFunc) Run(ctx context.Context, req Request) (*Result, error) { ret
 // and the one message it sends holds no key.
 func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	t.Parallel()
-	o := smallSandbox()
+	o := enginetest.SmallSandbox()
 	o.Emails, o.HistoryDays = 200, 10
-	h := newHarness(t, o, nil)
+	h := enginetest.New(t, o)
 	key := o.APIKey
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -130,8 +138,8 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"message": "invalid filter for key " + r.Header.Get("Authorization") + " (" + key + ")"})
 	}))
 	t.Cleanup(echo.Close)
-	h.apiURL = echo.URL
-	h.eng = h.engine(nil)
+	h.APIURL = echo.URL
+	h.Engine()
 
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -149,19 +157,19 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 		}
 	}))
 	t.Cleanup(hook.Close)
-	n, err := notify.New(notify.Options{URL: hook.URL + "/services/T/B/hooksecret", Redact: h.eng.Redact, Logger: zaptest.NewLogger(t)})
+	n, err := New(Options{URL: hook.URL + "/services/T/B/hooksecret", Redact: h.Eng.Redact, Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := load.New(h.pool, load.Config{Schema: h.schema})
+	store, err := load.New(h.Pool, load.Config{Schema: h.Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Notifying(h.eng, store, n, NotifyOptions{Schema: h.schema, Redact: h.eng.Redact, Logger: zaptest.NewLogger(t)})
-	res, err := r.Run(context.Background(), Request{Trigger: TriggerTest})
+	r := Notifying(h.Eng, store, n, RunOptions{Schema: h.Schema, Redact: h.Eng.Redact, Logger: zaptest.NewLogger(t)})
+	res, err := r.Run(context.Background(), engine.Request{Trigger: engine.TriggerTest})
 	// Reaching here with the webhook still holding its answer means the run did not wait for it.
 	close(release)
-	if err != nil || res.Status != StatusFailed {
+	if err != nil || res.Status != engine.StatusFailed {
 		t.Fatalf("run: %v %+v, want failed", err, res)
 	}
 	if !strings.Contains(res.Err.Error(), "invalid filter") {
@@ -185,15 +193,15 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	}
 
 	// The next run succeeds (the real interface again): one recovery message.
-	h.apiURL = ""
-	h.eng = h.engine(nil)
-	n2, err := notify.New(notify.Options{URL: hook.URL + "/services/T/B/hooksecret", Logger: zaptest.NewLogger(t)})
+	h.APIURL = ""
+	h.Engine()
+	n2, err := New(Options{URL: hook.URL + "/services/T/B/hooksecret", Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Unlock()
-	res, err = Notifying(h.eng, store, n2, NotifyOptions{Schema: h.schema}).Run(context.Background(), Request{Trigger: TriggerTest})
-	if err != nil || res.Status != StatusSucceeded {
+	res, err = Notifying(h.Eng, store, n2, RunOptions{Schema: h.Schema}).Run(context.Background(), engine.Request{Trigger: engine.TriggerTest})
+	if err != nil || res.Status != engine.StatusSucceeded {
 		t.Fatalf("second run: %v %+v", err, res)
 	}
 	if err := n2.Close(context.Background()); err != nil {

@@ -1,9 +1,9 @@
-package engine
+// Package metrics declares the Prometheus series agencysync exposes on
+// /metrics. The engine and serve set them; the names are a contract of the
+// Grafana dashboard in deploy/.
+package metrics
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -23,9 +23,9 @@ type Metrics struct {
 	NextRun         *prometheus.GaugeVec     // agencysync_next_run_timestamp_seconds{stream} (serve)
 }
 
-// NewMetrics creates the series and registers them with reg (nil: not
+// New creates the series and registers them with reg (nil: not
 // registered, e.g. for a one-shot run).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agencysync_requests_total", Help: "Requests sent to the Agency Data Service, by endpoint and HTTP status (0: no response).",
@@ -68,54 +68,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun)
 	}
 	return m
-}
-
-// RefreshMetrics sets the series that describe the warehouse rather than this
-// process — today's quota spent and left, each stream's last success — from
-// the warehouse, as status reads them. serve calls it at start, so a restart
-// shows the truth before its first scheduled sync.
-func (e *Engine) RefreshMetrics(ctx context.Context) error {
-	if e.metrics == nil {
-		return nil
-	}
-	rep, err := e.Status(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("refresh metrics: %w", err)
-	}
-	e.metrics.QuotaSpent.Set(float64(rep.QuotaSpent))
-	e.metrics.QuotaLeft.Set(float64(rep.QuotaLeft))
-	if err := e.PublishFreshness(ctx); err != nil {
-		return fmt.Errorf("refresh metrics: %w", err)
-	}
-	return nil
-}
-
-// PublishFreshness sets agencysync_last_success_timestamp_seconds of every
-// stream from the warehouse (the sync_freshness view, the definition that
-// `agencysync status` and analysts read too), so that /metrics agrees with
-// them to the second; a stream that never completed has no series. Serve
-// calls it at start and the engine after each run. Without metrics it does
-// nothing.
-func (e *Engine) PublishFreshness(ctx context.Context) error {
-	if e.metrics == nil {
-		return nil
-	}
-	fresh, err := e.store.Freshness(ctx)
-	if err != nil {
-		return fmt.Errorf("publish freshness: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, f := range fresh {
-		if f.LastSuccessAt == nil {
-			continue
-		}
-		seen[f.Stream] = true
-		e.metrics.LastSuccess.WithLabelValues(f.Stream).Set(float64(f.LastSuccessAt.UnixNano()) / 1e9)
-	}
-	for _, s := range AllStreams {
-		if !seen[s] {
-			e.metrics.LastSuccess.DeleteLabelValues(s)
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package progress
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func TestBarProgress(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	now := time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)
-	b := NewBarProgress(&buf)
+	b := NewBar(&buf)
 	b.now = func() time.Time { return now }
 	b.Update("communications", 0, 10)
 	now = now.Add(4 * time.Second)
@@ -36,7 +36,7 @@ func TestLogProgressThrottles(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zap.InfoLevel)
 	now := time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)
-	p := NewLogProgress(zap.New(core), 10*time.Second)
+	p := NewLog(zap.New(core), 10*time.Second)
 	p.now = func() time.Time { return now }
 	for i := 1; i <= 20; i++ {
 		now = now.Add(time.Second)

@@ -1,4 +1,4 @@
-package engine
+package serve
 
 import (
 	"bytes"
@@ -21,10 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/internal/testkit/enginetest"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
 )
 
 // chromiumFlags are the flags of every headless Chromium the tests start.
+func TestMain(m *testing.M) { warehousetest.Main(m) }
+
 var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 	"--disable-background-networking", "--disable-component-update", "--disable-sync"}
 
@@ -166,24 +171,24 @@ func (n *domNode) fieldInt(t *testing.T, name string) int64 {
 func TestStatusPageInChromium(t *testing.T) {
 	t.Parallel()
 	chromium(t) // fail early, before the warehouse work, when it cannot be had
-	o := smallSandbox()
+	o := enginetest.SmallSandbox()
 	o.Emails, o.HistoryDays = 300, 20
-	h := newHarness(t, o, nil)
-	h.realClock = true // quota days follow current_date
-	h.eng = h.engine(nil)
+	h := enginetest.New(t, o)
+	h.RealClock = true // quota days follow current_date
+	h.Engine()
 	ctx := context.Background()
-	if res, err := h.eng.Run(ctx, Request{Trigger: TriggerTest}); err != nil || res.Status != StatusSucceeded {
+	if res, err := h.Eng.Run(ctx, engine.Request{Trigger: engine.TriggerTest}); err != nil || res.Status != engine.StatusSucceeded {
 		t.Fatalf("first run: %v %+v", err, res)
 	}
-	tbl := func(name string) string { return h.schema + "." + name }
+	tbl := func(name string) string { return h.Schema + "." + name }
 	exec := func(sql string, args ...any) {
 		t.Helper()
-		if _, err := h.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := h.Pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
 	// Two more runs: one failed, one partial with two warnings.
-	store, err := load.New(h.pool, load.Config{Schema: h.schema})
+	store, err := load.New(h.Pool, load.Config{Schema: h.Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +214,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	exec(`INSERT INTO ` + tbl("api_quota_usage") + ` (day, requests) VALUES (current_date - 3, 120), (current_date - 10, 45), (current_date - 29, 9), (current_date - 30, 999)`)
 
 	// serve's mux with the page mounted at /, as serve builds it.
-	page := NewStatusPage(h.eng, StatusPageOptions{})
-	srv := httptest.NewServer(healthMux(ServeOptions{StatusPage: page}))
+	page := NewStatusPage(h.Eng, StatusPageOptions{})
+	srv := httptest.NewServer(healthMux(Options{StatusPage: page}))
 	t.Cleanup(srv.Close)
 
 	// The page itself: self-contained, no external assets.
@@ -235,26 +240,26 @@ func TestStatusPageInChromium(t *testing.T) {
 	dom := parseDOM(t, runChromium(t, "--dump-dom", srv.URL+"/"))
 
 	// Streams: rows, rejects and last success against the warehouse.
-	mainTable := map[string]string{StreamBrands: "brands", StreamProjects: "projects", StreamFinance: "invoices", StreamCommunications: "emails"}
+	mainTable := map[string]string{engine.StreamBrands: "brands", engine.StreamProjects: "projects", engine.StreamFinance: "invoices", engine.StreamCommunications: "emails"}
 	rows := dom.withAttr("data-stream", "")
-	if len(rows) != len(AllStreams) {
-		t.Fatalf("%d stream rows, want %d", len(rows), len(AllStreams))
+	if len(rows) != len(engine.AllStreams) {
+		t.Fatalf("%d stream rows, want %d", len(rows), len(engine.AllStreams))
 	}
 	for _, r := range rows {
 		s := r.attrs["data-stream"]
 		where := " WHERE _deleted_at IS NULL"
-		if s == StreamCommunications {
+		if s == engine.StreamCommunications {
 			where = ""
 		}
 		var want, rejected int64
 		var last time.Time
-		if err := h.pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl(mainTable[s])+where).Scan(&want); err != nil {
+		if err := h.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl(mainTable[s])+where).Scan(&want); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl("rejected_records")+" WHERE split_part(stream, '.', 1) = $1", s).Scan(&rejected); err != nil {
+		if err := h.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl("rejected_records")+" WHERE split_part(stream, '.', 1) = $1", s).Scan(&rejected); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.pool.QueryRow(ctx, "SELECT min(last_success_at) FROM "+tbl("sync_state")+" WHERE stream = $1", s).Scan(&last); err != nil {
+		if err := h.Pool.QueryRow(ctx, "SELECT min(last_success_at) FROM "+tbl("sync_state")+" WHERE stream = $1", s).Scan(&last); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.fieldInt(t, "rows"); got != want || want == 0 {
@@ -273,7 +278,7 @@ func TestStatusPageInChromium(t *testing.T) {
 
 	// Today's quota.
 	var spentToday int64
-	if err := h.pool.QueryRow(ctx, "SELECT coalesce((SELECT requests FROM "+tbl("api_quota_usage")+" WHERE day = current_date), 0)").Scan(&spentToday); err != nil {
+	if err := h.Pool.QueryRow(ctx, "SELECT coalesce((SELECT requests FROM "+tbl("api_quota_usage")+" WHERE day = current_date), 0)").Scan(&spentToday); err != nil {
 		t.Fatal(err)
 	}
 	quotas := dom.withAttr("id", "quota")
@@ -291,7 +296,7 @@ func TestStatusPageInChromium(t *testing.T) {
 
 	// The chart: 30 days ending today, one bar per day with the warehouse's count.
 	perDay := map[string]int64{}
-	dayRows, err := h.pool.Query(ctx, "SELECT to_char(day, 'YYYY-MM-DD'), requests FROM "+tbl("api_quota_usage")+" WHERE day > current_date - 30")
+	dayRows, err := h.Pool.Query(ctx, "SELECT to_char(day, 'YYYY-MM-DD'), requests FROM "+tbl("api_quota_usage")+" WHERE day > current_date - 30")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +314,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	var today string
-	if err := h.pool.QueryRow(ctx, "SELECT to_char(current_date, 'YYYY-MM-DD')").Scan(&today); err != nil {
+	if err := h.Pool.QueryRow(ctx, "SELECT to_char(current_date, 'YYYY-MM-DD')").Scan(&today); err != nil {
 		t.Fatal(err)
 	}
 	bars := dom.withAttr("data-requests", "")
@@ -354,7 +359,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		requests, rejected  int64
 	}
 	var want []runRow
-	rs, err := h.pool.Query(ctx, "SELECT run_id::text, status, requests_used, rejected, coalesce(error, '') FROM "+tbl("sync_runs")+" ORDER BY started_at DESC")
+	rs, err := h.Pool.Query(ctx, "SELECT run_id::text, status, requests_used, rejected, coalesce(error, '') FROM "+tbl("sync_runs")+" ORDER BY started_at DESC")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,12 +468,12 @@ func TestNiceCeil(t *testing.T) {
 
 // fakeStatus is a StatusSource with a fixed report.
 type fakeStatus struct {
-	rep  *StatusReport
+	rep  *engine.StatusReport
 	hist []load.DayRequests
 	err  error
 }
 
-func (f *fakeStatus) Status(context.Context, int) (*StatusReport, error) { return f.rep, f.err }
+func (f *fakeStatus) Status(context.Context, int) (*engine.StatusReport, error) { return f.rep, f.err }
 func (f *fakeStatus) RequestHistory(context.Context, int) ([]load.DayRequests, error) {
 	return f.hist, f.err
 }
@@ -486,7 +491,7 @@ func TestStatusPageStates(t *testing.T) {
 	}
 	fresh, freshLag := at(time.Hour)
 	old, oldLag := at(30 * time.Hour)
-	src := &fakeStatus{rep: &StatusReport{Schema: "agency", QuotaDay: "2026-05-10", QuotaSpent: 120, Streams: []StreamStatus{
+	src := &fakeStatus{rep: &engine.StatusReport{Schema: "agency", QuotaDay: "2026-05-10", QuotaSpent: 120, Streams: []engine.StreamStatus{
 		{Stream: "brands", LastSuccess: fresh, LagSeconds: freshLag},
 		{Stream: "projects", LastSuccess: old, LagSeconds: oldLag},
 		{Stream: "finance"},

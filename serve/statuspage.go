@@ -1,4 +1,4 @@
-package engine
+package serve
 
 import (
 	"bytes"
@@ -13,28 +13,20 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/load"
 )
 
-// StatusSource is what the status page reads; *Engine implements it.
+// StatusSource is what the status page reads; *engine.Engine implements it.
 type StatusSource interface {
 	// Status is the report of `agencysync status` (streams, today's quota, last runs).
-	Status(ctx context.Context, lastRuns int) (*StatusReport, error)
+	Status(ctx context.Context, lastRuns int) (*engine.StatusReport, error)
 	// RequestHistory is the requests counted per quota day, oldest first,
 	// over the days that end with today.
 	RequestHistory(ctx context.Context, days int) ([]load.DayRequests, error)
 	// DailyQuota is the requests per day allowed to the key.
 	DailyQuota() int
 }
-
-// RequestHistory returns the requests counted on each of the last days quota
-// days (today included), oldest first.
-func (e *Engine) RequestHistory(ctx context.Context, days int) ([]load.DayRequests, error) {
-	return e.ledger.History(ctx, days)
-}
-
-// DailyQuota returns the configured requests per day of the key.
-func (e *Engine) DailyQuota() int { return e.set.DailyQuota }
 
 // StatusPageOptions tunes the status page.
 type StatusPageOptions struct {
@@ -227,9 +219,9 @@ func (p *statusPage) build(ctx context.Context) (*pageView, error) {
 		pr.Error, pr.Warnings = SplitRunNotes(r.Error)
 		if i == 0 {
 			switch r.Status {
-			case string(StatusFailed):
+			case string(engine.StatusFailed):
 				worst = max(worst, 2)
-			case string(StatusPartial):
+			case string(engine.StatusPartial):
 				worst = max(worst, 1)
 			}
 			if len(pr.Warnings) > 0 {

@@ -1,4 +1,6 @@
-package engine
+// Package progress shows how far each stream of a run has paged: bars
+// redrawn in place on a terminal, throttled log lines elsewhere.
+package progress
 
 import (
 	"fmt"
@@ -10,9 +12,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Progress receives page-level progress of each stream. A bar is drawn on a
+// Display receives page-level progress of each stream. A bar is drawn on a
 // terminal; off a terminal, periodic log lines are written instead.
-type Progress interface {
+type Display interface {
 	// Update reports that a stream has done `done` of `total` pages (total 0:
 	// unknown yet).
 	Update(stream string, done, total int)
@@ -20,14 +22,14 @@ type Progress interface {
 	Finish()
 }
 
-// NopProgress reports nothing.
-type NopProgress struct{}
+// Nop reports nothing.
+type Nop struct{}
 
-// Update implements Progress.
-func (NopProgress) Update(string, int, int) {}
+// Update implements Display.
+func (Nop) Update(string, int, int) {}
 
-// Finish implements Progress.
-func (NopProgress) Finish() {}
+// Finish implements Display.
+func (Nop) Finish() {}
 
 type streamProgress struct {
 	done, total int
@@ -45,8 +47,8 @@ func (s *streamProgress) eta(now time.Time) time.Duration {
 	return per * time.Duration(s.total-s.done)
 }
 
-// BarProgress draws one line per stream on a terminal, redrawn in place.
-type BarProgress struct {
+// Bar draws one line per stream on a terminal, redrawn in place.
+type Bar struct {
 	mu      sync.Mutex
 	w       io.Writer
 	now     func() time.Time
@@ -55,13 +57,13 @@ type BarProgress struct {
 	lines   int
 }
 
-// NewBarProgress draws bars on w (a terminal).
-func NewBarProgress(w io.Writer) *BarProgress {
-	return &BarProgress{w: w, now: time.Now, streams: map[string]*streamProgress{}}
+// NewBar draws bars on w (a terminal).
+func NewBar(w io.Writer) *Bar {
+	return &Bar{w: w, now: time.Now, streams: map[string]*streamProgress{}}
 }
 
-// Update implements Progress.
-func (b *BarProgress) Update(stream string, done, total int) {
+// Update implements Display.
+func (b *Bar) Update(stream string, done, total int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.track(stream, done, b.now())
@@ -69,7 +71,7 @@ func (b *BarProgress) Update(stream string, done, total int) {
 	b.draw()
 }
 
-func (b *BarProgress) track(stream string, done int, now time.Time) *streamProgress {
+func (b *Bar) track(stream string, done int, now time.Time) *streamProgress {
 	s, ok := b.streams[stream]
 	if !ok {
 		s = &streamProgress{started: now, firstDone: done}
@@ -79,7 +81,7 @@ func (b *BarProgress) track(stream string, done int, now time.Time) *streamProgr
 	return s
 }
 
-func (b *BarProgress) draw() {
+func (b *Bar) draw() {
 	var sb strings.Builder
 	if b.lines > 0 {
 		fmt.Fprintf(&sb, "\x1b[%dA", b.lines) // back to the first bar
@@ -108,11 +110,11 @@ func renderBar(name string, s *streamProgress, now time.Time) string {
 	return line
 }
 
-// Finish implements Progress.
-func (b *BarProgress) Finish() {}
+// Finish implements Display.
+func (b *Bar) Finish() {}
 
-// LogProgress writes a progress log line per stream at most every interval.
-type LogProgress struct {
+// Log writes a progress log line per stream at most every interval.
+type Log struct {
 	mu       sync.Mutex
 	log      *zap.Logger
 	every    time.Duration
@@ -121,13 +123,13 @@ type LogProgress struct {
 	lastLine map[string]time.Time
 }
 
-// NewLogProgress logs progress at most once per interval per stream.
-func NewLogProgress(log *zap.Logger, every time.Duration) *LogProgress {
-	return &LogProgress{log: log, every: every, now: time.Now, streams: map[string]*streamProgress{}, lastLine: map[string]time.Time{}}
+// NewLog logs progress at most once per interval per stream.
+func NewLog(log *zap.Logger, every time.Duration) *Log {
+	return &Log{log: log, every: every, now: time.Now, streams: map[string]*streamProgress{}, lastLine: map[string]time.Time{}}
 }
 
-// Update implements Progress.
-func (l *LogProgress) Update(stream string, done, total int) {
+// Update implements Display.
+func (l *Log) Update(stream string, done, total int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -151,5 +153,5 @@ func (l *LogProgress) Update(stream string, done, total int) {
 	l.log.Info("progress", fields...)
 }
 
-// Finish implements Progress.
-func (l *LogProgress) Finish() {}
+// Finish implements Display.
+func (l *Log) Finish() {}

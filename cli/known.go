@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/serve"
+)
+
+// endpointPaths names the endpoints AGENCY_PATHS remaps, in the README's
+// order, each with the field of extract.Paths it sets.
+var endpointPaths = []struct {
+	name  string
+	field func(*extract.Paths) *string
+}{
+	{extract.EndpointBrands, func(p *extract.Paths) *string { return &p.Brands }},
+	{extract.EndpointBrand, func(p *extract.Paths) *string { return &p.Brand }},
+	{extract.EndpointBrandContacts, func(p *extract.Paths) *string { return &p.BrandContacts }},
+	{extract.EndpointProjects, func(p *extract.Paths) *string { return &p.Projects }},
+	{extract.EndpointProject, func(p *extract.Paths) *string { return &p.Project }},
+	{extract.EndpointBudgets, func(p *extract.Paths) *string { return &p.Budgets }},
+	{extract.EndpointInvoices, func(p *extract.Paths) *string { return &p.Invoices }},
+	{extract.EndpointCollections, func(p *extract.Paths) *string { return &p.Collections }},
+	{extract.EndpointPayments, func(p *extract.Paths) *string { return &p.Payments }},
+	{extract.EndpointProfitability, func(p *extract.Paths) *string { return &p.Profitability }},
+	{extract.EndpointAgencySummary, func(p *extract.Paths) *string { return &p.AgencySummary }},
+	{extract.EndpointCommunications, func(p *extract.Paths) *string { return &p.Communications }},
+}
+
+// Known is what the configuration's variables may name, from the packages
+// that own the names: the planner's tasks and the streams (engine), the
+// endpoints (extract). Every command that reads the configuration loads it
+// with these, so a bad name fails them all.
+func Known() config.Known {
+	k := config.Known{Streams: engine.AllStreams}
+	for _, t := range engine.DefaultPriorities {
+		k.Tasks = append(k.Tasks, string(t))
+	}
+	for _, e := range endpointPaths {
+		k.Endpoints = append(k.Endpoints, e.name)
+	}
+	return k
+}
+
+// extractPaths turns AGENCY_PATHS into the client's paths (the rest keep
+// their defaults).
+func extractPaths(m config.EndpointPaths) extract.Paths {
+	var p extract.Paths
+	for _, e := range endpointPaths {
+		if path, ok := m[e.name]; ok {
+			*e.field(&p) = path
+		}
+	}
+	return p
+}
+
+// priorities turns the task order in force into the engine's tasks.
+func priorities(order config.TaskOrder) []engine.Task {
+	out := make([]engine.Task, len(order))
+	for i, t := range order {
+		out[i] = engine.Task(t)
+	}
+	return out
+}
+
+// schedules turns serve's schedules in force into the engine's.
+func schedules(in []config.Schedule) []serve.Schedule {
+	out := make([]serve.Schedule, len(in))
+	for i, s := range in {
+		out[i] = serve.Schedule{Spec: s.Spec, Streams: s.Streams}
+	}
+	return out
+}
+
+// syncNeeds is what a sync of streams uses: the main interface for the
+// lists and details; for the e-mails the communications endpoint, where
+// their history starts, and the main interface's address, whose answers
+// tell the service's clock (the quota day).
+func syncNeeds(streams []string) config.Need {
+	var n config.Need
+	for _, s := range streams {
+		if s == engine.StreamCommunications {
+			n |= config.NeedBaseURL | config.NeedComms | config.NeedStartDate
+		} else {
+			n |= config.NeedMain
+		}
+	}
+	return n
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+)
+
+// warehouseOnly is the environment of a command that uses nothing but the
+// warehouse: no address, key or id of the service is set.
+func warehouseOnly(t *testing.T) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"DATABASE_URL": warehousetest.DSN(t), "WAREHOUSE_SCHEMA": warehousetest.NewSchemaName(t), "LOG_FORMAT": "json",
+	}
+}
+
+// TestStatusAndMigrateRunWithoutAPIKeys: the commands that only read or
+// change the warehouse (migrate, status, plan of the lists) ask for no
+// service variable; plan of the e-mails asks only for where their history
+// starts.
+func TestStatusAndMigrateRunWithoutAPIKeys(t *testing.T) {
+	t.Parallel()
+	vars := warehouseOnly(t)
+	for _, args := range [][]string{{"migrate", "up"}, {"migrate", "status"}, {"status"}, {"status", "--json"}, {"plan", "--streams", "brands,projects,finance"}} {
+		code, out, errs := mainWith(vars, args...)
+		if code != ExitOK {
+			t.Fatalf("%v without service variables: exit %d\n%s\n%s", args, code, out, errs)
+		}
+		if args[0] == "status" && args[len(args)-1] == "--json" {
+			var rep map[string]any
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep["schema"] != vars["WAREHOUSE_SCHEMA"] {
+				t.Errorf("status --json printed %v (%v), want the report of schema %s", rep, err, vars["WAREHOUSE_SCHEMA"])
+			}
+		}
+	}
+	code, _, errs := mainWith(vars, "plan")
+	if code != ExitUsage || !strings.Contains(errs, "AGENCY_COMMS_START_DATE: is required") || strings.Contains(errs, "AGENCY_API_KEY") {
+		t.Fatalf("plan of every stream without AGENCY_COMMS_START_DATE: exit %d, %s; want 2 naming it (and no key)", code, errs)
+	}
+	vars["AGENCY_COMMS_START_DATE"] = "2024-01-01"
+	if code, out, errs := mainWith(vars, "plan"); code != ExitOK || !strings.Contains(out, "communications-backfill") {
+		t.Fatalf("plan with the start date and no keys: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestMissingVariablesFailOnlyTheCommandsThatUseThem: each syncing command
+// names the first variable it uses that is missing (exit 2), and no other.
+func TestMissingVariablesFailOnlyTheCommandsThatUseThem(t *testing.T) {
+	t.Parallel()
+	// A warehouse nobody listens on: a command that got past its
+	// configuration would fail with exit 1 instead.
+	base := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "LOG_FORMAT": "json"}
+	source := map[string]string{
+		"AGENCY_BASE_URL": "http://127.0.0.1:9", "AGENCY_API_KEY": testAPIKey,
+		"AGENCY_COMMS_URL": "http://127.0.0.1:9", "AGENCY_COMMS_KEY": testCommsKey,
+		"AGENCY_COMMS_DOMAIN_ID": "1", "AGENCY_COMMS_USER_IDS": "1-3", "AGENCY_COMMS_START_DATE": "2024-01-01",
+	}
+	cases := []struct {
+		args    []string
+		missing string // the variable left out
+		want    bool   // whether the command uses it
+	}{
+		{[]string{"run"}, "AGENCY_API_KEY", true},
+		{[]string{"run"}, "AGENCY_COMMS_KEY", true},
+		{[]string{"run"}, "AGENCY_COMMS_START_DATE", true},
+		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_COMMS_KEY", false},
+		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_COMMS_USER_IDS", false},
+		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_API_KEY", true},
+		{[]string{"run", "--streams", "communications"}, "AGENCY_API_KEY", false},
+		{[]string{"run", "--streams", "communications"}, "AGENCY_COMMS_DOMAIN_ID", true},
+		{[]string{"serve"}, "AGENCY_API_KEY", true},
+		{[]string{"serve"}, "AGENCY_COMMS_USER_IDS", true},
+		{[]string{"verify"}, "AGENCY_API_KEY", false},
+		{[]string{"verify"}, "AGENCY_COMMS_KEY", true},
+		{[]string{"verify", "--from", "2024-02-01", "--to", "2024-02-03"}, "AGENCY_COMMS_START_DATE", false},
+		{[]string{"verify", "--from", "2024-02-01"}, "AGENCY_COMMS_START_DATE", true},
+		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_API_KEY", false},
+		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_COMMS_START_DATE", false},
+		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_COMMS_URL", true},
+		{[]string{"plan"}, "AGENCY_API_KEY", false},
+		{[]string{"plan"}, "AGENCY_COMMS_KEY", false},
+		{[]string{"plan"}, "AGENCY_BASE_URL", false},
+		{[]string{"plan"}, "AGENCY_COMMS_START_DATE", true},
+		{[]string{"status"}, "AGENCY_API_KEY", false},
+		{[]string{"status"}, "AGENCY_COMMS_START_DATE", false},
+		{[]string{"migrate", "status"}, "AGENCY_COMMS_KEY", false},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " ")+" without "+c.missing, func(t *testing.T) {
+			t.Parallel()
+			vars := maps.Clone(base)
+			maps.Copy(vars, source)
+			delete(vars, c.missing)
+			code, out, errs := mainWith(vars, c.args...)
+			named := strings.Contains(errs, c.missing+": is required")
+			switch {
+			case c.want && (code != ExitUsage || !named):
+				t.Fatalf("exit %d, want 2 naming %s:\n%s\n%s", code, c.missing, out, errs)
+			case !c.want && (code == ExitUsage || named):
+				t.Fatalf("exit %d: the command asked for %s, which it does not use:\n%s\n%s", code, c.missing, out, errs)
+			}
+			assertNoSecrets(t, out, errs)
+		})
+	}
+}
+
+// TestBadVariableFailsEveryCommand: a variable that is set is checked by
+// every command that reads the configuration, whether or not it uses it:
+// exit 2 naming it, before anything is opened.
+func TestBadVariableFailsEveryCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "fields.yaml")
+	if err := os.WriteFile(badYAML, []byte("projects:\n  name: [title]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]string{
+		"SYNC_PRIORITIES":       "communications-increment,emails",
+		"SYNC_STREAM_SCHEDULES": "emails=0 * * * *",
+		"AGENCY_PATHS":          "contacts=/v1/contacts",
+		"AGENCY_FIELD_MAP":      "projects.name",
+		"AGENCY_FIELD_MAP_FILE": badYAML,
+	}
+	commands := [][]string{{"run"}, {"serve"}, {"backfill", "--from", "2024-01-01"}, {"verify"}, {"plan"}, {"status"},
+		{"migrate", "status"}, {"migrate", "up"}, {"psql", "-c", "select 1"}, {"config", "--effective"}}
+	for variable, value := range bad {
+		for _, args := range commands {
+			t.Run(variable+"/"+strings.Join(args, " "), func(t *testing.T) {
+				t.Parallel()
+				// No service variables and a warehouse nobody listens
+				// on: only the bad variable can explain an exit 2.
+				vars := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2",
+					"LOG_FORMAT": "json", variable: value}
+				code, out, errs := mainWith(vars, args...)
+				if code != ExitUsage || !strings.Contains(errs, variable+":") {
+					t.Fatalf("exit %d, want 2 naming %s:\n%s\n%s", code, variable, out, errs)
+				}
+			})
+		}
+	}
+}
+
+// TestSyncWithOnlyTheVariablesItUses: against the sandbox, a sync of the
+// e-mails (run, backfill, verify) completes without the main interface's
+// key, and a sync of the lists without any communications variable: what
+// Require lets through, the engine really does not use.
+func TestSyncWithOnlyTheVariablesItUses(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	full := syncEnv(t, sb, o, nil)
+	without := func(names ...string) map[string]string {
+		vars := maps.Clone(full)
+		for _, n := range names {
+			delete(vars, n)
+		}
+		return vars
+	}
+	comms := without("AGENCY_API_KEY")
+	lists := without("AGENCY_COMMS_URL", "AGENCY_COMMS_KEY", "AGENCY_COMMS_DOMAIN_ID", "AGENCY_COMMS_USER_IDS", "AGENCY_COMMS_START_DATE")
+	from := o.Start.AddDate(0, 0, -o.HistoryDays-1).Format("2006-01-02")
+	steps := []struct {
+		vars map[string]string
+		args []string
+	}{
+		{comms, []string{"run", "--streams", "communications"}},
+		{comms, []string{"verify"}},
+		{comms, []string{"backfill", "--from", from}},
+		{lists, []string{"run", "--streams", "brands,projects,finance"}},
+		{lists, []string{"status"}},
+	}
+	for _, s := range steps {
+		code, out, errs := mainWith(s.vars, s.args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", s.args, code, out, errs)
+		}
+		assertNoSecrets(t, out, errs)
+	}
+	code, out, errs := mainWith(full, "status", "--json")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Streams []struct {
+			Stream      string  `json:"stream"`
+			LastSuccess *string `json:"last_success"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(rep.Streams) != 4 {
+		t.Fatalf("status shows %d streams, want 4:\n%s", len(rep.Streams), out)
+	}
+	for _, st := range rep.Streams {
+		if st.LastSuccess == nil {
+			t.Errorf("stream %s never succeeded:\n%s", st.Stream, out)
+		}
+	}
+}

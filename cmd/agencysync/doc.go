@@ -1,0 +1,21 @@
+// Command agencysync keeps a PostgreSQL warehouse in sync with the Agency Data
+// Service. See `agencysync --help` and the README.
+//
+// # Packages
+//
+// Imports point down only (imports_test.go checks it); a package may import
+// any package on a lower line:
+//
+//	cmd/agencysync
+//	cli                      the commands: parses flags, wires the rest
+//	serve  notify  report    cron + HTTP and status page · run messages · `status` tables
+//	engine                   orchestrates a run: plan, lock, tasks, pages, run record
+//	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
+//	transform                service records → warehouse rows
+//	extract                  the two HTTP interfaces, quota, pacing
+//	config logging migrations metrics progress spool
+//
+// migrations holds the goose files and the few statements about the schema
+// itself (its creation, the applied versions, search_path); every other SQL
+// text is in load (load/sqlowner_test.go checks it).
+package main

@@ -1,0 +1,96 @@
+// Package enginetest wires a real engine to an in-process sandbox and a
+// fresh warehouse schema, for the tests of the packages around the engine
+// (serve, notify) that need real runs.
+package enginetest
+
+import (
+	"cmp"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/metrics"
+)
+
+// Kit is an engine on a sandbox and a fresh schema.
+type Kit struct {
+	T      *testing.T
+	SB     *sandbox.Server
+	Opts   sandbox.Options
+	Pool   *pgxpool.Pool
+	Schema string
+	// Eng is the engine Engine built last.
+	Eng *engine.Engine
+	// APIURL is the main interface's address (default the sandbox's).
+	APIURL string
+	// RealClock runs the engine and its ledger on the real clock instead
+	// of the sandbox's (the quota day then matches sync_runs' timestamps).
+	RealClock bool
+}
+
+// SmallSandbox is a sandbox of 4 brands, 12 projects, 20 users and 2500
+// e-mails over 60 days, without rate limits.
+func SmallSandbox() sandbox.Options {
+	o := sandbox.DefaultOptions()
+	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
+	o.NoLimits = true
+	o.AdminToken = "admin"
+	return o
+}
+
+// New starts a sandbox with o on a fresh schema and builds an engine.
+func New(t *testing.T, o sandbox.Options) *Kit {
+	t.Helper()
+	pool, schema := warehousetest.Schema(t)
+	sb := sandbox.StartT(t, o)
+	k := &Kit{T: t, SB: sb, Opts: o, Pool: pool, Schema: schema}
+	k.Engine()
+	return k
+}
+
+// Engine builds an engine on the kit's sandbox and schema with the kit's
+// APIURL and clock, and keeps it in Eng.
+func (k *Kit) Engine() *engine.Engine {
+	t := k.T
+	log := zaptest.NewLogger(t)
+	store, err := load.New(k.Pool, load.Config{Schema: k.Schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := k.SB.Now
+	if k.RealClock {
+		clock = time.Now
+	}
+	ledger, err := load.NewLedger(k.Pool, k.Schema, time.UTC, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng *engine.Engine
+	client, err := extract.New(extract.Options{
+		BaseURL: cmp.Or(k.APIURL, k.SB.APIURL()), APIKey: k.Opts.APIKey, CommsURL: k.SB.CommsURL(), CommsKey: k.Opts.CommsKey,
+		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]int64, k.Opts.Users)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	s := engine.Settings{Schema: k.Schema, DomainID: k.Opts.DomainID, UserIDs: users,
+		StartDate: k.Opts.Start.AddDate(0, 0, -k.Opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock}
+	eng, err = engine.New(engine.Deps{Pool: k.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Eng = eng
+	return eng
+}

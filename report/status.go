@@ -1,0 +1,112 @@
+// Package report prints what `agencysync status` reads from the warehouse
+// (engine.StatusReport) as tables for a terminal.
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agencysync/agencysync/engine"
+)
+
+// Status writes the report of `agencysync status` as tables: the streams,
+// the last verification, the last runs and what the last run's tasks did.
+func Status(w io.Writer, rep *engine.StatusReport) {
+	fmt.Fprintf(w, "warehouse schema %s — quota day %s: %d requests spent, %d left\n\n", rep.Schema, rep.QuotaDay, rep.QuotaSpent, rep.QuotaLeft)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tWATERMARK\tLAST SUCCESS\tLAG\tROWS\tREJECTED\tRESUMES")
+	for _, s := range rep.Streams {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
+	}
+	tw.Flush()
+	if v := rep.Verify; v != nil {
+		fmt.Fprintln(w)
+		switch {
+		case v.Last == nil:
+			fmt.Fprintln(w, "verify: the warehouse was never reconciled with the service (agencysync verify; the planner's verify task runs once a day after the backfill)")
+		default:
+			fmt.Fprintf(w, "verify: last %s: %s\n", v.Last.At.UTC().Format("2006-01-02 15:04:05"), v.Last.Summary())
+		}
+		if v.LastProvedAt != nil {
+			fmt.Fprintf(w, "verify: last proved equal %s\n", v.LastProvedAt.UTC().Format("2006-01-02 15:04:05"))
+		}
+		if d := v.LastDifference; d != nil && (v.Last == nil || d.Closing || !d.At.Equal(v.Last.At)) {
+			kind := "verification"
+			if d.Closing {
+				kind = "closing range"
+			}
+			fmt.Fprintf(w, "verify: last difference (%s) %s: %s\n", kind, d.At.UTC().Format("2006-01-02 15:04:05"), d.Summary())
+		}
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tREQUESTS\tROWS\tREJECTED\tERROR")
+	for _, r := range rep.Runs {
+		took := "—"
+		if r.FinishedAt != nil {
+			took = r.FinishedAt.Sub(r.StartedAt).Round(time.Second).String()
+		}
+		rows := 0
+		for _, n := range r.RowsByTable {
+			rows += n
+		}
+		msg := r.Error
+		if len(msg) > 80 {
+			msg = msg[:77] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
+	}
+	tw.Flush()
+	if len(rep.Runs) > 0 && len(rep.Runs[0].StreamsDetail) > 0 {
+		r := rep.Runs[0]
+		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tTOOK\tRANGES FETCHED")
+		tasks := make([]string, 0, len(r.StreamsDetail))
+		for t := range r.StreamsDetail {
+			tasks = append(tasks, t)
+		}
+		slices.SortFunc(tasks, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
+		for _, t := range tasks {
+			d := r.StreamsDetail[t]
+			var ranges []string
+			for _, rg := range d.Ranges {
+				s := fmt.Sprintf("%s..%s (%d pages, %d records)", rg.From, rg.To, rg.Pages, rg.Records)
+				if !rg.Complete {
+					s += " unfinished"
+				}
+				ranges = append(ranges, s)
+			}
+			took := (time.Duration(d.DurationSeconds * float64(time.Second))).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, took, cmp.Or(strings.Join(ranges, ", "), "—"))
+		}
+		tw.Flush()
+	}
+}
+
+// taskOrder is a task's place in the default priorities (unknown names last).
+func taskOrder(name string) int {
+	if i := slices.Index(engine.DefaultPriorities, engine.Task(name)); i >= 0 {
+		return i
+	}
+	return len(engine.DefaultPriorities)
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func fmtLag(s *float64) string {
+	if s == nil {
+		return "—"
+	}
+	return (time.Duration(*s) * time.Second).String()
+}
