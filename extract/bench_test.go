@@ -1,7 +1,13 @@
 package extract
 
 import (
+	"bytes"
+	"encoding/json"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // BenchmarkDecodeCommunicationsPage decodes a realistic 1000-row page of the
@@ -46,4 +52,281 @@ func BenchmarkDecodeProjectsPage(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
+}
+
+// The benchmarks below weigh the JSON libraries for issue 14 item 4 on the
+// same pages: each splits the page into records and then makes the look-ups a
+// declared stream's transform makes (every column's source field, the
+// recipients' user objects), summing the lengths of the values found so that
+// nothing is optimised away.
+//
+//	go test -run '^$' -bench 'DecodeLibraries' -benchmem ./extract/
+//
+// make bench runs them with the other decode benchmarks (figure 7).
+//
+// "typed" is today's hand-written decoder (it decodes the typed records in
+// the same pass), "stdlib" encoding/json (records split in order with a
+// json.Decoder, looked up in map[string]any decoded with UseNumber, the
+// generic way), "gjson" SplitPage plus github.com/tidwall/gjson look-ups
+// (one pass over each object's members).
+
+// BenchmarkDecodeLibraries decodes a 1000-row communications page (~1 MB)
+// and a 1000-row projects page (~260 KB) with each library.
+func BenchmarkDecodeLibraries(b *testing.B) {
+	comms := genCommsPage(1000, 1, 1, 1000, 2971)
+	b.Run("communications/typed", func(b *testing.B) {
+		benchSplit(b, comms, func() int {
+			p, err := DecodeCommunications(comms)
+			if err != nil || len(p.Records) != 1000 {
+				b.Fatalf("decode: %v", err)
+			}
+			return len(p.Records)
+		})
+	})
+	b.Run("communications/stdlib", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return stdlibSplit(b, comms, stdlibCommsLookups) })
+	})
+	b.Run("communications/gjson-split", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return gjsonSplit(b, comms, nil) })
+	})
+	b.Run("communications/gjson", func(b *testing.B) {
+		benchSplit(b, comms, func() int { return gjsonSplit(b, comms, gjsonCommsLookups) })
+	})
+	projects := genProjectsPage(1000)
+	b.Run("projects/typed", func(b *testing.B) {
+		benchSplit(b, projects, func() int {
+			p, err := DecodeList[Project](projects)
+			if err != nil || len(p.Records) != 1000 {
+				b.Fatalf("decode: %v", err)
+			}
+			return len(p.Records)
+		})
+	})
+	b.Run("projects/stdlib", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return stdlibSplit(b, projects, stdlibProjectLookups) })
+	})
+	b.Run("projects/gjson-split", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return gjsonSplit(b, projects, nil) })
+	})
+	b.Run("projects/gjson", func(b *testing.B) {
+		benchSplit(b, projects, func() int { return gjsonSplit(b, projects, gjsonProjectLookups) })
+	})
+}
+
+// benchSplit reports wall time and the process's CPU time a page (the
+// latter counts the garbage collector's threads and not the time the
+// process waited for a core: the fairer figure on a shared machine).
+func benchSplit(b *testing.B, body []byte, run func() int) {
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		if n := run(); n == 0 {
+			b.Fatal("nothing found")
+		}
+	}
+	cpu := processCPU(b) - cpu0
+	el := b.Elapsed().Seconds()
+	b.ReportMetric(el*1000/float64(b.N), "ms/page")
+	b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/page")
+	b.ReportMetric(float64(b.N)/el, "pages/s")
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gjsonSplit splits body with SplitPage and runs look on every record.
+func gjsonSplit(b *testing.B, body []byte, look func(gjson.Result) int) int {
+	p, err := SplitPage(body)
+	if err != nil || len(p.Records) != 1000 {
+		b.Fatalf("split: %v", err)
+	}
+	if look == nil {
+		return len(p.Records)
+	}
+	n := 0
+	for _, r := range p.Records {
+		n += look(gjson.ParseBytes(r.Raw))
+	}
+	return n
+}
+
+// gjsonUser looks up a user object's fields.
+func gjsonUser(u gjson.Result) int {
+	n := 0
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "first_name", "last_name", "full_name", "email", "phone", "avatar", "status":
+			n += len(v.Str) + 1
+		}
+		return true
+	})
+	return n
+}
+
+func gjsonCommsLookups(rec gjson.Result) int {
+	n := 0
+	rec.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "email":
+			v.ForEach(func(k, f gjson.Result) bool {
+				switch k.Str {
+				case "type_id", "size", "brand_id", "project_id", "has_attachments":
+					n += len(f.Raw)
+				case "type_name", "subject", "message", "mailbox_id", "mailbox_thread", "email_at":
+					n += len(f.Str) + 1
+				}
+				return true
+			})
+		case "users":
+			v.ForEach(func(role, list gjson.Result) bool {
+				list.ForEach(func(id, u gjson.Result) bool {
+					n += len(id.Str) + gjsonUser(u)
+					return true
+				})
+				return true
+			})
+		}
+		return true
+	})
+	return n
+}
+
+func gjsonProjectLookups(rec gjson.Result) int {
+	if info := rec.Get("project_info"); info.IsObject() {
+		rec = info
+	}
+	n := 0
+	rec.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id", "brand_id", "name", "status", "start_date", "deadline", "closed_at", "updated_at":
+			n += len(v.Str) + len(v.Raw)
+		case "budget":
+			v.ForEach(func(k, f gjson.Result) bool {
+				n += len(f.Raw)
+				return true
+			})
+		}
+		return true
+	})
+	return n
+}
+
+// stdlibSplit splits body with encoding/json (keeping the rows' order, as
+// keyed rows need) and runs look on every record decoded into a map.
+func stdlibSplit(b *testing.B, body []byte, look func(map[string]any) int) int {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		b.Fatal(err)
+	}
+	rows := env.Data
+	if len(rows) > 0 && rows[0] == '{' {
+		var inner struct {
+			Rows json.RawMessage `json:"rows"`
+		}
+		if err := json.Unmarshal(rows, &inner); err != nil {
+			b.Fatal(err)
+		}
+		rows = inner.Rows
+	}
+	var raws []json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(rows))
+	if _, err := dec.Token(); err != nil {
+		b.Fatal(err)
+	}
+	keyed := rows[0] == '{'
+	for dec.More() {
+		if keyed {
+			if _, err := dec.Token(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	if len(raws) != 1000 {
+		b.Fatalf("%d rows", len(raws))
+	}
+	n := 0
+	for _, raw := range raws {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			b.Fatal(err)
+		}
+		n += look(m)
+	}
+	return n
+}
+
+// textLen is the length of a looked-up scalar's text.
+func textLen(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 1
+	case json.Number:
+		return len(x)
+	case bool:
+		return 1
+	}
+	return 0
+}
+
+func stdlibUser(u any) int {
+	m, _ := u.(map[string]any)
+	n := 0
+	for _, k := range []string{"first_name", "last_name", "full_name", "email", "phone", "avatar", "status"} {
+		n += textLen(m[k])
+	}
+	return n
+}
+
+func stdlibCommsLookups(rec map[string]any) int {
+	n := 0
+	if e, ok := rec["email"].(map[string]any); ok {
+		for _, k := range []string{"type_id", "size", "brand_id", "project_id", "has_attachments", "type_name", "subject", "message", "mailbox_id", "mailbox_thread", "email_at"} {
+			n += textLen(e[k])
+		}
+	}
+	if us, ok := rec["users"].(map[string]any); ok {
+		for _, role := range []string{"from", "to", "cc", "bcc"} {
+			switch l := us[role].(type) {
+			case []any:
+				for _, u := range l {
+					n += stdlibUser(u)
+				}
+			case map[string]any:
+				for id, u := range l {
+					n += len(id) + stdlibUser(u)
+				}
+			}
+		}
+	}
+	return n
+}
+
+func stdlibProjectLookups(rec map[string]any) int {
+	if info, ok := rec["project_info"].(map[string]any); ok {
+		rec = info
+	}
+	n := 0
+	for _, k := range []string{"id", "brand_id", "name", "status", "start_date", "deadline", "closed_at", "updated_at"} {
+		n += textLen(rec[k])
+	}
+	if bd, ok := rec["budget"].(map[string]any); ok {
+		n += textLen(bd["amount"]) + textLen(bd["currency"])
+	}
+	return n
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/logging"
@@ -907,6 +908,13 @@ func (c *Client) redactAPIError(e *APIError) {
 	for i, d := range e.Details {
 		e.Details[i] = c.redactor.Clip(d, maxMessageLen)
 	}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		f.Field = c.redactor.Clip(f.Field, maxMessageLen)
+		for j, m := range f.Messages {
+			f.Messages[j] = c.redactor.Clip(m, maxMessageLen)
+		}
+	}
 }
 
 // statusError builds the *APIError of a non-2xx answer.
@@ -914,7 +922,7 @@ func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 	now := time.Now()
 	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode}
 	if eb := parseErrorBody(body); eb != nil {
-		e.Message, e.Details = eb.Message, eb.Details
+		e.Message, e.Details, e.Fields = eb.Message, eb.Details, eb.Fields
 	}
 	c.redactAPIError(e)
 	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
@@ -927,6 +935,8 @@ func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 		e.Kind = ErrNotFound
 	case st == http.StatusBadRequest:
 		e.Kind = ErrBadRequest
+	case st == http.StatusUnprocessableEntity:
+		e.Kind = ErrValidation
 	case st == http.StatusTooManyRequests:
 		if classifyMessage(e.Message) == ErrDailyQuota {
 			e.Kind = ErrDailyQuota
@@ -942,42 +952,46 @@ func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 	return e
 }
 
-// parseErrorBody reads {"error": {...}}, {"error": "..."} or {"message":
-// "..."} from an error answer; nil when the body is not such JSON.
+// parseErrorBody reads {"error": {...}}, {"error": "..."}, {"message":
+// "..."} and a validation error's {"errors": {field: [...]}} (beside the
+// message or inside the error object) from an error answer; nil when the
+// body is not such JSON.
 func parseErrorBody(body []byte) *errorBody {
 	data := bytes.TrimPrefix(body, utf8BOM)
-	d := newDecoder(data)
-	s := d.s
-	if s.peek() != '{' {
+	if _, err := validJSON(data); err != nil {
 		return nil
 	}
-	s.pos++
-	var pg paging
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return nil
+	}
+	var eb *errorBody
 	var msg string
-	for n := 0; s.objectNext(&n); {
-		switch string(s.key) {
+	var fields []FieldError
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
 		case "error":
-			d.errorObject(&pg)
+			eb = errorOf(v)
 		case "message":
-			if s.peek() == '"' {
-				msg = bytesToString(s.stringBytes())
-			} else {
-				s.skipAll()
+			if v.Type == gjson.String {
+				msg = v.Str
 			}
-		default:
-			s.skipAll()
+		case "errors":
+			fields = fieldErrors(v)
 		}
-	}
-	if s.err != nil {
+		return true
+	})
+	switch {
+	case eb != nil:
+	case msg != "" || len(fields) > 0:
+		eb = &errorBody{Message: msg}
+	default:
 		return nil
 	}
-	if pg.errMsg != nil {
-		return pg.errMsg
+	if len(eb.Fields) == 0 {
+		eb.Fields = fields
 	}
-	if msg != "" {
-		return &errorBody{Message: msg}
-	}
-	return nil
+	return eb
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func mustPage[T any, P Record[T]](t *testing.T, body string) *Page[T] {
+func mustPage[T any, P decodable[T]](t *testing.T, body string) *Page[T] {
 	t.Helper()
 	p, err := DecodeList[T, P]([]byte(body))
 	if err != nil {
@@ -578,5 +578,34 @@ func TestDecodeSharedPeopleAreIndependent(t *testing.T) {
 	p2, err := DecodeCommunications([]byte(body2))
 	if err != nil || len(p2.Records) != 2 || string(p2.Records[1].Raw) == string(p2.Records[0].Raw) {
 		t.Fatalf("%v %+v", err, p2)
+	}
+}
+
+// TestDecodePHPFalseIsMissing: a PHP encoder writes false for a missing
+// value (issue 16): every optional string, number, id, date, decimal and
+// object read as false is absent, as null is, and the record lands.
+func TestDecodePHPFalseIsMissing(t *testing.T) {
+	comms := `{"data":{"rows":{"7":{"email":{"type_id":false,"type_name":false,"brand_id":false,"project_id":false,"subject":"Hi","message":false,"has_attachments":false,"size":false,"mailbox_id":"m","mailbox_thread":"t","email_at":"2024-03-01T10:15:30.000001Z"},` +
+		`"users":{"from":[{"first_name":"Ana","last_name":false,"full_name":"Ana ","email":"ana@ext.example","phone":false,"avatar":false,"status":false}],"to":{"9":{"first_name":"Dan","last_name":"Pop","full_name":"Dan Pop","email":"dan@a.example","phone":false,"avatar":"a","status":"Activ"}},"cc":false,"bcc":[]}}},"total":1,"per_page":1000,"current_page":1,"last_page":1}}`
+	p, err := DecodeCommunications([]byte(comms))
+	if err != nil || len(p.Records) != 1 || len(p.Rejects) != 0 {
+		t.Fatalf("communications: %v, records %d, rejects %v", err, len(p.Records), p.Rejects)
+	}
+	r := p.Records[0]
+	if r.Email.TypeID != nil || r.Email.TypeName != nil || r.Email.BrandID != "" || r.Email.Message != nil || r.Email.Size != nil || r.Email.HasAttachments ||
+		r.Users.From[0].LastName != nil || r.Users.From[0].Phone != nil || r.Users.CC != nil || *r.Users.To[0].PlatformUserID != 9 {
+		t.Errorf("record %+v", r)
+	}
+	brands := mustPage[Brand](t, `[{"id":"1","name":"Acme","status":false,"date_created":false,"account_manager":false,"projects_count":false,"financial_summary":false}]`)
+	if len(brands.Records) != 1 || brands.Records[0].ProjectsCount != nil || brands.Records[0].DateCreated != nil || brands.Records[0].FinancialSummary != nil {
+		t.Errorf("brand %+v rejects %v", brands.Records, brands.Rejects)
+	}
+	projects := mustPage[Project](t, `[{"project_info":{"id":7,"brand_id":false,"name":"Site","status":"open","start_date":false,"deadline":false,"closed_at":false,"updated_at":false,"budget":false,"team":false,"deliverables":false,"history":false}}]`)
+	if len(projects.Records) != 1 || projects.Records[0].Budget != nil || projects.Records[0].Deadline != nil {
+		t.Errorf("project %+v rejects %v", projects.Records, projects.Rejects)
+	}
+	budgets := mustPage[Budget](t, `[{"id":1,"project_id":false,"brand_id":1,"amount":false,"currency":false,"period_start":false,"period_end":false,"updated_at":false}]`)
+	if len(budgets.Records) != 1 || budgets.Records[0].Amount != "" {
+		t.Errorf("budget %+v rejects %v", budgets.Records, budgets.Rejects)
 	}
 }

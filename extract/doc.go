@@ -37,7 +37,8 @@
 //     jitter (github.com/cenkalti/backoff/v4), honouring Retry-After, up to
 //     Options.MaxAttempts. Everything else fails at once.
 //   - Typed errors: callers branch with errors.Is on ErrUnauthorized,
-//     ErrForbidden, ErrNotFound, ErrBadRequest, ErrDailyQuota, ErrRateLimited,
+//     ErrForbidden, ErrNotFound, ErrBadRequest, ErrValidation (422, naming
+//     each refused field in APIError.Fields), ErrDailyQuota, ErrRateLimited,
 //     ErrServer, ErrNetwork, ErrTimeout, ErrMalformedResponse,
 //     ErrUnexpectedShape, ErrBudgetExhausted, ... and reach details with
 //     errors.As (*APIError, *ResponseError, *NetworkError, *RecordError).
@@ -87,6 +88,13 @@
 // are time.Time at UTC midnight; instants are UTC with their microseconds.
 // The decoders are exported (DecodeList, DecodeCommunications,
 // DecodeBrandDetail, DecodeProject) for callers that fetch bodies themselves.
+//
+// SplitPage and SplitObject are their generic successors for the declared
+// streams, on github.com/tidwall/gjson: they recognise the same envelopes
+// (and the PHP paginator's) but do not interpret records, returning each
+// record's bytes as received (Record.Raw) with its key when the rows are
+// keyed by id; a row that is not an object, or is nested too deep, is
+// rejected alone.
 //
 // # Usage
 //

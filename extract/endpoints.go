@@ -289,7 +289,7 @@ func (pg *pager) advance(c *Client, number, perAnswered, last, rows int, paged b
 }
 
 // listPages iterates the pages of a list of the main interface.
-func listPages[T any, P Record[T]](c *Client, ctx context.Context, ep, path string, q url.Values, fix func(*Page[T])) iter.Seq2[*Page[T], error] {
+func listPages[T any, P decodable[T]](c *Client, ctx context.Context, ep, path string, q url.Values, fix func(*Page[T])) iter.Seq2[*Page[T], error] {
 	return func(yield func(*Page[T], error) bool) {
 		if c.base == "" {
 			yield(nil, fmt.Errorf("list %s: %w: BaseURL is not set", ep, ErrNotConfigured))
@@ -320,7 +320,7 @@ func listPages[T any, P Record[T]](c *Client, ctx context.Context, ep, path stri
 	}
 }
 
-func fetchList[T any, P Record[T]](c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page[T], uint64, error) {
+func fetchList[T any, P decodable[T]](c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page[T], uint64, error) {
 	v := url.Values{}
 	for k, vs := range q {
 		v[k] = vs

@@ -21,6 +21,11 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrBadRequest: the server refused the request as malformed (HTTP 400).
 	ErrBadRequest = errors.New("bad request")
+	// ErrValidation: the server refused a parameter of the request (HTTP 422
+	// Unprocessable Entity, {"message": ..., "errors": {field: [...]}});
+	// APIError.Fields names each refused field. A client error: never
+	// retried, since the same request would be refused alike.
+	ErrValidation = errors.New("validation failed")
 	// ErrDailyQuota: the daily request quota is spent (HTTP 429 "Daily quota
 	// exceeded"). Not retried; APIError.ResetAt carries the reset time when the
 	// server tells it.
@@ -91,9 +96,17 @@ type APIError struct {
 	Status     int           // HTTP status (200 for an error object in a 2xx)
 	Message    string        // error.message of the body, if any
 	Details    []string      // error.details of the body, if any
+	Fields     []FieldError  // the fields a validation error (422) names, in the order received
 	RetryAfter time.Duration // from the Retry-After header; 0 when absent
 	ResetAt    time.Time     // daily quota reset, when known; zero otherwise
 	Kind       error         // the sentinel this error matches
+}
+
+// FieldError is one field a validation error refused, with the server's
+// messages about it.
+type FieldError struct {
+	Field    string
+	Messages []string
 }
 
 // Error describes the answer without naming the endpoint (the wrapping error
@@ -114,6 +127,13 @@ func (e *APIError) Error() string {
 		b.WriteString(" (")
 		b.WriteString(strings.Join(e.Details, "; "))
 		b.WriteString(")")
+	}
+	for _, f := range e.Fields {
+		b.WriteString(" [")
+		b.WriteString(f.Field)
+		b.WriteString(": ")
+		b.WriteString(strings.Join(f.Messages, "; "))
+		b.WriteString("]")
 	}
 	if e.RetryAfter > 0 {
 		b.WriteString(", retry after ")
@@ -232,6 +252,8 @@ func errorClass(err error) string {
 		return "not_found"
 	case errors.Is(err, ErrBadRequest):
 		return "bad_request"
+	case errors.Is(err, ErrValidation):
+		return "validation"
 	case errors.Is(err, ErrDailyQuota):
 		return "daily_quota"
 	case errors.Is(err, ErrRateLimited):
@@ -278,7 +300,7 @@ func (e *redactedError) Unwrap() []error { return e.kinds }
 // classSentinels lists the sentinels of this package that err matches.
 func classSentinels(err error) []error {
 	var out []error
-	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrDailyQuota,
+	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrValidation, ErrDailyQuota,
 		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
 		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
 		ErrInvalidRecord, ErrIDOutOfRange, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {

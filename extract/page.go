@@ -25,8 +25,8 @@ type Page[T any] struct {
 // Rows is the number of rows on the page, decoded or rejected.
 func (p *Page[T]) Rows() int { return len(p.Records) + len(p.Rejects) }
 
-// Record is the set of list record types the generic decoder knows.
-type Record[T any] interface {
+// decodable is the set of list record types the typed decoder knows.
+type decodable[T any] interface {
 	*T
 	decode(d *decoder) bool
 	setRaw(raw []byte)
@@ -48,6 +48,7 @@ type paging struct {
 type errorBody struct {
 	Message string
 	Details []string
+	Fields  []FieldError // a validation error's fields
 }
 
 // utf8BOM is skipped at the start of a body.
@@ -359,7 +360,7 @@ func (d *decoder) details() []string {
 // entry). A row that does not decode is rewound, skipped (which validates its
 // syntax) and returned as a *RecordError with its raw bytes. A syntax error
 // is left in the scanner for the envelope to report.
-func decodeRow[T any, P Record[T]](d *decoder, r P, key []byte, idx int, endpoint string, page int) *RecordError {
+func decodeRow[T any, P decodable[T]](d *decoder, r P, key []byte, idx int, endpoint string, page int) *RecordError {
 	s := d.s
 	s.ws()
 	start := s.pos
@@ -407,7 +408,7 @@ func decodeRow[T any, P Record[T]](d *decoder, r P, key []byte, idx int, endpoin
 // decodePage decodes a list page of T. Records never alias body (their Raw
 // bytes are copied into arenas of the page), so the caller may reuse it.
 // capHint presizes Records.
-func decodePage[T any, P Record[T]](endpoint string, page int, body []byte, capHint int) (*Page[T], error) {
+func decodePage[T any, P decodable[T]](endpoint string, page int, body []byte, capHint int) (*Page[T], error) {
 	data, err := prepare(body)
 	if err != nil {
 		return nil, malformed(endpoint, page, err)
@@ -466,7 +467,7 @@ func decodePage[T any, P Record[T]](endpoint string, page int, body []byte, capH
 
 // errorBodyError maps an error object to an *APIError of the matching class.
 func errorBodyError(endpoint string, page, status int, eb *errorBody) *APIError {
-	e := &APIError{Endpoint: endpoint, Page: page, Status: status, Message: eb.Message, Details: eb.Details}
+	e := &APIError{Endpoint: endpoint, Page: page, Status: status, Message: eb.Message, Details: eb.Details, Fields: eb.Fields}
 	e.Kind = classifyMessage(eb.Message)
 	if e.Kind == nil {
 		e.Kind = ErrErrorResponse
@@ -501,7 +502,7 @@ func classifyMessage(msg string) error {
 // ErrUnexpectedShape, or an *APIError for an error object).
 //
 //	page, err := extract.DecodeList[extract.Brand](body)
-func DecodeList[T any, P Record[T]](body []byte) (*Page[T], error) {
+func DecodeList[T any, P decodable[T]](body []byte) (*Page[T], error) {
 	return decodePage[T, P]("", 1, body, capFor(body))
 }
 

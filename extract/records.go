@@ -390,6 +390,8 @@ func (d *decoder) collection(what string, fn func(key []byte)) {
 		}
 	case 'n':
 		s.literal("null")
+	case 'f': // a PHP encoder's missing value
+		s.literal("false")
 	case 0:
 		s.failSyntax("unexpected end of input")
 	default:
@@ -950,6 +952,9 @@ func (d *decoder) participants(what string) []Participant {
 		return d.endParts()
 	case 'n':
 		s.literal("null")
+		return nil
+	case 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return nil
 	case 0:
 		s.failSyntax("unexpected end of input")

@@ -73,7 +73,7 @@ func (sn seen) add(stream, key string) {
 	sn[stream][key]++
 }
 
-func addPage[T any, P Record[T]](sn seen, stream string, p *Page[T], rejected map[string]map[string]bool) {
+func addPage[T any, P decodable[T]](sn seen, stream string, p *Page[T], rejected map[string]map[string]bool) {
 	for i := range p.Records {
 		sn.add(stream, P(&p.Records[i]).recordKey())
 	}
@@ -86,7 +86,7 @@ func addPage[T any, P Record[T]](sn seen, stream string, p *Page[T], rejected ma
 	}
 }
 
-func drain[T any, P Record[T]](t *testing.T, sn seen, rej map[string]map[string]bool, stream string, seq func(func(*Page[T], error) bool)) {
+func drain[T any, P decodable[T]](t *testing.T, sn seen, rej map[string]map[string]bool, stream string, seq func(func(*Page[T], error) bool)) {
 	t.Helper()
 	for p, err := range seq {
 		if err != nil {
@@ -366,7 +366,7 @@ func TestSandboxAuthErrors(t *testing.T) {
 }
 
 // firstID returns the id of the first record of a list.
-func firstID[T any, P Record[T]](t *testing.T, seq func(func(*Page[T], error) bool)) ID {
+func firstID[T any, P decodable[T]](t *testing.T, seq func(func(*Page[T], error) bool)) ID {
 	t.Helper()
 	for p, err := range seq {
 		if err != nil || len(p.Records) == 0 {

@@ -389,8 +389,12 @@ func (s *scanner) literal(lit string) {
 // null consumes a null at the next value position and reports whether there
 // was one.
 func (s *scanner) null() bool {
-	if s.peek() == 'n' {
+	switch s.peek() {
+	case 'n':
 		s.literal("null")
+		return s.err == nil
+	case 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return s.err == nil
 	}
 	return false
@@ -671,6 +675,9 @@ func (s *scanner) enter(open byte, what string) bool {
 		return true
 	case 'n':
 		s.literal("null")
+		return false
+	case 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return false
 	case '{' + '[' - open: // the other kind, accepted when empty
 		if s.emptyOther(c) {

@@ -47,6 +47,9 @@ func (d *decoder) id(what string) ID {
 	case c == 'n':
 		s.literal("null")
 		return ""
+	case c == 'f': // a PHP encoder's missing value
+		s.literal("false")
+		return ""
 	case c == 0:
 		s.failSyntax("unexpected end of input")
 		return ""
@@ -125,6 +128,9 @@ func (d *decoder) intValue(what string, idKind bool) (v int64, present bool) {
 		b = s.data[st:en]
 	case c == 'n':
 		s.literal("null")
+		return 0, false
+	case c == 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return 0, false
 	case c == 0:
 		s.failSyntax("unexpected end of input")
@@ -243,6 +249,9 @@ func (d *decoder) strValue(what string, intern bool) (v string, present bool) {
 	case c == 'n':
 		s.literal("null")
 		return "", false
+	case c == 'f': // a PHP encoder's missing value
+		s.literal("false")
+		return "", false
 	case c == 0:
 		s.failSyntax("unexpected end of input")
 		return "", false
@@ -314,6 +323,9 @@ func (d *decoder) decimal(what string) Decimal {
 		b = s.data[st:en]
 	case c == 'n':
 		s.literal("null")
+		return ""
+	case c == 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return ""
 	case c == 0:
 		s.failSyntax("unexpected end of input")
@@ -622,6 +634,9 @@ func (d *decoder) timeValue(what string, dateOnly bool) (time.Time, bool) {
 		return t, true
 	case 'n':
 		s.literal("null")
+		return time.Time{}, false
+	case 'f': // a PHP encoder's missing value
+		s.literal("false")
 		return time.Time{}, false
 	case 0:
 		s.failSyntax("unexpected end of input")

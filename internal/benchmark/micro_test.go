@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,41 @@ func TestBenchMedians(t *testing.T) {
 	}
 	if v := s.Values["pages/s"]; len(v) != 3 || v[0] != 82 || v[1] != 147 {
 		t.Errorf("values kept in run order = %v", v)
+	}
+}
+
+const libraryOutput = `BenchmarkDecodeLibraries/communications/typed-2     	 300	 4000000 ns/op	 4.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/stdlib-2    	  20	60000000 ns/op	60.00 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-split-2	 200	 5000000 ns/op	 5.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-2     	 100	10000000 ns/op	10.00 cpu-ms/page
+BenchmarkDecodeLibraries/communications/typed-2     	 300	 2000000 ns/op	 2.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/stdlib-2    	  20	40000000 ns/op	40.00 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-split-2	 200	 3000000 ns/op	 3.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-2     	 100	 6000000 ns/op	 6.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/typed-2     	 300	 3000000 ns/op	 3.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/stdlib-2    	  20	45000000 ns/op	45.00 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-split-2	 200	 4000000 ns/op	 4.000 cpu-ms/page
+BenchmarkDecodeLibraries/communications/gjson-2     	 100	 6000000 ns/op	 6.000 cpu-ms/page
+`
+
+// TestDecodeLibraryRows: the library comparison reads ms/page per library
+// (CPU) and gives each run's ratios, taken within the run.
+func TestDecodeLibraryRows(t *testing.T) {
+	rows := decodeLibraryRows(BenchMedians(ParseBenchOutput([]byte(libraryOutput))))
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2 (communications, projects)", len(rows))
+	}
+	c := rows[0]
+	if c.ID != "7" || c.Result != "gjson 6.00 ms, encoding/json 45.00 ms (×6.67), typed decoder 3.00 ms (gjson ×2.50)" {
+		t.Errorf("communications result %q", c.Result)
+	}
+	for _, want := range []string{"encoding/json ÷ gjson per run 6.00 / 6.67 / 7.50", "gjson ÷ typed per run 2.50 / 3.00 / 2.00", "gjson splitting alone 5.00 / 3.00 / 4.00 ms",
+		"at 10 requests/s (100 ms a request) gjson takes 6.0 %", "at 100 requests/s (10 ms) 60.0 %"} {
+		if !strings.Contains(c.Detail, want) {
+			t.Errorf("detail %q lacks %q", c.Detail, want)
+		}
+	}
+	if p := rows[1]; p.Result != "not measured" || p.Verdict != Failed {
+		t.Errorf("projects row %+v, want not measured", p)
 	}
 }

@@ -15,7 +15,9 @@ func (h *harness) micro(ctx context.Context) []Row {
 	if err != nil {
 		rows = append(rows, fail("7", "Decode micro-benchmarks (extract)", err))
 	} else {
-		rows = append(rows, decodeRows(BenchMedians(res))...)
+		m := BenchMedians(res)
+		rows = append(rows, decodeRows(m)...)
+		rows = append(rows, decodeLibraryRows(m)...)
 	}
 	env := []string{"DATABASE_URL=" + h.dsn, "LOAD_BENCH_EMAILS=" + strconv.Itoa(h.sizes.LoadBenchEmails)}
 	_, res, err = GoBench(ctx, h.cfg.ModuleDir, "./load/", "^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$", "1x", h.cfg.Runs, env)
@@ -88,5 +90,49 @@ func loadRows(m map[string]BenchSummary, emails int) []Row {
 		Verdict: Check(maxTuples, maxTuples == 0),
 		Detail: fmt.Sprintf("%s, %s e-mails, %d runs: first load %s tuples, %s WAL, %s e-mails/s; reload %s e-mails/s", name, Int(int64(emails)), s.Runs,
 			Int(int64(s.Median["first_tuples"])), Bytes(s.Median["first_WAL_bytes"]), rate(s.Median["first_emails/s"]), rate(s.Median["reload_emails/s"]))})
+	return rows
+}
+
+// decodeLibraryRows summarises BenchmarkDecodeLibraries (issue 14 item 4):
+// per page kind, the CPU milliseconds a page costs with gjson (split and
+// the look-ups a declared transform makes) and with encoding/json (and the
+// typed decoder while it exists), each ratio taken within a run, and
+// gjson's share of a request's time budget at 10 and at 100 requests/s.
+// CPU time (the process's, garbage collector included) rather than wall
+// time: it does not count the time the benchmark waited for a core.
+func decodeLibraryRows(m map[string]BenchSummary) []Row {
+	const unit = "cpu-ms/page"
+	var rows []Row
+	ms := func(x float64) string { return Float(x, 2) }
+	ratios := func(num, den []float64) []float64 {
+		var out []float64
+		for i := range min(len(num), len(den)) {
+			out = append(out, num[i]/den[i])
+		}
+		return out
+	}
+	for _, kind := range []string{"communications", "projects"} {
+		figure := fmt.Sprintf("Decode libraries: a 1000-row %s page split and looked up, CPU ms/page", kind)
+		name := "BenchmarkDecodeLibraries/" + kind + "/"
+		gj, okG := m[name+"gjson"]
+		std, okS := m[name+"stdlib"]
+		if !okG || !okS {
+			rows = append(rows, Row{ID: "7", Figure: figure, Result: "not measured", Verdict: Failed, Detail: name + "{gjson,stdlib} did not report"})
+			continue
+		}
+		g, s := gj.Values[unit], std.Values[unit]
+		medG := Median(g)
+		result := fmt.Sprintf("gjson %s ms, encoding/json %s ms (×%s)", ms(medG), ms(Median(s)), Float(Median(ratios(s, g)), 2))
+		detail := fmt.Sprintf("BenchmarkDecodeLibraries, %d runs: encoding/json ÷ gjson per run %s; gjson splitting alone %s ms",
+			gj.Runs, List(ratios(s, g), ms), List(m[name+"gjson-split"].Values[unit], ms))
+		if typed, ok := m[name+"typed"]; ok {
+			t := typed.Values[unit]
+			result += fmt.Sprintf(", typed decoder %s ms (gjson ×%s)", ms(Median(t)), Float(Median(ratios(g, t)), 2))
+			detail += fmt.Sprintf("; gjson ÷ typed per run %s", List(ratios(g, t), ms))
+		}
+		detail += fmt.Sprintf("; at 10 requests/s (100 ms a request) gjson takes %s %%, at 100 requests/s (10 ms) %s %% of a request's time",
+			Float(medG, 1), Float(medG*10, 1))
+		rows = append(rows, Row{ID: "7", Figure: figure, Result: result, Verdict: Info, Detail: detail})
+	}
 	return rows
 }
