@@ -104,7 +104,9 @@ func TestRebuildRemapsWithoutRequests(t *testing.T) {
 	runTook := time.Since(runStart)
 	pool := openPool(t, vars["DATABASE_URL"])
 	schema := vars["WAREHOUSE_SCHEMA"]
-	q := func(format string) string { return strings.ReplaceAll(format, "S.", pgx.Identifier{schema}.Sanitize()+".") }
+	q := func(format string) string {
+		return strings.ReplaceAll(format, "S.", pgx.Identifier{schema}.Sanitize()+".")
+	}
 	filled := q(`SELECT count(*) FROM S.projects WHERE name IS NOT NULL AND status IS NOT NULL AND deadline IS NOT NULL AND budget_amount IS NOT NULL`)
 	projects := queryInt(t, pool, q(`SELECT count(*) FROM S.projects`))
 	if projects == 0 || queryInt(t, pool, q(`SELECT count(*) FROM S.projects WHERE name IS NOT NULL OR status IS NOT NULL OR deadline IS NOT NULL OR budget_amount IS NOT NULL`)) != 0 {
