@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
@@ -161,5 +162,30 @@ func TestRejectedRecordsRetry(t *testing.T) {
 	}
 	if _, err := s.GetState(ctx, RebuildStream, "profitability"); !errors.Is(err, ErrNoState) {
 		t.Errorf("state after DeleteState: %v", err)
+	}
+}
+
+// A rebuild is no sync: its runs, finished or not, neither end nor extend
+// the unfinished syncs whose completed lists the next sync skips.
+func TestUnfinishedRunStartsIgnoreRebuilds(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	ctx := context.Background()
+	for i, r := range []struct{ trigger, status string }{{"run", "succeeded"}, {"run", "partial"}, {"rebuild", "succeeded"}, {"rebuild", "partial"}} {
+		if _, err := pool.Exec(ctx, "INSERT INTO "+qualified(schema, "sync_runs")+` (run_id, trigger, status, started_at)
+VALUES (gen_random_uuid(), $1, $2, now() - $3 * interval '1 hour')`, r.trigger, r.status, 4-i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	starts, err := s.UnfinishedRunStarts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partial time.Time
+	if err := pool.QueryRow(ctx, "SELECT started_at FROM "+qualified(schema, "sync_runs")+" WHERE trigger = 'run' AND status = 'partial'").Scan(&partial); err != nil {
+		t.Fatal(err)
+	}
+	if len(starts) != 1 || !starts[0].Equal(partial) {
+		t.Errorf("unfinished runs %v, want only the partial sync's start %v", starts, partial)
 	}
 }
