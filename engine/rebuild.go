@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,11 @@ const DefaultRebuildBatch = 1000
 // ErrUnknownStream is wrapped by the error of a rebuild asked for a stream
 // that does not exist.
 var ErrUnknownStream = errors.New("unknown stream")
+
+// ErrKeyChanged is wrapped by the error of a rebuild whose field map reads
+// a stored record's key from another field: written, the record would land
+// under a new key beside its old row. A full refresh re-keys a stream.
+var ErrKeyChanged = errors.New("the field map changes a stored record's key")
 
 // RebuildRequest is what one rebuild should do.
 type RebuildRequest struct {
@@ -276,6 +282,9 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 		if err != nil {
 			return err
 		}
+		if err := sameKeys(t, recs, &b); err != nil {
+			return err
+		}
 		dropSnapshots(&b)
 		last := recs[len(recs)-1].Key
 		cur.After = cur.After[:0]
@@ -379,6 +388,52 @@ func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batc
 		}
 	}
 	return c, n, nil
+}
+
+// sameKeys checks that the rows re-derived from stored records carry the
+// keys they are stored under: none under a key that is not stored, and
+// every stored key re-derived but for the records now rejected.
+func sameKeys(t *stream.Table, recs []transform.Stored, b *transform.Batch) error {
+	key := t.Key()
+	stored := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		parts := make([]string, len(key))
+		for i, c := range key {
+			parts[i] = r.Key[c.Name]
+		}
+		stored[strings.Join(parts, "/")] = false
+	}
+	if tr := b.Rows(t.Name); tr != nil {
+		for _, row := range tr.Rows {
+			parts := make([]string, len(key))
+			for i := range key {
+				switch v := row[i].(type) {
+				case int64:
+					parts[i] = strconv.FormatInt(v, 10)
+				case time.Time:
+					parts[i] = v.Format(time.DateOnly)
+				default:
+					parts[i] = fmt.Sprint(v)
+				}
+			}
+			k := strings.Join(parts, "/")
+			if _, ok := stored[k]; !ok {
+				return fmt.Errorf("a stored record re-derives with the key %s: %w; use run --full-refresh", k, ErrKeyChanged)
+			}
+			stored[k] = true
+		}
+	}
+	var lost []string
+	for k, seen := range stored {
+		if !seen {
+			lost = append(lost, k)
+		}
+	}
+	if len(lost) > len(b.Rejects) {
+		slices.Sort(lost)
+		return fmt.Errorf("the stored records %s re-derive with other keys: %w; use run --full-refresh", strings.Join(lost[:min(3, len(lost))], ", "), ErrKeyChanged)
+	}
+	return nil
 }
 
 // dropSnapshots removes the rows of snapshot tables from b: they record the

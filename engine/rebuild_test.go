@@ -185,3 +185,27 @@ func TestRebuildRecoversRejectedRecords(t *testing.T) {
 		t.Errorf("%d requests", h.sent.Load())
 	}
 }
+
+// A field map that remaps a key column would move stored records to new
+// keys, leaving the old rows behind: the rebuild refuses before writing.
+func TestRebuildRefusesToMoveKeys(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	if res := h.run(Request{Streams: []string{StreamProjects}}); res.Status != StatusSucceeded {
+		t.Fatalf("run: %s %v", res.Status, res.Err)
+	}
+	eng := h.engine(func(s *Settings) { s.Streams = mappedStreams(t, "projects.project_id=brand_id") })
+	res, err := eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusFailed || !errors.Is(res.Err, ErrKeyChanged) || !strings.Contains(res.Err.Error(), "projects") {
+		t.Fatalf("rebuild under a key remap: %s %v %+v %+v", res.Status, res.Err, res.Tables["projects"], res.Counts)
+	}
+	if w := res.Counts.Written(); w != 0 {
+		t.Errorf("wrote %d rows", w)
+	}
+	if n := h.count(fmt.Sprintf("SELECT count(*) FROM %s", pgx.Identifier{h.schema, "projects"}.Sanitize())); n != 12 {
+		t.Errorf("%d projects, want the 12 stored", n)
+	}
+}
