@@ -306,6 +306,7 @@ func (w *fieldWatch) count(p *load.Page) {
 	}
 	w.took += time.Since(start)
 }
+
 // fieldPaths returns the inventory paths of a column's source field path f
 // in table t: f for a table of whole records, the path under the array of a
 // child table, or under each collection an Elements function reads.
