@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -510,5 +511,44 @@ func valueServed(seen map[string]bool, v any, path string, depth int) {
 		for _, e := range x {
 			valueServed(seen, e, path+"[]", depth)
 		}
+	}
+}
+
+// TestFieldInventoryCost: in a communications sync of 20 000 e-mails (the
+// pipeline benchmark's run, smaller), the field inventory — observing the
+// records where they are transformed, counting each committed page, and at
+// the end reading source_fields, computing the warnings and storing them —
+// takes at most 3 % of the sync's own time. Both are the run's own
+// measurements (its "field inventory" and "sync summary" log lines).
+func TestFieldInventoryCost(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a timing ratio: run without -short and without -race")
+	}
+	o := smallSandbox()
+	o.Emails, o.Users = 20000, 300
+	h := newHarness(t, o, nil)
+	core, logs := observer.New(zapcore.InfoLevel)
+	h.eng.log = zap.New(core)
+	res := h.run(Request{Streams: []string{StreamCommunications}})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("run ended %s: %v", res.Status, res.Err)
+	}
+	var inv, took float64
+	for _, e := range logs.All() {
+		m := e.ContextMap()
+		switch e.Message {
+		case "field inventory":
+			inv = float64(m["observing"].(time.Duration) + m["recording"].(time.Duration))
+		case "sync summary":
+			took = float64(m["took"].(time.Duration))
+		}
+	}
+	if inv == 0 || took == 0 {
+		t.Fatalf("no field inventory (%v) or sync summary (%v) line", inv, took)
+	}
+	ratio := inv / took
+	t.Logf("sync %s, field inventory %s: %.2f %%", time.Duration(took), time.Duration(inv), 100*ratio)
+	if ratio > 0.03 {
+		t.Errorf("the field inventory costs %.2f %% of the sync, more than 3 %%", 100*ratio)
 	}
 }
