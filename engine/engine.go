@@ -767,7 +767,6 @@ func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 	}
 	start := time.Now()
 	known, err := r.e.store.SourceFields(ctx) // every stream: a few hundred rows
-
 	if err != nil {
 		r.log.Warn("field inventory: known fields not read; no warnings this run", zap.Error(err))
 		return nil
