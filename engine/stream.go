@@ -57,11 +57,13 @@ func (e *Engine) declared(name string) *stream.Stream {
 // page's undecodable records as rejects of rejects.
 func (r *run) transform(streamName, endpoint string, params map[string]string, recs []stream.Record,
 	rejects string, undecoded []extract.RecordError) transform.Batch {
-	b := transform.Records(transform.Input{Stream: r.e.declared(streamName), Endpoint: endpoint, Params: params,
+	decl := r.e.declared(streamName)
+	b := transform.Records(transform.Input{Stream: decl, Endpoint: endpoint, Params: params,
 		Snapshot: r.serviceDay()}, recs)
 	if len(undecoded) > 0 {
 		b.Rejects = append(b.Rejects, transform.RecordErrors(rejects, undecoded)...)
 	}
+	r.fields.observe(decl, endpoint, recs)
 	return b
 }
 

@@ -12,9 +12,9 @@
 //	engine                   orchestrates a run: plan, lock, tasks, pages, run record
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
 //	transform                service records → warehouse rows
-//	extract                  the two HTTP interfaces, quota, pacing
+//	extract  metrics         the two HTTP interfaces, quota, pacing · the Prometheus series (coverage warnings' gauge from inventory)
 //	stream   inventory       each stream declared once (endpoints, paging, cursor, tables, columns) · source fields seen, coverage warnings
-//	config logging migrations metrics progress spool
+//	config logging migrations progress spool
 //
 // migrations holds the goose files and the few statements about the schema
 // itself (its creation, the applied versions, search_path); every other SQL
