@@ -415,3 +415,23 @@ func firstID(t *testing.T, stream string, seq func(func(*Page, error) bool)) ID 
 	t.Fatal("first id: empty list")
 	return ""
 }
+
+// TestSandboxValidation422: under the sandbox's php-422 variant a bad
+// parameter is a 422 naming it: ErrValidation with the field, sent once.
+func TestSandboxValidation422(t *testing.T) {
+	s := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{sandbox.VariantPHP422} })
+	c := sandboxClient(t, s, func(o *Options) { o.MaxAttempts = 3 })
+	before := s.Stats().Requests
+	_, err := c.CommunicationsPage(context.Background(), CommsQuery{}, 1)
+	var ae *APIError
+	if !errors.Is(err, ErrValidation) || !errors.As(err, &ae) || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "user_id" {
+		t.Fatalf("communications without users: %v (%+v)", err, ae)
+	}
+	_, err = collect(t, c.Profitability(context.Background(), "galaxy"))
+	if !errors.As(err, &ae) || !errors.Is(err, ErrValidation) || len(ae.Fields) != 1 || ae.Fields[0].Field != "level" {
+		t.Fatalf("profitability of a bad level: %v", err)
+	}
+	if n := s.Stats().Requests - before; n != 2 {
+		t.Errorf("%d requests, want 2 (a validation error is not retried)", n)
+	}
+}
