@@ -20,6 +20,14 @@ type Page[T any] struct {
 	Records  []T           // decoded records, in the order received
 	Rejects  []RecordError // records that could not be decoded; the rest of the page proceeds
 	Bytes    int           // size of the response body
+	// Envelope names the list envelope the answer came in (an Envelope*
+	// constant; set by SplitPage and the generic fetches, "" from the
+	// typed decoders).
+	Envelope string
+	// PagingFields lists the paging fields the answer carried (total,
+	// per_page, current_page, last_page), wherever they sat; set with
+	// Envelope.
+	PagingFields []string
 }
 
 // Rows is the number of rows on the page, decoded or rejected.
