@@ -271,3 +271,28 @@ func TestCheckRespectsTheBudget(t *testing.T) {
 		t.Fatalf("budget of 3: check sent %d, sandbox saw %d, outcome %s", rep.Requests, st.Requests, rep.Outcome)
 	}
 }
+
+// TestCheckEveryTolerantVariant: every variant the sandbox serves within
+// the API assumptions maps (exit 0), its envelope named; only the variant
+// that renames fields does not.
+func TestCheckEveryTolerantVariant(t *testing.T) {
+	t.Parallel()
+	for _, v := range sandbox.Variants() {
+		if v.Name == sandbox.VariantRenamedFields {
+			continue
+		}
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{v.Name} })
+			code, out, errs := mainWith(syncEnv(t, sb, o, nil), "check", "--json")
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			for _, e := range parseCheck(t, out).Endpoints {
+				if e.Endpoint != "brand" && e.Endpoint != "project" && e.Envelope == "" {
+					t.Errorf("%s: no envelope named", e.Endpoint)
+				}
+			}
+		})
+	}
+}
