@@ -284,7 +284,7 @@ func asks(s *stream.Stream, ep stream.Endpoint, id string) []ask {
 	case ep.Paging == stream.PagingDetail:
 		return []ask{{desc: "id " + id, id: id, params: map[string]string{}}}
 	case ep.Paging == stream.PagingWindow:
-		return []ask{{desc: "", params: map[string]string{}}}
+		return []ask{{desc: "one e-mail of the last 30 days", params: map[string]string{}}}
 	case id != "":
 		one.desc = "id " + id + ", " + page
 		one.query.Set("id", id)
