@@ -42,12 +42,12 @@ type Record struct {
 // (ErrUnexpectedShape), or an error object (*APIError).
 //
 //	page, err := extract.SplitPage(body)
-func SplitPage(body []byte) (*Page[Record], error) {
+func SplitPage(body []byte) (*Page, error) {
 	return splitPage("", 1, body)
 }
 
 // splitPage is SplitPage for page `page` of endpoint.
-func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
+func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 	data, err := prepare(body)
 	if err != nil {
 		return nil, malformed(endpoint, page, err)
@@ -59,7 +59,7 @@ func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
 	}
 	// own is never written again: the string view shares its bytes.
 	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1}
-	p := &Page[Record]{Number: page, Bytes: len(body)}
+	p := &Page{Number: page, Bytes: len(body)}
 	if n := countHint(own); n > 0 {
 		p.Records = make([]Record, 0, n)
 	}
@@ -117,7 +117,7 @@ type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
 	str    string // own, as a string for gjson (the same bytes)
 	deep   bool   // the document nests deeper than a record may: check each record
-	page   *Page[Record]
+	page   *Page
 	pg     paging
 	errMsg *errorBody
 	rowsAt bool // a rows collection was found

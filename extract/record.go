@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// This file holds the typed records the client yields. They follow the canonical
-// shapes of shared/design/api-assumptions.md; decoding (decode.go) tolerates every
-// listed variant. Conventions shared by all records:
+// This file holds typed records in the canonical shapes of
+// shared/design/api-assumptions.md. The client no longer yields them (it
+// returns each record's JSON as received, Record); they remain as the
+// fixtures tests build pages from (internal/testkit/recordjson renders them
+// as the service's JSON). Conventions shared by all records:
 //
 //   - An absent or null optional value is a nil pointer, an empty ID or an empty
 //     Decimal.

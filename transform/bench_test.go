@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 
 	"github.com/agencysync/agencysync/extract"
@@ -39,7 +38,7 @@ func benchBody(b *testing.B) []byte {
 		if i > 0 {
 			body.WriteByte(',')
 		}
-		fmt.Fprintf(&body, "%q:%s", strconv.FormatInt(c.RecordID, 10), c.Raw)
+		fmt.Fprintf(&body, "%q:%s", c.Key, c.Raw)
 	}
 	body.WriteString(`},"total":1000,"per_page":1000,"current_page":1,"last_page":1}}`)
 	return body.Bytes()
@@ -52,10 +51,10 @@ func BenchmarkCommsPageGeneric(b *testing.B) {
 	s, _ := stream.Lookup("communications")
 	b.ResetTimer()
 	for b.Loop() {
-		p, _ := extract.DecodeCommunications(body)
+		p, _ := extract.SplitPage(body)
 		recs := make([]stream.Record, len(p.Records))
 		for i, c := range p.Records {
-			recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+			recs[i] = stream.Record{Key: c.Key, Raw: c.Raw}
 		}
 		Records(Input{Stream: s, Endpoint: stream.EndpointCommunications}, recs)
 	}
@@ -63,11 +62,11 @@ func BenchmarkCommsPageGeneric(b *testing.B) {
 
 func BenchmarkCommsTransformGeneric(b *testing.B) {
 	body := benchBody(b)
-	p, _ := extract.DecodeCommunications(body)
+	p, _ := extract.SplitPage(body)
 	s, _ := stream.Lookup("communications")
 	recs := make([]stream.Record, len(p.Records))
 	for i, c := range p.Records {
-		recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+		recs[i] = stream.Record{Key: c.Key, Raw: c.Raw}
 	}
 	b.ResetTimer()
 	for b.Loop() {
