@@ -377,13 +377,13 @@ func (r *run) do(ctx context.Context, s *stream.Stream, ep stream.Endpoint, a as
 			e.Records = 1
 		}
 	case stream.PagingWindow:
-		var p *extract.Page[extract.Record]
+		var p *extract.Page
 		p, err = r.window(ctx, ep, e)
 		if p != nil {
 			recs = r.page(p, e)
 		}
 	default:
-		var p *extract.Page[extract.Record]
+		var p *extract.Page
 		err = r.send(ep.Name, e, func(c *extract.Client) error {
 			var err error
 			p, err = c.ListPage(ctx, ep.Name, a.query, 1, 1)
@@ -419,7 +419,7 @@ func (r *run) do(ctx context.Context, s *stream.Stream, ep stream.Endpoint, a as
 }
 
 // page notes a list page's envelope and returns its records.
-func (r *run) page(p *extract.Page[extract.Record], e *Endpoint) []extract.Record {
+func (r *run) page(p *extract.Page, e *Endpoint) []extract.Record {
 	e.Envelope = p.Envelope
 	if p.PagingFields != nil {
 		e.PagingFields = p.PagingFields
@@ -433,7 +433,7 @@ func (r *run) page(p *extract.Page[extract.Record], e *Endpoint) []extract.Recor
 
 // window asks one page of one e-mail from the 30 days up to today, and,
 // when that window is empty, from the start of the history (or a year).
-func (r *run) window(ctx context.Context, ep stream.Endpoint, e *Endpoint) (*extract.Page[extract.Record], error) {
+func (r *run) window(ctx context.Context, ep stream.Endpoint, e *Endpoint) (*extract.Page, error) {
 	today := r.o.Today
 	if today.IsZero() {
 		today = time.Now()
@@ -443,7 +443,7 @@ func (r *run) window(ctx context.Context, ep stream.Endpoint, e *Endpoint) (*ext
 	if since.IsZero() || !since.Before(day.AddDate(0, 0, -30)) {
 		since = day.AddDate(-1, 0, 0)
 	}
-	var p *extract.Page[extract.Record]
+	var p *extract.Page
 	for i, from := range []time.Time{day.AddDate(0, 0, -30), since} {
 		q := r.o.Comms
 		q.DateStart, q.DateEnd, q.PerPage, q.StartPage = from, day, 1, 1
