@@ -66,7 +66,7 @@ func financeServer(t *testing.T) (*httptest.Server, func(string) int) {
 	return srv, func(p string) int { mu.Lock(); defer mu.Unlock(); return hits[p] }
 }
 
-func financeCheck(t *testing.T, srv *httptest.Server, budget int) *Report {
+func financeCheck(t *testing.T, srv *httptest.Server, budget int, finance ...*stream.Stream) *Report {
 	t.Helper()
 	tally := NewTally()
 	c, err := extract.New(extract.Options{BaseURL: srv.URL, APIKey: "test-key-123456", RateLimit: 1000, SpacingMargin: -1,
@@ -74,8 +74,11 @@ func financeCheck(t *testing.T, srv *httptest.Server, budget int) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finance, _ := stream.Lookup("finance")
-	rep, err := Run(context.Background(), Options{Client: c, Tally: tally, Streams: []*stream.Stream{finance}, Budget: budget})
+	if len(finance) == 0 {
+		s, _ := stream.Lookup("finance")
+		finance = []*stream.Stream{s}
+	}
+	rep, err := Run(context.Background(), Options{Client: c, Tally: tally, Streams: finance, Budget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,5 +201,34 @@ func TestCheckStopsAtTheBudget(t *testing.T) {
 	// budgets itself mismatches: that outranks the budget.
 	if rep.Outcome != OutcomeMismatch {
 		t.Errorf("outcome %s, want mismatch", rep.Outcome)
+	}
+}
+
+// TestCheckSparseColumnMayBeAbsent: a column the declarations mark Sparse
+// (NULL by nature in most records) does not fail when its field is absent
+// from the one record asked for; its look-alikes are still named.
+func TestCheckSparseColumnMayBeAbsent(t *testing.T) {
+	srv, _ := financeServer(t)
+	streams, err := stream.Apply(nil) // copies: marking one leaves the declarations alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	var finance *stream.Stream
+	for _, s := range streams {
+		if s.Name == "finance" {
+			finance = s
+		}
+	}
+	tab, _ := finance.Table("collections")
+	col, _ := tab.Column("collected_on")
+	col.Sparse = true
+	rep := financeCheck(t, srv, -1, finance)
+	coll := endpointOf(t, rep, "collections", "page")
+	c := columnOf(t, coll, "collections.collected_on")
+	if coll.Outcome != OutcomeOK || c.State != StateNotSeen || !slices.Equal(c.Candidates, []string{"collection_date"}) {
+		t.Fatalf("sparse collected_on absent: endpoint %s, column %+v; want ok, not_seen with candidate collection_date", coll.Outcome, c)
+	}
+	if orig, _ := stream.LookupColumn("collections", "collected_on"); orig.Sparse {
+		t.Fatal("the shared declaration was changed")
 	}
 }

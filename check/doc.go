@@ -49,9 +49,11 @@
 // States: present (a value that parses), null (the field is there, null or
 // false: a missing value, fine), from_key / from_param / from_hook (absent
 // but filled from the key the record was listed under, the request's
-// parameter, or the declaration's hook), not_seen (a child collection with
-// no element in this record: nothing to judge), and the two failures:
-// missing (absent) and unparsed (a value of the wrong kind).
+// parameter, or the declaration's hook), not_seen (nothing to judge in this
+// record: a child collection without an element, or a column the
+// declarations mark Sparse whose field is absent — NULL by nature in most
+// records; its look-alikes are still listed), and the two failures: missing
+// (absent) and unparsed (a value of the wrong kind).
 //
 // The package sends requests through extract and reads declarations from
 // stream; it holds no SQL.

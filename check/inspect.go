@@ -52,6 +52,14 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 	view := stream.NewView(rec.Raw, root)
 	fields := observe(s.Name, view)
 	m := newMapping(root, children, hooked, endpoint)
+	sparse := map[string]bool{} // "table.column" of the sparse columns: absent is not missing
+	for _, t := range append(append([]*stream.Table{root}, children...), hooked...) {
+		for _, c := range t.Columns {
+			if c.Sparse {
+				sparse[t.Name+"."+c.Name] = true
+			}
+		}
+	}
 
 	// The record's own table.
 	vals := map[string]any{}
@@ -69,6 +77,8 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 				vals[c.Name], _ = c.Coerce(gjson.Result{Type: gjson.String, Str: rec.Key, Raw: strconv.Quote(rec.Key)}, c.Field)
 			case c.Param != "" && params[c.Param] != "":
 				cc.State = StateFromParam
+			case c.Sparse:
+				cc.State = StateNotSeen
 			}
 		}
 		in.columns = append(in.columns, cc)
@@ -108,8 +118,11 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 			cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: path, Type: string(c.Type), State: StateNotSeen}
 			if len(elems) > 0 {
 				cc, _ = column(t.Name, c, path, elems)
-				if cc.State == StateMissing && c.ElementKey && keyed {
+				switch {
+				case cc.State == StateMissing && c.ElementKey && keyed:
 					cc.State = StateFromKey
+				case cc.State == StateMissing && c.Sparse:
+					cc.State = StateNotSeen
 				}
 			}
 			in.columns = append(in.columns, cc)
@@ -134,8 +147,11 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 			cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: c.Field, Type: string(c.Type), State: StateNotSeen}
 			if len(views) > 0 {
 				cc, _ = column(t.Name, c, c.Field, views)
-				if cc.State == StateMissing && slices.ContainsFunc(sets, func(set map[string]any) bool { return set[c.Name] != nil }) {
+				switch {
+				case cc.State == StateMissing && slices.ContainsFunc(sets, func(set map[string]any) bool { return set[c.Name] != nil }):
 					cc.State = StateFromHook
+				case cc.State == StateMissing && c.Sparse:
+					cc.State = StateNotSeen
 				}
 			}
 			in.columns = append(in.columns, cc)
@@ -161,7 +177,7 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 	}
 	for i := range in.columns {
 		cc := &in.columns[i]
-		if cc.State != StateMissing {
+		if cc.State != StateMissing && (cc.State != StateNotSeen || !sparse[cc.Column]) {
 			continue
 		}
 		ic := inventory.Column{Column: cc.Column, Field: cc.Field, Types: inventory.TypesFor(cc.Type)}
@@ -291,7 +307,7 @@ func (r *row) Set(name string, v any) { r.vals[name] = v }
 type mapping struct {
 	paths  map[string]string // path → "table.column" (fields and alternates)
 	jsonb  []string          // paths of JSON columns: what is under them is kept whole
-	hooked map[string]string // field name of a hooked table's column → "table.column"
+	hooked map[string]string // field name of a hooked table's column → "table.column" (a hooked table without Sources)
 }
 
 func newMapping(root *stream.Table, children, hooked []*stream.Table, endpoint string) *mapping {
@@ -318,6 +334,12 @@ func newMapping(root *stream.Table, children, hooked []*stream.Table, endpoint s
 		}
 	}
 	for _, t := range hooked {
+		if len(t.Sources) > 0 { // where the hook finds its elements
+			for _, src := range t.Sources {
+				add(t, src)
+			}
+			continue
+		}
 		for i := range t.Columns {
 			if c := &t.Columns[i]; c.Mapped() && c.FillsFrom(endpoint) {
 				m.hooked[c.Field] = t.Name + "." + c.Name

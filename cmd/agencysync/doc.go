@@ -11,7 +11,8 @@
 //	serve  notify  report    cron + HTTP and status page · run messages · `status` tables
 //	engine                   orchestrates a run: plan, lock, tasks, pages, run record
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
-//	transform  check         service records → warehouse rows · `check`: both interfaces against the declarations
+//	           check         · `agencysync check`: both interfaces against the stream declarations (no SQL)
+//	transform                service records → warehouse rows
 //	extract                  the two HTTP interfaces, quota, pacing
 //	stream   inventory       each stream declared once (endpoints, paging, cursor, tables, columns) · source fields seen, coverage warnings
 //	config logging migrations metrics progress spool
