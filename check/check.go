@@ -57,6 +57,7 @@ type Endpoint struct {
 	Columns      []ColumnCheck `json:"columns"`
 	Unmapped     []Field       `json:"unmapped"`
 	Problems     []string      `json:"problems,omitempty"`
+	Note         string        `json:"note,omitempty"`
 
 	err error // the request's error, for Report.Err
 }
@@ -399,7 +400,7 @@ func (r *run) do(ctx context.Context, s *stream.Stream, ep stream.Endpoint, a as
 	}
 	e.Outcome = OutcomeOK
 	if len(recs) == 0 {
-		e.Problems = append(e.Problems, "no record to inspect: its columns are not checked")
+		e.Note = "no record to inspect: its columns are not checked"
 		return
 	}
 	in := inspect(s, ep.Name, recs[0], a.params)

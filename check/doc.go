@@ -45,6 +45,7 @@
 //	               candidates[] (for missing), problem (for unparsed)
 //	  unmapped[]   path, json_types[]
 //	  problems[]   what else would reject the record
+//	  note         e.g. no record to inspect (an empty list)
 //
 // States: present (a value that parses), null (the field is there, null or
 // false: a missing value, fine), from_key / from_param / from_hook (absent

@@ -60,6 +60,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 		lines = append(lines, e.Problems...)
+		if e.Note != "" {
+			lines = append(lines, e.Note)
+		}
 		if len(e.Unmapped) > 0 {
 			var fs []string
 			for _, f := range e.Unmapped {

@@ -296,3 +296,29 @@ func TestCheckEveryTolerantVariant(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOneInterface: --streams communications checks the e-mails with
+// the communications variables alone; --streams finance sends nothing to
+// the communications endpoint.
+func TestCheckOneInterface(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	vars := syncEnv(t, sb, o, nil)
+	delete(vars, "AGENCY_API_KEY")
+	delete(vars, "AGENCY_BASE_URL")
+	code, out, errs := mainWith(vars, "check", "--streams", "communications", "--json")
+	if code != ExitOK {
+		t.Fatalf("check --streams communications: exit %d\n%s\n%s", code, out, errs)
+	}
+	if rep := parseCheck(t, out); len(rep.Endpoints) != 1 || rep.Endpoints[0].Endpoint != "communications" || rep.Requests != 1 {
+		t.Fatalf("check --streams communications: %+v", rep)
+	}
+	vars = syncEnv(t, sb, o, nil)
+	delete(vars, "AGENCY_COMMS_KEY")
+	if code, out, errs := mainWith(vars, "check", "--streams", "finance"); code != ExitOK {
+		t.Fatalf("check --streams finance: exit %d\n%s\n%s", code, out, errs)
+	}
+	if st := sb.Stats(); st.ByEndpoint["communications"] != 1 || st.ByEndpoint["budgets"] != 1 || st.ByEndpoint["brands"] != 0 {
+		t.Fatalf("requests by endpoint: %v", st.ByEndpoint)
+	}
+}
