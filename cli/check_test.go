@@ -133,8 +133,8 @@ func TestCheckDefaultSandbox(t *testing.T) {
 	}
 }
 
-// renamedMap maps every field the renamed-fields variant renames.
-const renamedMap = "projects.name=title,projects.status=state,projects.deadline=due_date,projects.start_date=starts_on," +
+// renamedEverywhere maps every field the renamed-fields variant renames.
+const renamedEverywhere = "projects.name=title,projects.status=state,projects.deadline=due_date,projects.start_date=starts_on," +
 	"projects.budget_amount=budget_total,projects.budget_currency=budget_currency," +
 	"brand_contacts.first_name=firstname,brand_contacts.last_name=lastname,brand_contacts.position=job_title,brand_contacts.is_primary=primary," +
 	"invoices.number=invoice_no,invoices.issue_date=issued_on,invoices.amount=total,invoices.due_date=payment_due"
@@ -194,7 +194,7 @@ func TestCheckRenamedFields(t *testing.T) {
 		}
 	}
 
-	vars["AGENCY_FIELD_MAP"] = renamedMap
+	vars["AGENCY_FIELD_MAP"] = renamedEverywhere
 	code, out, errs = mainWith(vars, "check", "--json")
 	if code != ExitOK {
 		t.Fatalf("check with the renames mapped: exit %d\n%s\n%s", code, out, errs)
