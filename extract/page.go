@@ -19,6 +19,14 @@ type Page struct {
 	Records  []Record      // the records, in the order received
 	Rejects  []RecordError // rows that are not records (not an object, nested too deep); the rest of the page proceeds
 	Bytes    int           // size of the response body
+	// Envelope names the list envelope the answer came in (an Envelope*
+	// constant; set by SplitPage and the generic fetches, "" from the
+	// typed decoders).
+	Envelope string
+	// PagingFields lists the paging fields the answer carried (total,
+	// per_page, current_page, last_page), wherever they sat; set with
+	// Envelope.
+	PagingFields []string
 }
 
 // Rows is the number of rows on the page, records and rejects.

@@ -11,6 +11,7 @@
 //	serve  notify  report    cron + HTTP and status page · run messages · `status` tables
 //	engine                   orchestrates a run: plan, lock, tasks, pages, run record
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
+//	           check         · `agencysync check`: both interfaces against the stream declarations (no SQL)
 //	transform                service records → warehouse rows
 //	extract  metrics         the two HTTP interfaces, quota, pacing · the Prometheus series (coverage warnings' gauge from inventory)
 //	stream   inventory       each stream declared once (endpoints, paging, cursor, tables, columns) · source fields seen, coverage warnings
