@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -24,18 +25,14 @@ type Record struct {
 // own; among members of the same name, the last one wins.
 type View struct {
 	members []member
-	sub     []subView // objects already split, by path prefix
 }
 
 // member is one member of an object: its key and its value's JSON text
-// (parsed again on access, which is cheap and keeps views small).
+// (parsed again on access, which is cheap and keeps views small), and the
+// value's own view once split (objects only).
 type member struct {
-	key string
-	raw string
-}
-
-type subView struct {
-	path string
+	key  string
+	raw  string
 	view *View
 }
 
@@ -43,18 +40,34 @@ type subView struct {
 const maxWrapDepth = 4
 
 // NewView splits the object raw into its members for t (nil: no wrappers
-// unwrapped). A value that is not an object gives an empty view.
+// unwrapped). A value that is not an object gives an empty view. The
+// objects among its members are split in the same pass: a record's fields
+// are read through them.
 func NewView(raw []byte, t *Table) *View {
-	v := &View{members: make([]member, 0, 16)}
 	// No copy: a record's bytes are not modified once received (rows keep
 	// them as its raw column too).
-	v.add(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))), t, 0)
-	return v
+	return newView(unsafe.String(unsafe.SliceData(raw), len(raw)), t, true)
 }
 
 func viewOf(r gjson.Result) *View {
-	v := &View{members: make([]member, 0, 12)}
-	v.add(r, nil, 0)
+	return newView(r.Raw, nil, false)
+}
+
+// newView splits the object text s: in one strict pass over it (see
+// splitter) when it is well-formed JSON, else member by member as gjson
+// reads it. The two give the same members for well-formed text; the strict
+// pass skips values without decoding them and, with nested, splits the
+// objects among the members along.
+func newView(s string, t *Table, nested bool) *View {
+	sp := splitters.Get().(*splitter)
+	v, ok := sp.view(s, t, nested)
+	sp.reset()
+	splitters.Put(sp)
+	if ok {
+		return v
+	}
+	v = &View{}
+	v.add(gjson.Parse(s), t, 0)
 	return v
 }
 
@@ -70,7 +83,7 @@ func (v *View) add(obj gjson.Result, t *Table, depth int) {
 			v.add(val, t, depth+1)
 			return true
 		}
-		v.members = append(v.members, member{key, val.Raw})
+		v.members = append(v.members, member{key: key, raw: val.Raw})
 		return true
 	})
 }
@@ -104,27 +117,33 @@ func firstSegment(path string) string {
 }
 
 // member returns the last member named key.
-func (v *View) member(key string) (gjson.Result, bool) {
+func (v *View) member(key string) *member {
 	for i := len(v.members) - 1; i >= 0; i-- {
 		if v.members[i].key == key {
-			return gjson.Parse(v.members[i].raw), true
+			return &v.members[i]
 		}
 	}
-	return gjson.Result{}, false
+	return nil
 }
 
 // Get returns the value at the dotted path; ok is false when a segment is
 // missing or not an object.
 func (v *View) Get(path string) (gjson.Result, bool) {
-	head, rest, nested := strings.Cut(path, ".")
-	if !nested {
-		return v.member(path)
+	for {
+		dot := strings.IndexByte(path, '.')
+		if dot < 0 {
+			break
+		}
+		if v = v.subAt(path[:dot]); v == nil {
+			return gjson.Result{}, false
+		}
+		path = path[dot+1:]
 	}
-	sv := v.subAt(head)
-	if sv == nil {
+	m := v.member(path)
+	if m == nil {
 		return gjson.Result{}, false
 	}
-	return sv.Get(rest)
+	return parseValue(m.raw), true
 }
 
 // Object returns the view of the object at key (a direct member), nil when
@@ -134,24 +153,20 @@ func (v *View) Object(key string) *View {
 }
 
 func (v *View) subAt(key string) *View {
-	for _, s := range v.sub {
-		if s.path == key {
-			return s.view
-		}
-	}
-	val, ok := v.member(key)
-	if !ok || !val.IsObject() {
+	m := v.member(key)
+	if m == nil || !isObjectText(m.raw) {
 		return nil
 	}
-	sv := viewOf(val)
-	v.sub = append(v.sub, subView{key, sv})
-	return sv
+	if m.view == nil {
+		m.view = newView(m.raw, nil, false)
+	}
+	return m.view
 }
 
 // Members calls fn for each member in order (wrappers already unwrapped).
 func (v *View) Members(fn func(key string, val gjson.Result) bool) {
 	for _, m := range v.members {
-		if !fn(m.key, gjson.Parse(m.raw)) {
+		if !fn(m.key, parseValue(m.raw)) {
 			return
 		}
 	}
@@ -192,4 +207,298 @@ func (v *View) Value(c *Column) gjson.Result {
 		}
 	}
 	return r
+}
+
+// isObjectText reports whether a member's value text is an object.
+func isObjectText(raw string) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// parseValue is gjson.Parse(raw) for a member's value text, quicker for
+// objects, arrays and strings without escapes.
+func parseValue(raw string) gjson.Result {
+	if len(raw) >= 2 {
+		switch raw[0] {
+		case '{', '[':
+			return gjson.Result{Type: gjson.JSON, Raw: raw}
+		case '"':
+			if raw[len(raw)-1] == '"' && strings.IndexByte(raw, '\\') < 0 {
+				return gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+			}
+		}
+	}
+	return gjson.Parse(raw)
+}
+
+// maxSplitDepth bounds the nesting splitter follows; deeper text takes the
+// gjson path (which needs no stack).
+const maxSplitDepth = 64
+
+// splitter splits well-formed objects into views. Members are gathered on
+// its stack and each view gets a slice of exactly its own.
+type splitter struct {
+	stack []member
+	high  int // the stack's longest length, cleared on reset
+}
+
+var splitters = sync.Pool{New: func() any { return &splitter{stack: make([]member, 0, 64)} }}
+
+func (sp *splitter) reset() {
+	clear(sp.stack[:max(sp.high, len(sp.stack))]) // keep no text alive from the pool
+	sp.stack, sp.high = sp.stack[:0], 0
+}
+
+// view splits the object s for t. It reports false when s is not one
+// well-formed object (surrounding white space aside); for such text gjson's
+// lenient reading decides.
+func (sp *splitter) view(s string, t *Table, nested bool) (*View, bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return nil, false
+	}
+	end, ok := sp.object(s, i, t, 0, 0, nested)
+	if !ok || skipSpace(s, end) != len(s) {
+		return nil, false
+	}
+	return &View{members: sp.take(0)}, true
+}
+
+// take moves the members from base up off the stack into a slice of
+// their own.
+func (sp *splitter) take(base int) []member {
+	sp.high = max(sp.high, len(sp.stack))
+	n := len(sp.stack) - base
+	if n == 0 {
+		return nil
+	}
+	m := make([]member, n)
+	copy(m, sp.stack[base:])
+	sp.stack = sp.stack[:base]
+	return m
+}
+
+// object pushes the members of the object starting at s[i] ('{'), unwrapping
+// t's wrappers as add does (wrap: the wrappers around it), and returns the
+// index after its closing brace. With nested, a member that is an object
+// gets its own view.
+func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bool) (int, bool) {
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true
+	}
+	for n := 1; ; n++ {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		ke, esc, ok := skipString(s, i)
+		if !ok {
+			return 0, false
+		}
+		key := s[i+1 : ke-1]
+		if esc {
+			key = gjson.Parse(s[i:ke]).Str
+		}
+		i = skipSpace(s, ke)
+		if i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(s, i+1)
+		var ve int
+		switch {
+		case i >= len(s) || depth >= maxSplitDepth:
+			return 0, false
+		case s[i] == '{' && t != nil && wrap < maxWrapDepth && t.wraps(key, n == 1):
+			ve, ok = sp.object(s, i, t, wrap+1, depth+1, nested)
+		case s[i] == '{' && nested:
+			base := len(sp.stack)
+			if ve, ok = sp.object(s, i, nil, 0, depth+1, false); ok {
+				sp.stack = append(sp.stack, member{key, s[i:ve], &View{members: sp.take(base)}})
+			}
+		default:
+			if ve, ok = skipValue(s, i, depth+1); ok {
+				sp.stack = append(sp.stack, member{key: key, raw: s[i:ve]})
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(s, ve)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at s[i] ('"') and
+// whether it holds escapes. Like gjson, it does not look at the characters
+// between the quotes but for escapes.
+func skipString(s string, i int) (end int, esc, ok bool) {
+	i++
+	for {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			return 0, false, false
+		}
+		b := strings.IndexByte(s[i:i+q], '\\')
+		if b < 0 {
+			return i + q + 1, esc, true
+		}
+		esc = true
+		i += b + 1
+		if i >= len(s) {
+			return 0, false, false
+		}
+		switch s[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i++
+		case 'u':
+			if i+4 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) {
+				return 0, false, false
+			}
+			i += 5
+		default:
+			return 0, false, false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipValue returns the index after the JSON value starting at s[i].
+func skipValue(s string, i, depth int) (int, bool) {
+	if i >= len(s) || depth > maxSplitDepth {
+		return 0, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		end, _, ok := skipString(s, i)
+		return end, ok
+	case c == '{':
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			if i >= len(s) || s[i] != '"' {
+				return 0, false
+			}
+			ke, _, ok := skipString(s, i)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(s, ke)
+			if i >= len(s) || s[i] != ':' {
+				return 0, false
+			}
+			if i, ok = skipValue(s, skipSpace(s, i+1), depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(s, i)
+			if i >= len(s) {
+				return 0, false
+			}
+			if s[i] == '}' {
+				return i + 1, true
+			}
+			if s[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(s, i+1)
+		}
+	case c == '[':
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = skipValue(s, i, depth+1); !ok {
+				return 0, false
+			}
+			i = skipSpace(s, i)
+			if i >= len(s) {
+				return 0, false
+			}
+			if s[i] == ']' {
+				return i + 1, true
+			}
+			if s[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(s, i+1)
+		}
+	case c == 't':
+		return skipWord(s, i, "true")
+	case c == 'f':
+		return skipWord(s, i, "false")
+	case c == 'n':
+		return skipWord(s, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(s, i)
+	}
+	return 0, false
+}
+
+func skipWord(s string, i int, w string) (int, bool) {
+	if !strings.HasPrefix(s[i:], w) {
+		return 0, false
+	}
+	return i + len(w), true
+}
+
+// skipNumber returns the index after the number starting at s[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(s string, i int) (int, bool) {
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	default:
+		return 0, false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		d := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	return i, true
 }
