@@ -379,7 +379,9 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// skipValue returns the index after the JSON value starting at s[i].
+// skipValue returns the index after the JSON value starting at s[i]: a
+// string, number or literal checked as JSON has it; an object or an array
+// found as gjson finds it (see squash), its contents not checked.
 func skipValue(s string, i, depth int) (int, bool) {
 	if i >= len(s) || depth > maxSplitDepth {
 		return 0, false
@@ -388,60 +390,8 @@ func skipValue(s string, i, depth int) (int, bool) {
 	case c == '"':
 		end, _, ok := skipString(s, i)
 		return end, ok
-	case c == '{':
-		i = skipSpace(s, i+1)
-		if i < len(s) && s[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			if i >= len(s) || s[i] != '"' {
-				return 0, false
-			}
-			ke, _, ok := skipString(s, i)
-			if !ok {
-				return 0, false
-			}
-			i = skipSpace(s, ke)
-			if i >= len(s) || s[i] != ':' {
-				return 0, false
-			}
-			if i, ok = skipValue(s, skipSpace(s, i+1), depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(s, i)
-			if i >= len(s) {
-				return 0, false
-			}
-			if s[i] == '}' {
-				return i + 1, true
-			}
-			if s[i] != ',' {
-				return 0, false
-			}
-			i = skipSpace(s, i+1)
-		}
-	case c == '[':
-		i = skipSpace(s, i+1)
-		if i < len(s) && s[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = skipValue(s, i, depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(s, i)
-			if i >= len(s) {
-				return 0, false
-			}
-			if s[i] == ']' {
-				return i + 1, true
-			}
-			if s[i] != ',' {
-				return 0, false
-			}
-			i = skipSpace(s, i+1)
-		}
+	case c == '{' || c == '[':
+		return squash(s, i)
 	case c == 't':
 		return skipWord(s, i, "true")
 	case c == 'f':
@@ -450,6 +400,43 @@ func skipValue(s string, i, depth int) (int, bool) {
 		return skipWord(s, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
 		return skipNumber(s, i)
+	}
+	return 0, false
+}
+
+// squash returns the index after the object or array starting at s[i] the
+// way gjson's ForEach finds a value's end: brackets ({[( and )]}) counted
+// outside strings, a string ending at the first quote not escaped by an odd
+// number of backslashes. So a member's text is what gjson would give even
+// when the value is not well-formed; false when it does not end.
+func squash(s string, i int) (int, bool) {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			start := i + 1
+			for i = start; ; i++ {
+				q := strings.IndexByte(s[i:], '"')
+				if q < 0 {
+					return 0, false
+				}
+				i += q
+				n := 0
+				for j := i - 1; j >= start && s[j] == '\\'; j-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+			}
+		case '{', '[', '(':
+			depth++
+		case '}', ']', ')':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
 	}
 	return 0, false
 }

@@ -172,3 +172,22 @@ func genValue(r *rand.Rand, b *strings.Builder, depth int) {
 func genSpace(r *rand.Rand) string {
 	return []string{"", "", "", " ", "\n\t"}[r.IntN(5)]
 }
+
+// BenchmarkNewView splits a communication record as the sandbox renders it
+// and reads its e-mail's fields and its users' roles.
+func BenchmarkNewView(b *testing.B) {
+	rec := []byte(`{"email":{"type_id":1,"type_name":"Primit","brand_id":"32","project_id":null,"subject":"Fișiere pe \\\\server\\proiecte\\Ceramica de Horezu","message":null,"has_attachments":null,"size":2754,"mailbox_id":"7549065c909c28b4","mailbox_thread":"7549065c909c28b4","email_at":"2026-10-02T09:11:58.244237Z"},"users":{"from":[{"first_name":"Radu","last_name":null,"full_name":"Radu ","email":"Radu.paun@Yahoo.ro","phone":null,"avatar":"https://app.agency.example/assets/img/avatar-blank.png","status":"Activ"}],"to":{"136":{"first_name":"Silviu","last_name":"Matei","full_name":"Silviu Matei","email":"silviu.matei@agentia-creativa.ro","phone":"+40 750 717 410","avatar":"https://app.agency.example/assets/img/avatar-blank.png","status":"Activ"}},"cc":[],"bcc":[]}}`)
+	paths := []string{"email.type_id", "email.type_name", "email.brand_id", "email.project_id", "email.subject",
+		"email.message", "email.has_attachments", "email.size", "email.mailbox_id", "email.mailbox_thread",
+		"email.email_at", "users.from", "users.to", "users.cc", "users.bcc"}
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		v := NewView(rec, nil)
+		for _, p := range paths {
+			if _, ok := v.Get(p); !ok {
+				b.Fatal(p)
+			}
+		}
+	}
+}
