@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"sync"
 	"unsafe"
@@ -24,17 +25,35 @@ type Record struct {
 // comes first and is not itself a declared field — are read as the object's
 // own; among members of the same name, the last one wins.
 type View struct {
-	members []member
+	src     string    // the text the members are found in
+	members []member  // pointer-free: cheap to allocate, nothing for the collector to scan
+	keys    []string  // keys that are not text of src (unescaped)
+	subs    []subView // views of object members split so far
 }
 
-// member is one member of an object: its key and its value's JSON text
-// (parsed again on access, which is cheap and keeps views small), and the
-// value's own view once split (objects only).
+// member is one member of an object: its key, src[k0:k1] (keys[k1] when k0
+// is escapedKey), and its value's JSON text src[v0:v1], parsed again on
+// access (which is cheap and keeps views small).
 type member struct {
-	key  string
-	raw  string
+	k0, k1, v0, v1 uint32
+}
+
+const escapedKey = ^uint32(0)
+
+// subView is the view of the object member members[i].
+type subView struct {
+	i    int
 	view *View
 }
+
+func (v *View) key(m *member) string {
+	if m.k0 == escapedKey {
+		return v.keys[m.k1]
+	}
+	return v.src[m.k0:m.k1]
+}
+
+func (v *View) raw(m *member) string { return v.src[m.v0:m.v1] }
 
 // maxWrapDepth bounds nested wrappers.
 const maxWrapDepth = 4
@@ -59,14 +78,16 @@ func viewOf(r gjson.Result) *View {
 // pass skips values without decoding them and, with nested, splits the
 // objects among the members along.
 func newView(s string, t *Table, nested bool) *View {
-	sp := splitters.Get().(*splitter)
-	v, ok := sp.view(s, t, nested)
-	sp.reset()
-	splitters.Put(sp)
-	if ok {
-		return v
+	if len(s) < math.MaxUint32 {
+		sp := splitters.Get().(*splitter)
+		v, ok := sp.view(s, t, nested)
+		sp.reset()
+		splitters.Put(sp)
+		if ok {
+			return v
+		}
 	}
-	v = &View{}
+	v := &View{src: s}
 	v.add(gjson.Parse(s), t, 0)
 	return v
 }
@@ -83,9 +104,34 @@ func (v *View) add(obj gjson.Result, t *Table, depth int) {
 			v.add(val, t, depth+1)
 			return true
 		}
-		v.members = append(v.members, member{key: key, raw: val.Raw})
+		v0, ok := offset(v.src, val.Raw)
+		if !ok { // not expected: gjson's values are text of what it reads
+			v.src += val.Raw
+			v0 = uint32(len(v.src) - len(val.Raw))
+		}
+		m := member{v0: v0, v1: v0 + uint32(len(val.Raw))}
+		if k0, ok := offset(v.src, key); ok {
+			m.k0, m.k1 = k0, k0+uint32(len(key))
+		} else {
+			m.k0, m.k1 = escapedKey, uint32(len(v.keys))
+			v.keys = append(v.keys, key)
+		}
+		v.members = append(v.members, m)
 		return true
 	})
+}
+
+// offset returns where sub, a string sharing src's memory, starts in src.
+func offset(src, sub string) (uint32, bool) {
+	if len(sub) == 0 {
+		return 0, true
+	}
+	base := uintptr(unsafe.Pointer(unsafe.StringData(src)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(sub)))
+	if p < base || p+uintptr(len(sub)) > base+uintptr(len(src)) {
+		return 0, false
+	}
+	return uint32(p - base), true
 }
 
 // wraps reports whether key (first: the object's first member) names a
@@ -116,14 +162,16 @@ func firstSegment(path string) string {
 	return s
 }
 
-// member returns the last member named key.
-func (v *View) member(key string) *member {
+// member returns the index of the last member named key, -1 if none.
+func (v *View) member(key string) int {
 	for i := len(v.members) - 1; i >= 0; i-- {
-		if v.members[i].key == key {
-			return &v.members[i]
+		m := &v.members[i]
+		if m.k0 != escapedKey && int(m.k1-m.k0) == len(key) && v.src[m.k0:m.k1] == key ||
+			m.k0 == escapedKey && v.keys[m.k1] == key {
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // Get returns the value at the dotted path; ok is false when a segment is
@@ -139,11 +187,11 @@ func (v *View) Get(path string) (gjson.Result, bool) {
 		}
 		path = path[dot+1:]
 	}
-	m := v.member(path)
-	if m == nil {
+	i := v.member(path)
+	if i < 0 {
 		return gjson.Result{}, false
 	}
-	return parseValue(m.raw), true
+	return parseValue(v.raw(&v.members[i])), true
 }
 
 // Object returns the view of the object at key (a direct member), nil when
@@ -153,20 +201,29 @@ func (v *View) Object(key string) *View {
 }
 
 func (v *View) subAt(key string) *View {
-	m := v.member(key)
-	if m == nil || !isObjectText(m.raw) {
+	i := v.member(key)
+	if i < 0 {
 		return nil
 	}
-	if m.view == nil {
-		m.view = newView(m.raw, nil, false)
+	raw := v.raw(&v.members[i])
+	if !isObjectText(raw) {
+		return nil
 	}
-	return m.view
+	for _, s := range v.subs {
+		if s.i == i {
+			return s.view
+		}
+	}
+	sv := newView(raw, nil, false)
+	v.subs = append(v.subs, subView{i, sv})
+	return sv
 }
 
 // Members calls fn for each member in order (wrappers already unwrapped).
 func (v *View) Members(fn func(key string, val gjson.Result) bool) {
-	for _, m := range v.members {
-		if !fn(m.key, parseValue(m.raw)) {
+	for i := range v.members {
+		m := &v.members[i]
+		if !fn(v.key(m), parseValue(v.raw(m))) {
 			return
 		}
 	}
@@ -236,19 +293,19 @@ const maxSplitDepth = 64
 // its stack and each view gets a slice of exactly its own.
 type splitter struct {
 	stack []member
-	high  int // the stack's longest length, cleared on reset
+	subs  []subView // the split view's object members' views
 }
 
 var splitters = sync.Pool{New: func() any { return &splitter{stack: make([]member, 0, 64)} }}
 
 func (sp *splitter) reset() {
-	clear(sp.stack[:max(sp.high, len(sp.stack))]) // keep no text alive from the pool
-	sp.stack, sp.high = sp.stack[:0], 0
+	clear(sp.subs) // keep no view alive from the pool
+	sp.stack, sp.subs = sp.stack[:0], sp.subs[:0]
 }
 
 // view splits the object s for t. It reports false when s is not one
-// well-formed object (surrounding white space aside); for such text gjson's
-// lenient reading decides.
+// well-formed object (surrounding white space aside) or has an escaped key;
+// for such text gjson's reading decides.
 func (sp *splitter) view(s string, t *Table, nested bool) (*View, bool) {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
@@ -258,13 +315,16 @@ func (sp *splitter) view(s string, t *Table, nested bool) (*View, bool) {
 	if !ok || skipSpace(s, end) != len(s) {
 		return nil, false
 	}
-	return &View{members: sp.take(0)}, true
+	v := &View{src: s, members: sp.take(0)}
+	if len(sp.subs) > 0 {
+		v.subs = append([]subView(nil), sp.subs...)
+	}
+	return v, true
 }
 
 // take moves the members from base up off the stack into a slice of
 // their own.
 func (sp *splitter) take(base int) []member {
-	sp.high = max(sp.high, len(sp.stack))
 	n := len(sp.stack) - base
 	if n == 0 {
 		return nil
@@ -278,7 +338,7 @@ func (sp *splitter) take(base int) []member {
 // object pushes the members of the object starting at s[i] ('{'), unwrapping
 // t's wrappers as add does (wrap: the wrappers around it), and returns the
 // index after its closing brace. With nested, a member that is an object
-// gets its own view.
+// gets its own view (listed in subs).
 func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bool) (int, bool) {
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
@@ -289,13 +349,11 @@ func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bo
 			return 0, false
 		}
 		ke, esc, ok := skipString(s, i)
-		if !ok {
+		if !ok || esc {
 			return 0, false
 		}
-		key := s[i+1 : ke-1]
-		if esc {
-			key = gjson.Parse(s[i:ke]).Str
-		}
+		k0, k1 := i+1, ke-1
+		key := s[k0:k1]
 		i = skipSpace(s, ke)
 		if i >= len(s) || s[i] != ':' {
 			return 0, false
@@ -310,11 +368,13 @@ func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bo
 		case s[i] == '{' && nested:
 			base := len(sp.stack)
 			if ve, ok = sp.object(s, i, nil, 0, depth+1, false); ok {
-				sp.stack = append(sp.stack, member{key, s[i:ve], &View{members: sp.take(base)}})
+				sub := &View{src: s, members: sp.take(base)}
+				sp.subs = append(sp.subs, subView{len(sp.stack), sub})
+				sp.stack = append(sp.stack, member{uint32(k0), uint32(k1), uint32(i), uint32(ve)})
 			}
 		default:
 			if ve, ok = skipValue(s, i, depth+1); ok {
-				sp.stack = append(sp.stack, member{key: key, raw: s[i:ve]})
+				sp.stack = append(sp.stack, member{uint32(k0), uint32(k1), uint32(i), uint32(ve)})
 			}
 		}
 		if !ok {

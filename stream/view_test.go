@@ -12,7 +12,7 @@ import (
 // gjsonView is the straightforward view: the object's members as gjson's
 // ForEach reads them, nothing split ahead.
 func gjsonView(s string, t *Table) *View {
-	v := &View{}
+	v := &View{src: s}
 	v.add(gjson.Parse(s), t, 0)
 	return v
 }
@@ -24,22 +24,23 @@ func sameView(a, b *View, depth int) error {
 		return fmt.Errorf("%d members, want %d (%q vs %q)", len(a.members), len(b.members), keysOf(a), keysOf(b))
 	}
 	for i := range a.members {
-		ma, mb := &a.members[i], &b.members[i]
-		if ma.key != mb.key || ma.raw != mb.raw {
-			return fmt.Errorf("member %d: %q=%s, want %q=%s", i, ma.key, ma.raw, mb.key, mb.raw)
+		ka, kb := a.key(&a.members[i]), b.key(&b.members[i])
+		va, vb := a.raw(&a.members[i]), b.raw(&b.members[i])
+		if ka != kb || va != vb {
+			return fmt.Errorf("member %d: %q=%s, want %q=%s", i, ka, va, kb, vb)
 		}
-		ra, oka := a.Get(ma.key)
-		rb, okb := b.Get(mb.key)
+		ra, oka := a.Get(ka)
+		rb, okb := b.Get(kb)
 		if oka != okb || ra.Type != rb.Type || ra.Raw != rb.Raw || ra.Str != rb.Str || ra.Num != rb.Num {
-			return fmt.Errorf("Get(%q): %#v, want %#v", ma.key, ra, rb)
+			return fmt.Errorf("Get(%q): %#v, want %#v", ka, ra, rb)
 		}
-		sa, sb := a.Object(ma.key), b.Object(mb.key)
+		sa, sb := a.Object(ka), b.Object(kb)
 		if (sa == nil) != (sb == nil) {
-			return fmt.Errorf("Object(%q): %v, want %v", ma.key, sa != nil, sb != nil)
+			return fmt.Errorf("Object(%q): %v, want %v", ka, sa != nil, sb != nil)
 		}
 		if sa != nil && depth < 8 {
 			if err := sameView(sa, sb, depth+1); err != nil {
-				return fmt.Errorf("%s: %w", ma.key, err)
+				return fmt.Errorf("%s: %w", ka, err)
 			}
 		}
 	}
@@ -54,8 +55,8 @@ func sameView(a, b *View, depth int) error {
 
 func keysOf(v *View) []string {
 	var k []string
-	for _, m := range v.members {
-		k = append(k, m.key)
+	for i := range v.members {
+		k = append(k, v.key(&v.members[i]))
 	}
 	return k
 }

@@ -791,6 +791,18 @@ func (p *plan) flatten(out *Batch, bundles []*bundle) {
 	}
 	root := out.table(p.root)
 	root.Rows = make([][]any, 0, len(bundles))
+	// Room for every row up front (a Merge table's count is an upper bound).
+	sizes := make(map[*stream.Table]int, len(p.fills))
+	for _, bd := range bundles {
+		for _, br := range bd.tables {
+			sizes[br.t] += len(br.rows)
+		}
+	}
+	for t, n := range sizes {
+		if tr := out.table(t); tr.Rows == nil && n > 0 {
+			tr.Rows = make([][]any, 0, n)
+		}
+	}
 	merged := map[*stream.Table]map[string]int{}
 	for _, bd := range bundles {
 		root.Rows = append(root.Rows, bd.root)
@@ -807,7 +819,7 @@ func (p *plan) flatten(out *Batch, bundles []*bundle) {
 				}
 				idx := merged[t]
 				if idx == nil {
-					idx = map[string]int{}
+					idx = make(map[string]int, sizes[t]/2)
 					merged[t] = idx
 				}
 				k := keyString(r[:len(t.Key())])
