@@ -161,6 +161,7 @@ func Records(in Input, recs []stream.Record) Batch {
 		return out
 	}
 	bundles := make([]*bundle, 0, len(recs))
+	p.slab = make([]bundle, len(recs)) // one allocation for the page's bundles
 	index := make(map[any]int, len(recs))
 	nkey := len(p.root.Key())
 	for i := range recs {
@@ -194,6 +195,7 @@ type plan struct {
 
 	// Reused from record to record (nothing keeps them past it).
 	elemBuf []stream.Element // elements listed by the hooks
+	slab    []bundle         // bundles not yet used
 	yield   func(stream.Element)
 	check   row
 	parent  parentRow
@@ -337,7 +339,13 @@ func fieldName(c *stream.Column) string {
 // record reads one record into its bundle.
 func (p *plan) record(rec *stream.Record) (*bundle, error) {
 	v := stream.NewView(rec.Raw, p.root)
-	bd := &bundle{view: v}
+	var bd *bundle
+	if len(p.slab) > 0 {
+		bd, p.slab = &p.slab[0], p.slab[1:]
+	} else {
+		bd = new(bundle)
+	}
+	bd.view = v
 	bd.tables, bd.elems = bd.buf[:0], bd.ebuf[:0]
 	p.elemBuf = p.elemBuf[:0]
 	vals, err := p.columns(p.root, v, rec, "", nil, nil)
