@@ -255,6 +255,9 @@ func isEmptyArray(raw string) bool {
 // result does not Exist when none is there.
 func (v *View) Value(c *Column) gjson.Result {
 	r, ok := v.Get(c.Field)
+	if len(c.Alternates) == 0 {
+		return r
+	}
 	if ok && !Absent(r) {
 		return r
 	}
