@@ -78,16 +78,17 @@ func viewOf(r gjson.Result) *View {
 // pass skips values without decoding them and, with nested, splits the
 // objects among the members along.
 func newView(s string, t *Table, nested bool) *View {
-	if len(s) < math.MaxUint32 {
-		sp := splitters.Get().(*splitter)
-		v, ok := sp.view(s, t, nested)
-		sp.reset()
-		splitters.Put(sp)
-		if ok {
-			return v
-		}
+	if len(s) >= math.MaxUint32 { // beyond offsets (extract bounds a body to 256 MiB by default)
+		return &View{}
 	}
-	v := &View{src: s}
+	sp := splitters.Get().(*splitter)
+	v, ok := sp.view(s, t, nested)
+	sp.reset()
+	splitters.Put(sp)
+	if ok {
+		return v
+	}
+	v = &View{src: s}
 	v.add(gjson.Parse(s), t, 0)
 	return v
 }
