@@ -297,14 +297,16 @@ const maxSplitDepth = 64
 // its stack and each view gets a slice of exactly its own.
 type splitter struct {
 	stack []member
-	subs  []subView // the split view's object members' views
+	subs  []subView // the split view's object members (views made at the end)
+	flat  []member  // their members, one after the other
+	spans []int     // where each one's members start in flat
 }
 
 var splitters = sync.Pool{New: func() any { return &splitter{stack: make([]member, 0, 64)} }}
 
 func (sp *splitter) reset() {
 	clear(sp.subs) // keep no view alive from the pool
-	sp.stack, sp.subs = sp.stack[:0], sp.subs[:0]
+	sp.stack, sp.subs, sp.flat, sp.spans = sp.stack[:0], sp.subs[:0], sp.flat[:0], sp.spans[:0]
 }
 
 // view splits the object s for t. It reports false when s is not one
@@ -319,11 +321,25 @@ func (sp *splitter) view(s string, t *Table, nested bool) (*View, bool) {
 	if !ok || skipSpace(s, end) != len(s) {
 		return nil, false
 	}
-	v := &View{src: s, members: sp.take(0)}
-	if len(sp.subs) > 0 {
-		v.subs = append([]subView(nil), sp.subs...)
+	if len(sp.subs) == 0 {
+		return &View{src: s, members: sp.take(0)}, true
 	}
-	return v, true
+	// The view, its object members' views and all their members in two
+	// allocations.
+	n := len(sp.stack)
+	all := make([]member, n+len(sp.flat))
+	copy(all, sp.stack)
+	copy(all[n:], sp.flat)
+	views := make([]View, 1+len(sp.subs))
+	views[0] = View{src: s, members: all[:n:n]}
+	sp.spans = append(sp.spans, len(sp.flat))
+	for j := range sp.subs {
+		a, b := n+sp.spans[j], n+sp.spans[j+1]
+		views[1+j] = View{src: s, members: all[a:b:b]}
+		sp.subs[j].view = &views[1+j]
+	}
+	views[0].subs = append([]subView(nil), sp.subs...)
+	return &views[0], true
 }
 
 // take moves the members from base up off the stack into a slice of
@@ -372,8 +388,10 @@ func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bo
 		case s[i] == '{' && nested:
 			base := len(sp.stack)
 			if ve, ok = sp.object(s, i, nil, 0, depth+1, false); ok {
-				sub := &View{src: s, members: sp.take(base)}
-				sp.subs = append(sp.subs, subView{len(sp.stack), sub})
+				sp.spans = append(sp.spans, len(sp.flat))
+				sp.flat = append(sp.flat, sp.stack[base:]...)
+				sp.stack = sp.stack[:base]
+				sp.subs = append(sp.subs, subView{i: len(sp.stack)})
 				sp.stack = append(sp.stack, member{uint32(k0), uint32(k1), uint32(i), uint32(ve)})
 			}
 		default:
