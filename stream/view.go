@@ -536,23 +536,13 @@ func skipNumber(s string, i int) (int, bool) {
 	if s[i] == '-' {
 		i++
 	}
-	switch {
-	case i < len(s) && s[i] == '0':
+	if i < len(s) && s[i] == '0' {
 		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-	default:
+	} else if i = skipDigits(s, i); i < 0 {
 		return 0, false
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		d := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(s, i+1); i < 0 {
 			return 0, false
 		}
 	}
@@ -561,13 +551,22 @@ func skipNumber(s string, i int) (int, bool) {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(s, i); i < 0 {
 			return 0, false
 		}
 	}
 	return i, true
+}
+
+// skipDigits returns the index after the digits from s[i] on, -1 when
+// there are none.
+func skipDigits(s string, i int) int {
+	d := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
 }
