@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/agencysync/agencysync/config"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,11 +38,11 @@ func (c *cancellingStore) CommitRebuild(ctx context.Context, p load.Page, resolv
 
 func mappedStreams(t *testing.T, fieldMap string) []*stream.Stream {
 	t.Helper()
-	m, err := stream.ParseFieldMap(fieldMap)
-	if err != nil {
+	var pairs config.FieldMapPairs // AGENCY_FIELD_MAP's own parser
+	if err := pairs.EnvDecode(fieldMap); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := stream.Apply(m)
+	streams, err := stream.Apply(stream.FieldMap(pairs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,10 @@
 // "<thing>_info" wrappers read through), so that every stage and every hook
 // reads a field the same way.
 //
-// AGENCY_FIELD_MAP overrides exactly the declared column list: ParseFieldMap
-// reads "projects.name=title,projects.status=state" and Apply returns the
-// declarations with those columns reading the new paths.
+// AGENCY_FIELD_MAP overrides exactly the declared column list: package config
+// parses "projects.name=title,projects.status=state" (and the YAML file) into
+// a FieldMap, Validate checks its columns against the declarations, and Apply
+// returns the declarations with those columns reading the new paths.
 //
 // # Import graph
 //

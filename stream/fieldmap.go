@@ -8,50 +8,23 @@ import (
 	"strings"
 )
 
-// ErrUnknownColumn is wrapped by errors of ParseFieldMap and Apply that name
+// ErrUnknownColumn is wrapped by errors of Validate and Apply that name
 // a table or column no stream declares.
 var ErrUnknownColumn = errors.New("unknown table or column")
 
-// ErrDerivedColumn is wrapped by errors of ParseFieldMap and Apply that name
+// ErrDerivedColumn is wrapped by errors of Validate and Apply that name
 // a column whose value does not come from a source field (a key taken from
 // the parent, the record as received, …): it cannot be remapped.
 var ErrDerivedColumn = errors.New("column has no source field to remap")
 
-// ErrFieldMapSyntax is wrapped by errors of ParseFieldMap for text that is
-// not a list of table.column=path pairs.
+// ErrFieldMapSyntax is wrapped by errors of Validate and Apply for a path
+// that is not a dotted field path.
 var ErrFieldMapSyntax = errors.New("field map syntax")
 
 // FieldMap remaps warehouse columns to source field paths: key
 // "table.column", value a dotted path relative to the record (or, for a
 // child table, to its element), e.g. "projects.name" → "title".
 type FieldMap map[string]string
-
-// ParseFieldMap parses "table.column=path,table.column=path" (white space
-// around items ignored; empty text is an empty map). An unknown table or
-// column, a derived column, a column named twice or an empty path is an
-// error naming it.
-func ParseFieldMap(s string) (FieldMap, error) {
-	m := FieldMap{}
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		col, path, ok := strings.Cut(item, "=")
-		col, path = strings.TrimSpace(col), strings.TrimSpace(path)
-		if !ok {
-			return nil, fmt.Errorf("parse field map: %q: want table.column=path: %w", item, ErrFieldMapSyntax)
-		}
-		if _, dup := m[col]; dup {
-			return nil, fmt.Errorf("parse field map: %s mapped twice: %w", col, ErrFieldMapSyntax)
-		}
-		m[col] = path
-	}
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("parse field map: %w", err)
-	}
-	return m, nil
-}
 
 // Validate checks that every key names a declared, mapped column and every
 // path is a dotted path without empty segments.
@@ -67,7 +40,7 @@ func (m FieldMap) Validate() error {
 	return nil
 }
 
-// String renders m as ParseFieldMap reads it, keys sorted.
+// String renders m as AGENCY_FIELD_MAP writes it, keys sorted.
 func (m FieldMap) String() string {
 	parts := make([]string, 0, len(m))
 	for _, k := range m.keys() {

@@ -11,7 +11,8 @@ import (
 // record, the raw detail, the key columns — with the current mapping, as
 // a sync that received those records would have.
 func TestRebuildFromStoredRaw(t *testing.T) {
-	m, err := stream.ParseFieldMap("projects.name=title,projects.status=state")
+	m := stream.FieldMap{"projects.name": "title", "projects.status": "state"}
+	err := m.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}

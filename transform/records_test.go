@@ -394,7 +394,8 @@ func TestFieldMapRemap(t *testing.T) {
 		t.Errorf("derived column raw counted in coverage")
 	}
 
-	m, err := stream.ParseFieldMap("projects.name=title,projects.status=state,projects.deadline=due_date,projects.budget_amount=budget_total")
+	m := stream.FieldMap{"projects.name": "title", "projects.status": "state", "projects.deadline": "due_date", "projects.budget_amount": "budget_total"}
+	err := m.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
