@@ -259,56 +259,40 @@ func asPeople(v any) []*person {
 }
 
 // eachParticipant calls fn for each user object of users.<role>, with the
-// key of a collection keyed by user id ("" otherwise).
+// key of a collection keyed by user id ("" otherwise). An object is keyed
+// by user id when it is empty or its first member's value is an object (or
+// null); otherwise it is a single user object. The list is split once (see
+// forEach), the first member deciding along the way.
 func eachParticipant(rec *View, role string, fn func(p gjson.Result, key string) error) error {
 	v, ok := rec.Get(usersPath[role])
 	if !ok || Absent(v) {
 		return nil
 	}
-	switch {
-	case v.IsArray():
-		var err error
-		v.ForEach(func(_, e gjson.Result) bool {
-			if Absent(e) {
-				return true
-			}
-			if !e.IsObject() {
-				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
-				return false
-			}
-			err = fn(e, "")
-			return err == nil
-		})
-		return err
-	case v.IsObject():
-		if !keyedUsers(v) {
-			return fn(v, "")
-		}
-		var err error
-		v.ForEach(func(k, e gjson.Result) bool {
-			if Absent(e) {
-				return true
-			}
-			if !e.IsObject() {
-				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
-				return false
-			}
-			err = fn(e, k.Str)
-			return err == nil
-		})
-		return err
+	array := v.IsArray()
+	if !array && !v.IsObject() {
+		return fmt.Errorf("users.%s: want an array or an object of users, got %s", role, kind(v))
 	}
-	return fmt.Errorf("users.%s: want an array or an object of users, got %s", role, kind(v))
-}
-
-// keyedUsers reports whether the object obj is a map keyed by user id: it is
-// empty or its first member's value is an object (or null); otherwise it is
-// a single user object.
-func keyedUsers(obj gjson.Result) bool {
-	keyed := true
-	obj.ForEach(func(_, v gjson.Result) bool {
-		keyed = v.IsObject() || v.Type == gjson.Null
-		return false
+	var err error
+	first, single := true, false
+	forEach(v, func(k string, e gjson.Result) bool {
+		if first && !array {
+			first = false
+			if single = !e.IsObject() && e.Type != gjson.Null; single {
+				return false
+			}
+		}
+		if Absent(e) {
+			return true
+		}
+		if !e.IsObject() {
+			err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
+			return false
+		}
+		err = fn(e, k)
+		return err == nil
 	})
-	return keyed
+	if single {
+		return fn(v, "")
+	}
+	return err
 }
