@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strings"
 	"sync"
 	"unsafe"
@@ -430,16 +432,15 @@ func skipSpace(s string, i int) int {
 func skipString(s string, i int) (end int, esc, ok bool) {
 	i++
 	for {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
+		i = quoteOrBackslash(s, i)
+		if i >= len(s) {
 			return 0, false, false
 		}
-		b := strings.IndexByte(s[i:i+q], '\\')
-		if b < 0 {
-			return i + q + 1, esc, true
+		if s[i] == '"' {
+			return i + 1, esc, true
 		}
 		esc = true
-		i += b + 1
+		i++
 		if i >= len(s) {
 			return 0, false, false
 		}
@@ -455,6 +456,34 @@ func skipString(s string, i int) (end int, esc, ok bool) {
 			return 0, false, false
 		}
 	}
+}
+
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = '"' * ones
+	slashs = '\\' * ones
+)
+
+// quoteOrBackslash returns the index of the first '"' or '\\' in s from i
+// on, len(s) when there is none. It reads eight bytes at a time: the
+// strings of a record are mostly short, too short for IndexByte's set-up to
+// pay, and it looks for both bytes in one pass.
+func quoteOrBackslash(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		q, b := x^quotes, x^slashs
+		// A zero byte of q or b is a match; the lowest flagged byte is exact.
+		if t := ((q-ones)&^q | (b-ones)&^b) & highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			return i
+		}
+	}
+	return len(s)
 }
 
 func isHex(c byte) bool {
@@ -496,18 +525,13 @@ func squash(s string, i int) (int, bool) {
 	for ; i < len(s); i++ {
 		switch s[i] {
 		case '"':
-			start := i + 1
-			for i = start; ; i++ {
-				q := strings.IndexByte(s[i:], '"')
-				if q < 0 {
+			// The closing quote is the first one not escaped by an odd run
+			// of backslashes: each backslash escapes the byte after it.
+			for i++; ; i += 2 {
+				if i = quoteOrBackslash(s, i); i >= len(s) {
 					return 0, false
 				}
-				i += q
-				n := 0
-				for j := i - 1; j >= start && s[j] == '\\'; j-- {
-					n++
-				}
-				if n%2 == 0 {
+				if s[i] == '"' {
 					break
 				}
 			}
