@@ -2,10 +2,12 @@ package extract
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -189,19 +191,25 @@ func matchBracket(b []byte, i int) int {
 
 // stringEnd is the offset of the quote closing the string that opens at i
 // (len(b) if none): the first quote not preceded by an odd run of
-// backslashes.
+// backslashes, that is, each backslash escaping the byte after it. It reads
+// eight bytes at a time.
 func stringEnd(b []byte, i int) int {
-	for {
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
+	for i++; ; i += 2 {
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q, s := x^quotes, x^slashs
+			if t := ((q-ones)&^q | (s-ones)&^s) & highs; t != 0 {
+				i += bits.TrailingZeros64(t) / 8
+				break
+			}
+		}
+		for i < len(b) && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
 			return len(b)
 		}
-		i += j + 1
-		bs := 0
-		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
-			bs++
-		}
-		if bs%2 == 0 {
+		if b[i] == '"' {
 			return i
 		}
 	}
@@ -566,7 +574,18 @@ const validNestingLimit = 10000
 
 // validJSON checks that b is one JSON value (surrounding whitespace aside)
 // and returns its nesting depth. Its error says what is wrong and where.
+// A document scan finds valid and not too deep in one pass reads as
+// gjson.Valid would; anything else takes the checks below it.
 func validJSON(b []byte) (int, error) {
+	if depth, ok := scanJSON(b); ok && depth <= validNestingLimit {
+		return depth, nil
+	}
+	return validJSONSlow(b)
+}
+
+// validJSONSlow is validJSON by maxNesting, then gjson.Valid or (deeper
+// documents) validDeep.
+func validJSONSlow(b []byte) (int, error) {
 	depth := maxNesting(b)
 	if depth <= validNestingLimit {
 		if gjson.ValidBytes(b) {
@@ -578,6 +597,198 @@ func validJSON(b []byte) (int, error) {
 		return depth, err
 	}
 	return depth, nil
+}
+
+// scanJSON reports whether b is one JSON value (surrounding whitespace
+// aside) by gjson.Valid's grammar, in one pass without recursion, and the
+// nesting depth of its objects and arrays (meaningful when ok).
+func scanJSON(b []byte) (depth int, ok bool) {
+	var buf [64]byte
+	stack := buf[:0] // the open containers' brackets
+	i := wsAt(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return depth, false
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			stack = append(stack, c)
+			depth = max(depth, len(stack))
+			i = wsAt(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' or ']': empty
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i, ok = scanKey(b, i); !ok {
+					return depth, false
+				}
+			}
+			continue
+		case c == '"':
+			if i, ok = scanString(b, i+1); !ok {
+				return depth, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if i, ok = scanNumber(b, i); !ok {
+				return depth, false
+			}
+		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")), c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
+			i += 4
+		case c == 'f' && bytes.HasPrefix(b[i:], []byte("false")):
+			i += 5
+		default:
+			return depth, false
+		}
+		// After a value: close containers, then a comma or the end.
+		for {
+			i = wsAt(b, i)
+			if len(stack) == 0 {
+				return depth, i == len(b)
+			}
+			if i >= len(b) {
+				return depth, false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return depth, false
+			}
+			i = wsAt(b, i+1)
+			if top == '{' {
+				if i, ok = scanKey(b, i); !ok {
+					return depth, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// wsAt skips whitespace from i.
+func wsAt(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanKey checks the key and colon of a member starting at b[i] and
+// returns where its value starts (whitespace skipped).
+func scanKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, ok := scanString(b, i+1)
+	if !ok {
+		return i, false
+	}
+	if i = wsAt(b, i); i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return wsAt(b, i+1), true
+}
+
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = '"' * ones
+	slashs = '\\' * ones
+	spaces = ' ' * ones
+)
+
+// scanString checks the rest of a string from b[i] (after its opening
+// quote) and returns the offset after its closing quote: no control
+// characters, only JSON's escapes. It reads eight bytes at a time.
+func scanString(b []byte, i int) (int, bool) {
+	for {
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q, s := x^quotes, x^slashs
+			// Flags '"', '\\' and bytes below ' '; the lowest flag is exact.
+			if t := ((q-ones)&^q | (s-ones)&^s | (x-spaces)&^x) & highs; t != 0 {
+				i += bits.TrailingZeros64(t) / 8
+				break
+			}
+		}
+		if i >= len(b) {
+			return i, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < ' ':
+			return i, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, false
+				}
+				i += 5
+			default:
+				return i, false
+			}
+		default:
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// scanNumber checks the number starting at b[i] and returns the offset
+// after it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i = digitsAt(b, i); i < 0 {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digitsAt(b, i+1); i < 0 {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digitsAt(b, i); i < 0 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// digitsAt returns the offset after the digits from b[i], -1 if none.
+func digitsAt(b []byte, i int) int {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
 }
 
 // maxNesting is the deepest nesting of objects and arrays in b (strings
