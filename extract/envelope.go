@@ -2,12 +2,14 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -55,12 +57,12 @@ func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 		return nil, malformed(endpoint, page, err)
 	}
 	own := bytes.Clone(data) // the records alias this copy, never body
-	depth, err := validJSON(own)
+	depth, spans, err := validJSONSpans(own, true)
 	if err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: err.Error(), Kind: ErrMalformedResponse}
 	}
 	// own is never written again: the string view shares its bytes.
-	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1}
+	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1, spans: spans}
 	p := &Page{Number: page, Bytes: len(body)}
 	if n := countHint(own); n > 0 {
 		p.Records = make([]Record, 0, n)
@@ -119,6 +121,7 @@ type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
 	str    string // own, as a string for gjson (the same bytes)
 	deep   bool   // the document nests deeper than a record may: check each record
+	spans  []span // where the outer objects and arrays end, by opening offset (nil: matchBracket)
 	page   *Page
 	pg     paging
 	errMsg *errorBody
@@ -161,12 +164,21 @@ func (sp *splitter) ws(i int) int {
 func (sp *splitter) value(i int) (gjson.Result, int) {
 	switch sp.own[i] {
 	case '{', '[':
-		end := matchBracket(sp.own, i)
+		end := sp.closing(i)
 		return gjson.Result{Type: gjson.JSON, Raw: sp.str[i:end], Index: i}, end
 	}
 	v := gjson.Parse(sp.str[i:])
 	v.Index = i
 	return v, i + len(v.Raw)
+}
+
+// closing is the offset after the object or array that starts at i: from
+// the spans the validation listed, else by matchBracket.
+func (sp *splitter) closing(i int) int {
+	if k, ok := slices.BinarySearchFunc(sp.spans, i, func(s span, i int) int { return cmp.Compare(s.open, i) }); ok {
+		return sp.spans[k].end
+	}
+	return matchBracket(sp.own, i)
 }
 
 // matchBracket is the offset after the object or array that starts at i
@@ -191,25 +203,19 @@ func matchBracket(b []byte, i int) int {
 
 // stringEnd is the offset of the quote closing the string that opens at i
 // (len(b) if none): the first quote not preceded by an odd run of
-// backslashes, that is, each backslash escaping the byte after it. It reads
-// eight bytes at a time.
+// backslashes.
 func stringEnd(b []byte, i int) int {
-	for i++; ; i += 2 {
-		for ; i+8 <= len(b); i += 8 {
-			x := binary.LittleEndian.Uint64(b[i:])
-			q, s := x^quotes, x^slashs
-			if t := ((q-ones)&^q | (s-ones)&^s) & highs; t != 0 {
-				i += bits.TrailingZeros64(t) / 8
-				break
-			}
-		}
-		for i < len(b) && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
-		if i >= len(b) {
+	for {
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
 			return len(b)
 		}
-		if b[i] == '"' {
+		i += j + 1
+		bs := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
 			return i
 		}
 	}
@@ -577,11 +583,33 @@ const validNestingLimit = 10000
 // A document scan finds valid and not too deep in one pass reads as
 // gjson.Valid would; anything else takes the checks below it.
 func validJSON(b []byte) (int, error) {
-	if depth, ok := scanJSON(b); ok && depth <= validNestingLimit {
-		return depth, nil
-	}
-	return validJSONSlow(b)
+	depth, _, err := validJSONSpans(b, false)
+	return depth, err
 }
+
+// validJSONSpans is validJSON that, with spans, also lists where the
+// objects and arrays nested at most spanDepth deep end (nil when the scan
+// did not decide).
+func validJSONSpans(b []byte, spans bool) (int, []span, error) {
+	var list *[]span
+	var sps []span
+	if spans {
+		sps = make([]span, 0, 4*countHint(b)) // a record and its objects
+		list = &sps
+	}
+	if depth, ok := scanJSON(b, list); ok && depth <= validNestingLimit {
+		return depth, sps, nil
+	}
+	depth, err := validJSONSlow(b)
+	return depth, nil, err
+}
+
+// span is where an object or an array opens and the offset after it.
+type span struct{ open, end int }
+
+// spanDepth is how deep scanJSON lists spans: records are at most at depth
+// 5 of a page ({"data":{"data":{"rows":{"17":{...}}}}}).
+const spanDepth = 5
 
 // validJSONSlow is validJSON by maxNesting, then gjson.Valid or (deeper
 // documents) validDeep.
@@ -601,10 +629,13 @@ func validJSONSlow(b []byte) (int, error) {
 
 // scanJSON reports whether b is one JSON value (surrounding whitespace
 // aside) by gjson.Valid's grammar, in one pass without recursion, and the
-// nesting depth of its objects and arrays (meaningful when ok).
-func scanJSON(b []byte) (depth int, ok bool) {
+// nesting depth of its objects and arrays (meaningful when ok). With spans,
+// it appends the spans of the objects and arrays at most spanDepth deep, in
+// the order they open.
+func scanJSON(b []byte, spans *[]span) (depth int, ok bool) {
 	var buf [64]byte
-	stack := buf[:0] // the open containers' brackets
+	stack := buf[:0]        // the open containers' brackets
+	var open [spanDepth]int // their spans' indexes, the first spanDepth
 	i := wsAt(b, 0)
 	for {
 		// A value starts at i.
@@ -615,8 +646,15 @@ func scanJSON(b []byte) (depth int, ok bool) {
 		case c == '{' || c == '[':
 			stack = append(stack, c)
 			depth = max(depth, len(stack))
+			if spans != nil && len(stack) <= spanDepth {
+				open[len(stack)-1] = len(*spans)
+				*spans = append(*spans, span{open: i})
+			}
 			i = wsAt(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' or ']': empty
+				if spans != nil && len(stack) <= spanDepth {
+					(*spans)[open[len(stack)-1]].end = i + 1
+				}
 				stack = stack[:len(stack)-1]
 				i++
 				break
@@ -653,6 +691,9 @@ func scanJSON(b []byte) (depth int, ok bool) {
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
+				if spans != nil && len(stack) <= spanDepth {
+					(*spans)[open[len(stack)-1]].end = i + 1
+				}
 				stack = stack[:len(stack)-1]
 				i++
 				continue

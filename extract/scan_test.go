@@ -32,12 +32,39 @@ func stringEndPlain(b []byte, i int) int {
 // sameScan compares the one-pass scan with what it stands for: gjson.Valid
 // and maxNesting, and stringEnd with stringEndPlain at every quote.
 func sameScan(b []byte) error {
-	depth, ok := scanJSON(b)
+	var spans []span
+	depth, ok := scanJSON(b, &spans)
+	if d2, ok2 := scanJSON(b, nil); d2 != depth || ok2 != ok {
+		return fmt.Errorf("scanJSON without spans: %d %v, with: %d %v", d2, ok2, depth, ok)
+	}
 	if want := gjson.ValidBytes(b); ok != want {
 		return fmt.Errorf("scanJSON ok %v, gjson.Valid %v", ok, want)
 	}
 	if want := maxNesting(b); ok && depth != want {
 		return fmt.Errorf("scanJSON depth %d, maxNesting %d", depth, want)
+	}
+	if ok {
+		n := 0
+		for i := 0; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEndPlain(b, i)
+			case '{', '[':
+				if n >= len(spans) || spans[n].open != i {
+					if d := nestingAt(b, i); d <= spanDepth {
+						return fmt.Errorf("no span for the container at %d (depth %d)", i, d)
+					}
+					continue
+				}
+				if want := matchBracket(b, i); spans[n].end != want {
+					return fmt.Errorf("span at %d ends at %d, want %d", i, spans[n].end, want)
+				}
+				n++
+			}
+		}
+		if n != len(spans) {
+			return fmt.Errorf("%d spans, %d found", len(spans), n)
+		}
 	}
 	for i := range b {
 		if b[i] == '"' {
@@ -144,4 +171,25 @@ func FuzzScanJSON(f *testing.F) {
 			t.Fatalf("%q: %v", b, err)
 		}
 	})
+}
+
+// nestingAt is the depth of the container opening at i (1: the document).
+func nestingAt(b []byte, i int) int {
+	return openAt(b, i) + 1
+}
+
+// openAt counts the containers open before i (strings skipped).
+func openAt(b []byte, i int) int {
+	d := 0
+	for j := 0; j < i; j++ {
+		switch b[j] {
+		case '"':
+			j = stringEndPlain(b, j)
+		case '{', '[':
+			d++
+		case '}', ']':
+			d--
+		}
+	}
+	return d
 }
