@@ -26,10 +26,8 @@ const (
 
 var commsOnly = []string{EndpointCommunications}
 
-// usersPath is the path of each role's participants in a record.
-var usersPath = map[string]string{RoleFrom: "users.from", RoleTo: "users.to", RoleCC: "users.cc", RoleBCC: "users.bcc"}
-
-// participantPaths are usersPath's paths in role order (Table.Sources).
+// participantPaths are the paths of each role's participants in a record,
+// in role order (Table.Sources).
 var participantPaths = []string{"users.from", "users.to", "users.cc", "users.bcc"}
 
 // communications: the e-mails of the configured users, by date window:
@@ -169,9 +167,10 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 	if users, ok := s.Table("users"); ok {
 		emailCol, _ = users.Column("email")
 	}
+	users := rec.Object("users")
 	for r, role := range []string{RoleFrom, RoleTo, RoleCC, RoleBCC} {
 		i := -1
-		err := eachParticipant(rec, role, func(raw gjson.Result, key string) error {
+		err := eachParticipant(users, role, func(raw gjson.Result, key string) error {
 			i++
 			var p *person
 			seen, _ := scratch.Get(raw.Raw)
@@ -258,13 +257,17 @@ func asPeople(v any) []*person {
 	return ps
 }
 
-// eachParticipant calls fn for each user object of users.<role>, with the
+// eachParticipant calls fn for each user object of users.<role> (users: the
+// record's users object, nil when it has none), with the
 // key of a collection keyed by user id ("" otherwise). An object is keyed
 // by user id when it is empty or its first member's value is an object (or
 // null); otherwise it is a single user object. The list is split once (see
 // forEach), the first member deciding along the way.
-func eachParticipant(rec *View, role string, fn func(p gjson.Result, key string) error) error {
-	v, ok := rec.Get(usersPath[role])
+func eachParticipant(users *View, role string, fn func(p gjson.Result, key string) error) error {
+	if users == nil {
+		return nil
+	}
+	v, ok := users.Get(role)
 	if !ok || Absent(v) {
 		return nil
 	}
