@@ -2,10 +2,14 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -53,12 +57,12 @@ func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 		return nil, malformed(endpoint, page, err)
 	}
 	own := bytes.Clone(data) // the records alias this copy, never body
-	depth, err := validJSON(own)
+	depth, spans, err := validJSONSpans(own, true)
 	if err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: err.Error(), Kind: ErrMalformedResponse}
 	}
 	// own is never written again: the string view shares its bytes.
-	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1}
+	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1, spans: spans}
 	p := &Page{Number: page, Bytes: len(body)}
 	if n := countHint(own); n > 0 {
 		p.Records = make([]Record, 0, n)
@@ -117,6 +121,7 @@ type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
 	str    string // own, as a string for gjson (the same bytes)
 	deep   bool   // the document nests deeper than a record may: check each record
+	spans  []span // where the outer objects and arrays end, by opening offset (nil: matchBracket)
 	page   *Page
 	pg     paging
 	errMsg *errorBody
@@ -159,12 +164,21 @@ func (sp *splitter) ws(i int) int {
 func (sp *splitter) value(i int) (gjson.Result, int) {
 	switch sp.own[i] {
 	case '{', '[':
-		end := matchBracket(sp.own, i)
+		end := sp.closing(i)
 		return gjson.Result{Type: gjson.JSON, Raw: sp.str[i:end], Index: i}, end
 	}
 	v := gjson.Parse(sp.str[i:])
 	v.Index = i
 	return v, i + len(v.Raw)
+}
+
+// closing is the offset after the object or array that starts at i: from
+// the spans the validation listed, else by matchBracket.
+func (sp *splitter) closing(i int) int {
+	if k, ok := slices.BinarySearchFunc(sp.spans, i, func(s span, i int) int { return cmp.Compare(s.open, i) }); ok {
+		return sp.spans[k].end
+	}
+	return matchBracket(sp.own, i)
 }
 
 // matchBracket is the offset after the object or array that starts at i
@@ -566,7 +580,40 @@ const validNestingLimit = 10000
 
 // validJSON checks that b is one JSON value (surrounding whitespace aside)
 // and returns its nesting depth. Its error says what is wrong and where.
+// A document scan finds valid and not too deep in one pass reads as
+// gjson.Valid would; anything else takes the checks below it.
 func validJSON(b []byte) (int, error) {
+	depth, _, err := validJSONSpans(b, false)
+	return depth, err
+}
+
+// validJSONSpans is validJSON that, with spans, also lists where the
+// objects and arrays nested at most spanDepth deep end (nil when the scan
+// did not decide).
+func validJSONSpans(b []byte, spans bool) (int, []span, error) {
+	var list *[]span
+	var sps []span
+	if spans {
+		sps = make([]span, 0, 4*countHint(b)) // a record and its objects
+		list = &sps
+	}
+	if depth, ok := scanJSON(b, list); ok && depth <= validNestingLimit {
+		return depth, sps, nil
+	}
+	depth, err := validJSONSlow(b)
+	return depth, nil, err
+}
+
+// span is where an object or an array opens and the offset after it.
+type span struct{ open, end int }
+
+// spanDepth is how deep scanJSON lists spans: records are at most at depth
+// 5 of a page ({"data":{"data":{"rows":{"17":{...}}}}}).
+const spanDepth = 5
+
+// validJSONSlow is validJSON by maxNesting, then gjson.Valid or (deeper
+// documents) validDeep.
+func validJSONSlow(b []byte) (int, error) {
 	depth := maxNesting(b)
 	if depth <= validNestingLimit {
 		if gjson.ValidBytes(b) {
@@ -578,6 +625,211 @@ func validJSON(b []byte) (int, error) {
 		return depth, err
 	}
 	return depth, nil
+}
+
+// scanJSON reports whether b is one JSON value (surrounding whitespace
+// aside) by gjson.Valid's grammar, in one pass without recursion, and the
+// nesting depth of its objects and arrays (meaningful when ok). With spans,
+// it appends the spans of the objects and arrays at most spanDepth deep, in
+// the order they open.
+func scanJSON(b []byte, spans *[]span) (depth int, ok bool) {
+	var buf [64]byte
+	stack := buf[:0]        // the open containers' brackets
+	var open [spanDepth]int // their spans' indexes, the first spanDepth
+	i := wsAt(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return depth, false
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			stack = append(stack, c)
+			depth = max(depth, len(stack))
+			if spans != nil && len(stack) <= spanDepth {
+				open[len(stack)-1] = len(*spans)
+				*spans = append(*spans, span{open: i})
+			}
+			i = wsAt(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' or ']': empty
+				if spans != nil && len(stack) <= spanDepth {
+					(*spans)[open[len(stack)-1]].end = i + 1
+				}
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i, ok = scanKey(b, i); !ok {
+					return depth, false
+				}
+			}
+			continue
+		case c == '"':
+			if i, ok = scanString(b, i+1); !ok {
+				return depth, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if i, ok = scanNumber(b, i); !ok {
+				return depth, false
+			}
+		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")), c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
+			i += 4
+		case c == 'f' && bytes.HasPrefix(b[i:], []byte("false")):
+			i += 5
+		default:
+			return depth, false
+		}
+		// After a value: close containers, then a comma or the end.
+		for {
+			i = wsAt(b, i)
+			if len(stack) == 0 {
+				return depth, i == len(b)
+			}
+			if i >= len(b) {
+				return depth, false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				if spans != nil && len(stack) <= spanDepth {
+					(*spans)[open[len(stack)-1]].end = i + 1
+				}
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return depth, false
+			}
+			i = wsAt(b, i+1)
+			if top == '{' {
+				if i, ok = scanKey(b, i); !ok {
+					return depth, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// wsAt skips whitespace from i.
+func wsAt(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanKey checks the key and colon of a member starting at b[i] and
+// returns where its value starts (whitespace skipped).
+func scanKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, ok := scanString(b, i+1)
+	if !ok {
+		return i, false
+	}
+	if i = wsAt(b, i); i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return wsAt(b, i+1), true
+}
+
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = '"' * ones
+	slashs = '\\' * ones
+	spaces = ' ' * ones
+)
+
+// scanString checks the rest of a string from b[i] (after its opening
+// quote) and returns the offset after its closing quote: no control
+// characters, only JSON's escapes. It reads eight bytes at a time.
+func scanString(b []byte, i int) (int, bool) {
+	for {
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q, s := x^quotes, x^slashs
+			// Flags '"', '\\' and bytes below ' '; the lowest flag is exact.
+			if t := ((q-ones)&^q | (s-ones)&^s | (x-spaces)&^x) & highs; t != 0 {
+				i += bits.TrailingZeros64(t) / 8
+				break
+			}
+		}
+		if i >= len(b) {
+			return i, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < ' ':
+			return i, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, false
+				}
+				i += 5
+			default:
+				return i, false
+			}
+		default:
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// scanNumber checks the number starting at b[i] and returns the offset
+// after it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i = digitsAt(b, i); i < 0 {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digitsAt(b, i+1); i < 0 {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digitsAt(b, i); i < 0 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// digitsAt returns the offset after the digits from b[i], -1 if none.
+func digitsAt(b []byte, i int) int {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
 }
 
 // maxNesting is the deepest nesting of objects and arrays in b (strings

@@ -26,10 +26,8 @@ const (
 
 var commsOnly = []string{EndpointCommunications}
 
-// usersPath is the path of each role's participants in a record.
-var usersPath = map[string]string{RoleFrom: "users.from", RoleTo: "users.to", RoleCC: "users.cc", RoleBCC: "users.bcc"}
-
-// participantPaths are usersPath's paths in role order (Table.Sources).
+// participantPaths are the paths of each role's participants in a record,
+// in role order (Table.Sources).
 var participantPaths = []string{"users.from", "users.to", "users.cc", "users.bcc"}
 
 // communications: the e-mails of the configured users, by date window:
@@ -169,9 +167,10 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 	if users, ok := s.Table("users"); ok {
 		emailCol, _ = users.Column("email")
 	}
+	users := rec.Object("users")
 	for r, role := range []string{RoleFrom, RoleTo, RoleCC, RoleBCC} {
 		i := -1
-		err := eachParticipant(rec, role, func(raw gjson.Result, key string) error {
+		err := eachParticipant(users, role, func(raw gjson.Result, key string) error {
 			i++
 			var p *person
 			seen, _ := scratch.Get(raw.Raw)
@@ -258,57 +257,45 @@ func asPeople(v any) []*person {
 	return ps
 }
 
-// eachParticipant calls fn for each user object of users.<role>, with the
-// key of a collection keyed by user id ("" otherwise).
-func eachParticipant(rec *View, role string, fn func(p gjson.Result, key string) error) error {
-	v, ok := rec.Get(usersPath[role])
+// eachParticipant calls fn for each user object of users.<role> (users: the
+// record's users object, nil when it has none), with the
+// key of a collection keyed by user id ("" otherwise). An object is keyed
+// by user id when it is empty or its first member's value is an object (or
+// null); otherwise it is a single user object. The list is split once (see
+// forEach), the first member deciding along the way.
+func eachParticipant(users *View, role string, fn func(p gjson.Result, key string) error) error {
+	if users == nil {
+		return nil
+	}
+	v, ok := users.Get(role)
 	if !ok || Absent(v) {
 		return nil
 	}
-	switch {
-	case v.IsArray():
-		var err error
-		v.ForEach(func(_, e gjson.Result) bool {
-			if Absent(e) {
-				return true
-			}
-			if !e.IsObject() {
-				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
-				return false
-			}
-			err = fn(e, "")
-			return err == nil
-		})
-		return err
-	case v.IsObject():
-		if !keyedUsers(v) {
-			return fn(v, "")
-		}
-		var err error
-		v.ForEach(func(k, e gjson.Result) bool {
-			if Absent(e) {
-				return true
-			}
-			if !e.IsObject() {
-				err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
-				return false
-			}
-			err = fn(e, k.Str)
-			return err == nil
-		})
-		return err
+	array := v.IsArray()
+	if !array && !v.IsObject() {
+		return fmt.Errorf("users.%s: want an array or an object of users, got %s", role, kind(v))
 	}
-	return fmt.Errorf("users.%s: want an array or an object of users, got %s", role, kind(v))
-}
-
-// keyedUsers reports whether the object obj is a map keyed by user id: it is
-// empty or its first member's value is an object (or null); otherwise it is
-// a single user object.
-func keyedUsers(obj gjson.Result) bool {
-	keyed := true
-	obj.ForEach(func(_, v gjson.Result) bool {
-		keyed = v.IsObject() || v.Type == gjson.Null
-		return false
+	var err error
+	first, single := true, false
+	forEach(v, func(k string, e gjson.Result) bool {
+		if first && !array {
+			first = false
+			if single = !e.IsObject() && e.Type != gjson.Null; single {
+				return false
+			}
+		}
+		if Absent(e) {
+			return true
+		}
+		if !e.IsObject() {
+			err = fmt.Errorf("users.%s: want user objects, got %s", role, kind(e))
+			return false
+		}
+		err = fn(e, k)
+		return err == nil
 	})
-	return keyed
+	if single {
+		return fn(v, "")
+	}
+	return err
 }

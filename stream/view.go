@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strings"
 	"sync"
 	"unsafe"
@@ -430,16 +432,15 @@ func skipSpace(s string, i int) int {
 func skipString(s string, i int) (end int, esc, ok bool) {
 	i++
 	for {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
+		i = quoteOrBackslash(s, i)
+		if i >= len(s) {
 			return 0, false, false
 		}
-		b := strings.IndexByte(s[i:i+q], '\\')
-		if b < 0 {
-			return i + q + 1, esc, true
+		if s[i] == '"' {
+			return i + 1, esc, true
 		}
 		esc = true
-		i += b + 1
+		i++
 		if i >= len(s) {
 			return 0, false, false
 		}
@@ -455,6 +456,34 @@ func skipString(s string, i int) (end int, esc, ok bool) {
 			return 0, false, false
 		}
 	}
+}
+
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = '"' * ones
+	slashs = '\\' * ones
+)
+
+// quoteOrBackslash returns the index of the first '"' or '\\' in s from i
+// on, len(s) when there is none. It reads eight bytes at a time: the
+// strings of a record are mostly short, too short for IndexByte's set-up to
+// pay, and it looks for both bytes in one pass.
+func quoteOrBackslash(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		q, b := x^quotes, x^slashs
+		// A zero byte of q or b is a match; the lowest flagged byte is exact.
+		if t := ((q-ones)&^q | (b-ones)&^b) & highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			return i
+		}
+	}
+	return len(s)
 }
 
 func isHex(c byte) bool {
@@ -496,18 +525,13 @@ func squash(s string, i int) (int, bool) {
 	for ; i < len(s); i++ {
 		switch s[i] {
 		case '"':
-			start := i + 1
-			for i = start; ; i++ {
-				q := strings.IndexByte(s[i:], '"')
-				if q < 0 {
+			// The closing quote is the first one not escaped by an odd run
+			// of backslashes: each backslash escapes the byte after it.
+			for i++; ; i += 2 {
+				if i = quoteOrBackslash(s, i); i >= len(s) {
 					return 0, false
 				}
-				i += q
-				n := 0
-				for j := i - 1; j >= start && s[j] == '\\'; j-- {
-					n++
-				}
-				if n%2 == 0 {
+				if s[i] == '"' {
 					break
 				}
 			}
@@ -569,4 +593,81 @@ func skipDigits(s string, i int) int {
 		return -1
 	}
 	return i
+}
+
+// forEach calls fn for each element of the array or object r as gjson's
+// ForEach reads it (key: the member's key, "" in an array), until fn
+// returns false. Well-formed text without escaped keys is split in one
+// strict pass before fn is first called; other text, and a value that is
+// not an array or an object, take gjson's ForEach.
+func forEach(r gjson.Result, fn func(key string, val gjson.Result) bool) {
+	s := r.Raw
+	if r.Type != gjson.JSON || len(s) == 0 || len(s) >= math.MaxUint32 || s[0] != '[' && s[0] != '{' {
+		r.ForEach(func(k, v gjson.Result) bool { return fn(k.Str, v) })
+		return
+	}
+	sp := splitters.Get().(*splitter)
+	defer func() {
+		sp.reset()
+		splitters.Put(sp)
+	}()
+	if !sp.elements(s) {
+		r.ForEach(func(k, v gjson.Result) bool { return fn(k.Str, v) })
+		return
+	}
+	// fn may split views of its own: they take other splitters from the
+	// pool, this one's stack is not touched until it returns.
+	for _, m := range sp.stack {
+		if !fn(s[m.k0:m.k1], parseValue(s[m.v0:m.v1])) {
+			return
+		}
+	}
+}
+
+// elements pushes the elements of the array or object s (surrounding white
+// space aside) onto the stack: keys (none in an array) and values' text as
+// object does. It reports false when s is not one well-formed array or
+// object or has an escaped key.
+func (sp *splitter) elements(s string) bool {
+	i := skipSpace(s, 0)
+	if i >= len(s) {
+		return false
+	}
+	var end int
+	var ok bool
+	switch s[i] {
+	case '{':
+		end, ok = sp.object(s, i, nil, 0, 0, false)
+	case '[':
+		end, ok = sp.array(s, i)
+	}
+	return ok && skipSpace(s, end) == len(s)
+}
+
+// array pushes the elements of the array starting at s[i] ('[') and returns
+// the index after its closing bracket.
+func (sp *splitter) array(s string, i int) (int, bool) {
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		ve, ok := skipValue(s, i, 1)
+		if !ok {
+			return 0, false
+		}
+		sp.stack = append(sp.stack, member{v0: uint32(i), v1: uint32(ve)})
+		i = skipSpace(s, ve)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
 }
