@@ -13,12 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/metrics"
 )
 
 // flightRecorder is a hand-written server in front of one sandbox listener:
@@ -118,40 +112,8 @@ func pacedHarness(t *testing.T, rate float64, latency time.Duration, brands, pro
 	h := newHarness(t, o, tune)
 	api := newFlightRecorder(t, h.sb.APIURL(), latency)
 	comms := newFlightRecorder(t, h.sb.CommsURL(), latency)
-	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, h.sb.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eng *Engine
-	client, err := extract.New(extract.Options{
-		BaseURL: api.srv.URL, APIKey: h.opts.APIKey, CommsURL: comms.srv.URL, CommsKey: h.opts.CommsKey,
-		RateLimit: rate, PerPage: 100, Counter: ledger, Logger: log,
-		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
-		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := make([]int64, h.opts.Users)
-	for i := range users {
-		users[i] = int64(i + 1)
-	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
-		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 1_000_000, QuotaReserve: 0.05, Now: h.sb.Now,
-		SpoolDir: filepath.Join(t.TempDir(), "spool")}
-	if tune != nil {
-		tune(&s)
-	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eng = eng
+	h.eng, _ = h.wire(wiring{apiURL: api.srv.URL, commsURL: comms.srv.URL, rate: rate, perPage: 100,
+		dailyQuota: 1_000_000, spoolDir: filepath.Join(t.TempDir(), "spool"), tune: tune})
 	return h, api, comms
 }
 
