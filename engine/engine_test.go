@@ -166,12 +166,19 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 
 func (h *harness) run(req Request) *Result {
 	h.t.Helper()
+	return runEngine(h.t, h.eng, req)
+}
+
+// runEngine runs eng (a test trigger unless req names one) and fails the
+// test when the run cannot start.
+func runEngine(t *testing.T, eng *Engine, req Request) *Result {
+	t.Helper()
 	if req.Trigger == "" {
 		req.Trigger = TriggerTest
 	}
-	res, err := h.eng.Run(context.Background(), req)
+	res, err := eng.Run(context.Background(), req)
 	if err != nil {
-		h.t.Fatalf("Run: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	return res
 }

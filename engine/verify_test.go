@@ -121,6 +121,13 @@ type dayMailHarness struct {
 
 func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *dayMailHarness {
 	t.Helper()
+	return newDayMailHarnessPaged(t, mails, start, now, 5, tune)
+}
+
+// newDayMailHarnessPaged is a dayMailHarness whose client asks pages of per
+// records.
+func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now time.Time, per int, tune func(*Settings)) *dayMailHarness {
+	t.Helper()
 	h := &dayMailHarness{t: t, srv: &dayMailServer{mails: maps.Clone(mails)}}
 	h.now.Store(now.UnixNano())
 	ts := httptest.NewServer(h.srv)
@@ -137,7 +144,7 @@ func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.
 		t.Fatal(err)
 	}
 	client, err := extract.New(extract.Options{BaseURL: ts.URL, APIKey: "k", CommsURL: ts.URL, CommsKey: "ck", RateLimit: 1000,
-		PerPage: 5, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
+		PerPage: per, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +160,7 @@ func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.
 
 func (h *dayMailHarness) run(req Request) *Result {
 	h.t.Helper()
-	if req.Trigger == "" {
-		req.Trigger = TriggerTest
-	}
-	res, err := h.eng.Run(context.Background(), req)
-	if err != nil {
-		h.t.Fatalf("Run: %v", err)
-	}
-	return res
+	return runEngine(h.t, h.eng, req)
 }
 
 func (h *dayMailHarness) ids(where string) []int64 {
