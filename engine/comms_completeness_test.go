@@ -703,35 +703,51 @@ func TestSpoolResumeWithPrefetchSharesNoCursor(t *testing.T) {
 // TestMailArrivingDuringARangeIsNotInstability: new e-mails (higher ids)
 // arrive at the end of the range between every two page requests, as today's
 // mail does during a long backfill. Nothing shifts at the pager's position:
-// the range must complete, every record must land, and the re-requests the
-// changed totals cause must stay within one per page.
+// the range must complete and every record must land, one page at a time or
+// several fetched ahead; the re-requests the changed totals cause must stay
+// within one per page, plus the requests then in flight for pages fetched
+// ahead under a layout that changed.
 func TestMailArrivingDuringARangeIsNotInstability(t *testing.T) {
-	srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
-	srv.perCap = 10
-	var next atomic.Int64 // pages may be asked several at a time
-	next.Store(100000)
-	srv.before = func(*http.Request, int, int) {
-		srv.add(next.Add(1), mailNow.Add(-time.Minute))
-	}
-	h := newMailHarness(t, srv, nil)
-	res := h.run(context.Background())
-	if res.Status != StatusSucceeded {
-		t.Fatalf("status %s err %v", res.Status, res.Err)
-	}
-	srv.before = nil
-	n := int(srv.requests.Load())
-	pages := (len(srv.ids()) + 9) / 10
-	// Mail that arrived after the range's last page was answered is the
-	// next increment's.
-	h.now = h.now.Add(time.Hour)
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("next run: %s %v", res.Status, res.Err)
-	}
-	if miss := h.missing(); len(miss) > 0 {
-		t.Fatalf("%d records missing: %v", len(miss), miss)
-	}
-	t.Logf("%d requests for %d pages (%.2f×) while mail kept arriving", n, pages, float64(n)/float64(pages))
-	if n > 2*pages {
-		t.Errorf("%d requests for %d pages: more than one re-request per page", n, pages)
+	for _, c := range []struct {
+		name     string
+		inFlight int // pages fetched at a time (0: one, no spool)
+	}{
+		{"one page at a time", 0},
+		{"fetched ahead", 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
+			srv.perCap = 10
+			var next atomic.Int64 // pages may be asked several at a time
+			next.Store(100000)
+			srv.before = func(*http.Request, int, int) {
+				srv.add(next.Add(1), mailNow.Add(-time.Minute))
+			}
+			var tune func(*Settings)
+			if c.inFlight > 0 {
+				dir := filepath.Join(t.TempDir(), "spool")
+				tune = func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, c.inFlight }
+			}
+			h := newMailHarness(t, srv, tune)
+			if res := h.run(context.Background()); res.Status != StatusSucceeded {
+				t.Fatalf("status %s err %v", res.Status, res.Err)
+			}
+			srv.before = nil
+			n := int(srv.requests.Load())
+			pages := (len(srv.ids()) + 9) / 10
+			// Mail that arrived after the range's last page was answered is the
+			// next increment's.
+			h.now = h.now.Add(time.Hour)
+			if res := h.run(context.Background()); res.Status != StatusSucceeded {
+				t.Fatalf("next run: %s %v", res.Status, res.Err)
+			}
+			if miss := h.missing(); len(miss) > 0 {
+				t.Fatalf("%d records missing: %v", len(miss), miss)
+			}
+			t.Logf("%d requests for %d pages (%.2f×) while mail kept arriving, %d in flight", n, pages, float64(n)/float64(pages), c.inFlight)
+			if n > 2*pages+c.inFlight {
+				t.Errorf("%d requests for %d pages: more than one re-request per page and the %d in flight", n, pages, c.inFlight)
+			}
+		})
 	}
 }

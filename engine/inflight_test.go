@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -185,39 +184,6 @@ func TestOneRequestInFlightAtTheDefaultLimit(t *testing.T) {
 	}
 	if st := h.sb.Stats(); st.RateLimited != 0 {
 		t.Errorf("the sandbox answered %d genuine 429s", st.RateLimited)
-	}
-}
-
-// Mail arriving at the end of a range while its pages are fetched several
-// at a time: every record lands, and the pages fetched ahead under a layout
-// that changed cost at most the requests then in flight on top of what one
-// page at a time costs (at most one re-request a page).
-func TestMailArrivingWhilePagesAreFetchedAhead(t *testing.T) {
-	t.Parallel()
-	const inFlight = 8
-	srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
-	srv.perCap = 10
-	var next atomic.Int64
-	next.Store(100000)
-	srv.before = func(*http.Request, int, int) { srv.add(next.Add(1), mailNow.Add(-time.Minute)) }
-	dir := filepath.Join(t.TempDir(), "spool")
-	h := newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, inFlight })
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("status %s err %v", res.Status, res.Err)
-	}
-	srv.before = nil
-	n := int(srv.requests.Load())
-	pages := (len(srv.ids()) + 9) / 10
-	h.now = h.now.Add(time.Hour)
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("next run: %s %v", res.Status, res.Err)
-	}
-	if miss := h.missing(); len(miss) > 0 {
-		t.Fatalf("%d records missing: %v", len(miss), miss)
-	}
-	t.Logf("%d requests for %d pages while mail kept arriving, %d in flight", n, pages, inFlight)
-	if n > 2*pages+inFlight {
-		t.Errorf("%d requests for %d pages: more than one re-request per page and the %d in flight", n, pages, inFlight)
 	}
 }
 
