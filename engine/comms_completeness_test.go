@@ -175,15 +175,8 @@ func newMailHarness(t *testing.T, srv *mailServer, tune func(*Settings)) *mailHa
 func (h *mailHarness) engine() *Engine {
 	t := h.t
 	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := func() time.Time { return h.now }
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
 	client, err := extract.New(extract.Options{BaseURL: h.url, APIKey: "k", CommsURL: h.url, CommsKey: "ck", PerPage: h.perReq,
 		RateLimit: 2000, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond, MaxAttempts: 2})
 	if err != nil {
@@ -203,11 +196,7 @@ func (h *mailHarness) engine() *Engine {
 
 func (h *mailHarness) run(ctx context.Context) *Result {
 	h.t.Helper()
-	res, err := h.engine().Run(ctx, Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
-	if err != nil {
-		h.t.Fatalf("Run: %v", err)
-	}
-	return res
+	return runEngine(ctx, h.t, h.engine(), Request{Streams: []string{StreamCommunications}})
 }
 
 // landed lists the e-mail ids in the warehouse, ascending.

@@ -120,14 +120,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 	case h.realClock:
 		now = time.Now
 	}
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, now)
 	if w.clock != nil {
 		off, known, err := ledger.ClockOffset(context.Background())
 		if err != nil {
@@ -166,17 +159,32 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 
 func (h *harness) run(req Request) *Result {
 	h.t.Helper()
-	return runEngine(h.t, h.eng, req)
+	return runEngine(context.Background(), h.t, h.eng, req)
+}
+
+// storeAndLedger opens the load store and the quota ledger on schema, the
+// ledger counting quota days on now's clock.
+func storeAndLedger(t *testing.T, pool *pgxpool.Pool, schema string, log *zap.Logger, now func() time.Time) (*load.Store, *load.Ledger) {
+	t.Helper()
+	store, err := load.New(pool, load.Config{Schema: schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := load.NewLedger(pool, schema, time.UTC, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, ledger
 }
 
 // runEngine runs eng (a test trigger unless req names one) and fails the
 // test when the run cannot start.
-func runEngine(t *testing.T, eng *Engine, req Request) *Result {
+func runEngine(ctx context.Context, t *testing.T, eng *Engine, req Request) *Result {
 	t.Helper()
 	if req.Trigger == "" {
 		req.Trigger = TriggerTest
 	}
-	res, err := eng.Run(context.Background(), req)
+	res, err := eng.Run(ctx, req)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
-	"github.com/agencysync/agencysync/load"
 )
 
 // dayMailServer is a hand-written communications endpoint: e-mails by id with
@@ -135,14 +134,7 @@ func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now 
 	h.pool, h.schema = warehousetest.Schema(t)
 	log := zaptest.NewLogger(t)
 	clock := func() time.Time { return time.Unix(0, h.now.Load()).UTC() }
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
 	client, err := extract.New(extract.Options{BaseURL: ts.URL, APIKey: "k", CommsURL: ts.URL, CommsKey: "ck", RateLimit: 1000,
 		PerPage: per, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
 	if err != nil {
@@ -160,7 +152,7 @@ func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now 
 
 func (h *dayMailHarness) run(req Request) *Result {
 	h.t.Helper()
-	return runEngine(h.t, h.eng, req)
+	return runEngine(context.Background(), h.t, h.eng, req)
 }
 
 func (h *dayMailHarness) ids(where string) []int64 {
