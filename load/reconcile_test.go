@@ -13,7 +13,6 @@ import (
 // ahead, and that soft-deleted e-mails are not counted.
 func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	rc, pool, schema := reconcilerOver(t,
 		storedEmail{id: 1, at: "2025-03-01T00:00:00Z"},
 		storedEmail{id: 2, at: "2025-03-01T22:30:00Z"}, // 2025-03-02 00:30 in Bucharest
@@ -22,6 +21,7 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 		storedEmail{id: 5, at: "2025-03-03T23:59:59Z"},                // outside 03-01..03-02 in UTC; 03-04 in Bucharest
 		storedEmail{id: 6, at: "2025-02-28T23:00:00Z"},                // 02-28 in UTC; 03-01 01:00 in Bucharest
 	)
+	ctx := t.Context()
 	from, to := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
 	got, err := rc.EmailDayCounts(ctx, from, to, time.UTC, nil)
 	if err != nil {
