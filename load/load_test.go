@@ -22,9 +22,8 @@ import (
 // The write path's column lists must match the migrated tables exactly.
 func TestSpecsMatchSchema(t *testing.T) {
 	t.Parallel()
-	_, pool, schema := newStore(t)
-	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT c.table_name, c.column_name, format_type(a.atttypid, a.atttypmod)
+	pool, schema := warehousetestSchema(t)
+	rows, err := pool.Query(t.Context(), `SELECT c.table_name, c.column_name, format_type(a.atttypid, a.atttypmod)
 FROM information_schema.columns c
 JOIN pg_attribute a ON a.attrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND a.attname = c.column_name
 JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'

@@ -71,9 +71,7 @@ func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	)
 	rej := func(key, payload string) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload); err != nil {
-			t.Fatal(err)
-		}
+		execSQL(t, pool, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload)
 	}
 	rej("10", `{"email":{"email_at":"yesterday"}}`)               // between 9 and 11: 03-01
 	rej("15", `{"email":{"email_at":"yesterday"}}`)               // between 11 (03-01) and 20 (03-02): nowhere
