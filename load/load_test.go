@@ -279,9 +279,6 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	budget := func(id string) extract.Budget {
-		return extract.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
-	}
 	deleted := func() string {
 		return queryText(t, pool, "SELECT coalesce(string_agg(budget_id, ',' ORDER BY budget_id), '') FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL")
 	}
@@ -358,6 +355,30 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	}
 	if _, err := s.NewListing("email_recipients", nil); err == nil {
 		t.Error("NewListing accepted a table without soft deletes")
+	}
+}
+
+// TestShortListingDeletesNothing: a listing that saw fewer distinct rows
+// than the service announced (Expect) soft-deletes nothing, even when asked
+// to end; MarkDeleted refuses with ErrShortListing.
+func TestShortListingDeletesNothing(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	l, _ := s.NewListing("budgets", nil)
+	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b2"), budget("b3")}), Listing: l, EndsListing: true})
+
+	l, _ = s.NewListing("budgets", nil)
+	l.Expect(3)
+	l.Expect(2) // the largest total counts
+	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b2"), budget("b1")}), Listing: l, EndsListing: true})
+	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL"); n != 0 || len(c.SkippedDeletions) != 1 {
+		t.Fatalf("short listing: %d deleted, skipped %v", n, c.SkippedDeletions)
+	}
+	if !l.Short() || l.Seen() != 2 || l.Expected() != 3 {
+		t.Fatalf("Short %v Seen %d Expected %d", l.Short(), l.Seen(), l.Expected())
+	}
+	if _, err := s.MarkDeleted(context.Background(), nil, l); !errors.Is(err, ErrShortListing) || !errors.Is(err, ErrIncompleteListing) {
+		t.Fatalf("MarkDeleted = %v, want ErrShortListing", err)
 	}
 }
 
@@ -741,4 +762,9 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 1 {
 		t.Errorf("team rows = %d", n)
 	}
+}
+
+// budget is a budget record with key id, as a listing page carries it.
+func budget(id string) extract.Budget {
+	return extract.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
 }
