@@ -369,12 +369,7 @@ func genDataset(o *Options, users []person) *dataset {
 		b.source = pick(&r, []string{"platformă", "platformă", "import"})
 		for ci := range r.between(1, 4) {
 			nextContact += int64(ids.between(1, 5))
-			var first string
-			if r.chance(0.5) {
-				first = pick(&r, firstNamesFemale)
-			} else {
-				first = pick(&r, firstNamesMale)
-			}
+			first := firstName(&r)
 			last := pick(&r, lastNames)
 			ct := contact{id: nextContact, first: first, last: last, full: first + " " + last,
 				position: pick(&r, contactPositions), primary: ci == 0}

@@ -75,3 +75,11 @@ func unitHash(seed int64, tag, id uint64) float64 {
 	r := newRNG(seed, tag, id)
 	return r.float()
 }
+
+// firstName is a Romanian first name, a woman's or a man's with even odds.
+func firstName(r *rng) string {
+	if r.chance(0.5) {
+		return pick(r, firstNamesFemale)
+	}
+	return pick(r, firstNamesMale)
+}
