@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -131,7 +132,7 @@ func TestObserve(t *testing.T) {
 			for p, w := range tc.want {
 				f, ok := got[p]
 				if !ok {
-					t.Errorf("%s not observed; got %v", p, keys(got))
+					t.Errorf("%s not observed; got %v", p, slices.Sorted(maps.Keys(got)))
 					continue
 				}
 				if !slices.Equal(f.Types, w.types) || f.Count != w.count {
@@ -144,19 +145,10 @@ func TestObserve(t *testing.T) {
 				}
 			}
 			if len(tc.want) == 0 && len(got) != 0 {
-				t.Errorf("fields %v", keys(got))
+				t.Errorf("fields %v", slices.Sorted(maps.Keys(got)))
 			}
 		})
 	}
-}
-
-func keys(m map[string]Field) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestObserveFilledAndMerge(t *testing.T) {
