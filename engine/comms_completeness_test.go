@@ -215,14 +215,7 @@ func (h *mailHarness) landed() []int64 {
 
 // missing lists the server's ids the warehouse lacks.
 func (h *mailHarness) missing() []int64 {
-	got := h.landed()
-	var out []int64
-	for _, id := range h.srv.ids() {
-		if _, ok := slices.BinarySearch(got, id); !ok {
-			out = append(out, id)
-		}
-	}
-	return out
+	return missingIDs(h.landed(), h.srv.ids())
 }
 
 func (h *mailHarness) cursor() commsCursor {
@@ -337,11 +330,8 @@ func TestRecordsDeletedMidRangeAreNotSkipped(t *testing.T) {
 			}
 			h = newMailHarness(t, srv, func(s *Settings) { s.NoPrefetch = prefetchOff })
 			res := h.run(context.Background())
-			got := h.landed()
-			for _, id := range all {
-				if _, ok := slices.BinarySearch(got, id); !ok {
-					t.Errorf("record %d skipped (status %s)", id, res.Status)
-				}
+			if miss := missingIDs(h.landed(), all); len(miss) > 0 {
+				t.Errorf("records %v skipped (status %s)", miss, res.Status)
 			}
 			if res.Status != StatusSucceeded {
 				t.Errorf("status %s, err %v", res.Status, res.Err)

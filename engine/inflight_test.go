@@ -208,11 +208,8 @@ func TestRecordsDeletedWhilePagesAreFetchedAhead(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	h = newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, 4 })
 	res := h.run(context.Background())
-	got := h.landed()
-	for _, id := range all {
-		if _, ok := slices.BinarySearch(got, id); !ok {
-			t.Errorf("record %d skipped (status %s)", id, res.Status)
-		}
+	if miss := missingIDs(h.landed(), all); len(miss) > 0 {
+		t.Errorf("records %v skipped (status %s)", miss, res.Status)
 	}
 	if res.Status != StatusSucceeded {
 		t.Errorf("status %s, err %v", res.Status, res.Err)

@@ -13,7 +13,6 @@ import (
 // of the main interface, each reported.
 func TestS08Credentials(t *testing.T) {
 	sc := newScenario(t, 8, "Credentials: revoked key exits 3 after one request; foreign key 403 per stream")
-	t.Parallel()
 
 	t.Run("revoked", func(t *testing.T) {
 		t.Parallel()

@@ -18,7 +18,6 @@ import (
 // converges to the truth.
 func TestS09DatabaseTrouble(t *testing.T) {
 	sc := newScenario(t, 9, "Database trouble: sessions terminated, server restarted mid-run")
-	t.Parallel()
 	sz := currentSizes()
 	options := func() sandboxOptions {
 		o := defaultSandbox()

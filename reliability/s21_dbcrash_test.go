@@ -24,7 +24,6 @@ import (
 // counts at least every request the service answered, across the crash.
 func TestS21DatabaseCrash(t *testing.T) {
 	sc := newScenario(t, 21, "Database crash (immediate shutdown) mid-backfill")
-	t.Parallel()
 	ctx := context.Background()
 	cluster := startPrivateCluster(t)
 	pool := cluster.connect()
