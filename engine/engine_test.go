@@ -162,6 +162,15 @@ func (h *harness) run(req Request) *Result {
 	return runEngine(context.Background(), h.t, h.eng, req)
 }
 
+// serveAPI puts handler in front of the engine as the main interface (a
+// test server until the test ends) and rebuilds the engine on it.
+func (h *harness) serveAPI(handler http.Handler) {
+	srv := httptest.NewServer(handler)
+	h.t.Cleanup(srv.Close)
+	h.apiURL = srv.URL
+	h.eng = h.engine(nil)
+}
+
 // storeAndLedger opens the load store and the quota ledger on schema, the
 // ledger counting quota days on now's clock.
 func storeAndLedger(t *testing.T, pool *pgxpool.Pool, schema string, log *zap.Logger, now func() time.Time) (*load.Store, *load.Ledger) {
@@ -896,10 +905,7 @@ func TestUndecodableDetailIsRejected(t *testing.T) {
 		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		return nil
 	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(srv.Close)
-	h.apiURL = srv.URL
-	h.eng = h.engine(nil)
+	h.serveAPI(proxy)
 	res := h.run(Request{Streams: []string{StreamProjects}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("run %s: %v", res.Status, res.Err)
