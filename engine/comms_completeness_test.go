@@ -309,17 +309,28 @@ func (h *mailHarness) committedPages() int {
 
 // TestRecordsDeletedMidRangeAreNotSkipped: five e-mails already loaded are
 // deleted between pages 2 and 3; the rest shift toward the start, so page 3
-// under the new layout starts five records later. Every record must land.
+// under the new layout starts five records later. Every record must land —
+// one page at a time, with the next page prefetched, or with pages 3 and
+// later fetched ahead (the records shifted toward the start are found by
+// stepping back, as with one page at a time).
 func TestRecordsDeletedMidRangeAreNotSkipped(t *testing.T) {
-	for _, prefetchOff := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noPrefetch=%v", prefetchOff), func(t *testing.T) {
+	for _, v := range []struct {
+		name       string
+		noPrefetch bool
+		inFlight   int // pages fetched at a time through the spool (0: none)
+	}{
+		{"noPrefetch=false", false, 0},
+		{"noPrefetch=true", true, 0},
+		{"fetched ahead", false, 4},
+	} {
+		t.Run(v.name, func(t *testing.T) {
 			srv := newMailServer(50, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
 			srv.perCap = 10
 			all := srv.ids()
 			var once sync.Once
 			var h *mailHarness
 			srv.before = func(r *http.Request, _ int, page int) {
-				if page == 3 {
+				if page >= 3 {
 					// Pages may be asked several at a time: the records go
 					// once page 2 is in (committed), as the test says.
 					for h.committedPages() < 2 && r.Context().Err() == nil {
@@ -328,7 +339,13 @@ func TestRecordsDeletedMidRangeAreNotSkipped(t *testing.T) {
 					once.Do(func() { srv.remove(all[2], all[5], all[8], all[12], all[17]) })
 				}
 			}
-			h = newMailHarness(t, srv, func(s *Settings) { s.NoPrefetch = prefetchOff })
+			dir := filepath.Join(t.TempDir(), "spool")
+			h = newMailHarness(t, srv, func(s *Settings) {
+				s.NoPrefetch = v.noPrefetch
+				if v.inFlight > 0 {
+					s.SpoolDir, s.MaxInFlight = dir, v.inFlight
+				}
+			})
 			res := h.run(context.Background())
 			if miss := missingIDs(h.landed(), all); len(miss) > 0 {
 				t.Errorf("records %v skipped (status %s)", miss, res.Status)
