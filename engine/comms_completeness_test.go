@@ -256,21 +256,7 @@ func TestCancelWhileAPageIsInFlightKeepsTheRangeOpen(t *testing.T) {
 					windowed(v.window)(s)
 					s.NoPrefetch = v.noPrefetch
 				})
-				ctx, cancel := context.WithCancel(context.Background())
-				var blocked atomic.Bool
-				srv.before = func(r *http.Request, _ int, page int) {
-					if page == 3 && blocked.CompareAndSwap(false, true) {
-						// Wait until page 2 has committed, so the page loop
-						// is waiting for this page, then stop the run.
-						for h.committedPages() < 2 {
-							time.Sleep(2 * time.Millisecond)
-						}
-						cancel()
-						<-r.Context().Done()
-					}
-				}
-				res := h.run(ctx)
-				cancel()
+				res := h.runCancelledAt(3)
 				if res.Status == StatusSucceeded {
 					t.Fatalf("try %d: a cancelled run ended succeeded (notes %v)", try, res.Notes)
 				}
@@ -290,6 +276,26 @@ func TestCancelWhileAPageIsInFlightKeepsTheRangeOpen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runCancelledAt runs the engine and cancels the run when page is first
+// asked, once the pages before it have committed (so the page loop waits
+// for that page); the request is left hanging until the run gives it up.
+func (h *mailHarness) runCancelledAt(page int) *Result {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asked atomic.Bool
+	h.srv.before = func(r *http.Request, _ int, p int) {
+		if p == page && asked.CompareAndSwap(false, true) {
+			for h.committedPages() < page-1 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			cancel()
+			<-r.Context().Done()
+		}
+	}
+	return h.run(ctx)
 }
 
 // committedPages is the backfill's pages committed in its current range.
@@ -406,18 +412,7 @@ func TestPerPageChangeBetweenRunsLosesNothing(t *testing.T) {
 			srv := newMailServer(80, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
 			srv.perForce = v.before
 			h := newMailHarness(t, srv, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			srv.before = func(r *http.Request, _ int, page int) {
-				if page == 4 {
-					for h.committedPages() < 3 {
-						time.Sleep(2 * time.Millisecond)
-					}
-					cancel()
-					<-r.Context().Done()
-				}
-			}
-			res := h.run(ctx)
-			cancel()
+			res := h.runCancelledAt(4)
 			if res.Status == StatusSucceeded {
 				t.Fatalf("cancelled run succeeded")
 			}
