@@ -61,6 +61,7 @@ func commands() []command {
 		{"serve", "sync on SYNC_SCHEDULE and serve /healthz, /readyz, /metrics on HTTP_ADDR", runServe},
 		{"backfill", "re-fetch a range: backfill --stream communications --from D [--to D]", runBackfill},
 		{"verify", "reconcile e-mails with the service, repair the days that differ: verify [--from D] [--to D] [--json]", runVerify},
+		{"rebuild", "re-derive stored records under the current AGENCY_FIELD_MAP, 0 requests: rebuild [--streams a,b] [--batch N]", runRebuild},
 		{"plan", "print today's plan (streams, estimated requests, budget) without sending a request", runPlan},
 		{"status", "per stream watermark, last success, lag, rows, rejects; quota; last runs [--json]", runStatus},
 		{"migrate", "apply or inspect warehouse migrations: migrate up|down|status", runMigrate},

@@ -155,7 +155,7 @@ func nullColumn(sr StreamRun, c Column, fields []Field) (Warning, bool) {
 	}
 	w := Warning{Kind: KindNullColumn, Stream: sr.Stream, Column: c.Column, Field: c.Field,
 		Records: sr.Records, Count: c.Null, Share: share(c.Null, sr.Records), Candidates: Candidates(c, fields, observed)}
-	msg := fmt.Sprintf("%s is NULL in %d of %d %s records; its field %s was present in %d of the %d observed",
+	msg := fmt.Sprintf("%s is empty (NULL) in %d of %d %s records; its field %s was present in %d of the %d observed",
 		c.Column, c.Null, sr.Records, sr.Stream, c.Field, present, observed)
 	if len(w.Candidates) > 0 {
 		msg += "; unmapped fields that look like it: " + strings.Join(w.Candidates, ", ") +

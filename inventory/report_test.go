@@ -18,9 +18,9 @@ var sampleWarnings = []Warning{
 		Reason:  "users.from[].last_name: want a string, got false",
 		Message: "25 of 25 communications records were rejected, most (25) because: users.from[].last_name: want a string, got false"},
 	{Kind: KindNullColumn, Stream: "projects", Column: "projects.name", Field: "name", Records: 32, Count: 32, Share: 1,
-		Candidates: []string{"title"}, Message: "projects.name is NULL in 32 of 32 projects records"},
+		Candidates: []string{"title"}, Message: "projects.name is empty (NULL) in 32 of 32 projects records"},
 	{Kind: KindNullColumn, Stream: "projects", Column: "projects.status", Field: "status", Records: 32, Count: 32, Share: 1,
-		Candidates: []string{"state"}, Message: "projects.status is NULL in 32 of 32 projects records"},
+		Candidates: []string{"state"}, Message: "projects.status is empty (NULL) in 32 of 32 projects records"},
 	{Kind: KindNewField, Stream: "projects", Field: "custom_fields", Count: 4, Message: "new field custom_fields (array) in projects records, seen in 4"},
 }
 

@@ -81,10 +81,11 @@ WHERE status = 'running'`, s.id("sync_runs")))
 // UnfinishedRunStarts returns the start of each run that did not succeed
 // since the last one that did (skipped runs aside; a "running" row while
 // the caller holds the sync lock is a run that died), within the last two
-// days, oldest first.
+// days, oldest first. Rebuilds (trigger rebuild) are no syncs and are not
+// counted either way.
 func (s *Store) UnfinishedRunStarts(ctx context.Context) ([]time.Time, error) {
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT started_at FROM %[1]s WHERE status <> 'skipped'
-AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status = 'succeeded'), '-infinity')
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT started_at FROM %[1]s WHERE status <> 'skipped' AND trigger <> 'rebuild'
+AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status = 'succeeded' AND trigger <> 'rebuild'), '-infinity')
 AND started_at > now() - interval '2 days' ORDER BY started_at`, s.id("sync_runs")))
 	if err != nil {
 		return nil, fmt.Errorf("read previous runs: %w", err)
