@@ -380,14 +380,7 @@ func genDataset(o *Options, users []person) *dataset {
 			if r.chance(0.05) {
 				ct.emailNull = true
 			}
-			switch x := r.float(); {
-			case x < 0.7:
-				ct.phone = romanianPhone(&r)
-			case x < 0.85:
-				ct.phone = ""
-			default:
-				ct.phoneNull = true
-			}
+			ct.phone, ct.phoneNull = drawPhone(&r, 0.7)
 			b.contacts = append(b.contacts, ct)
 		}
 		d.brandByID[b.id] = k

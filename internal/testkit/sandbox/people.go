@@ -98,14 +98,7 @@ func genPlatformUsers(seed int64, n int) []person {
 			avatar: BlankAvatarURL,
 			status: "Activ",
 		}
-		switch x := r.float(); {
-		case x < 0.65:
-			p.phone = romanianPhone(&r)
-		case x < 0.85:
-			p.phone = ""
-		default:
-			p.phoneNull = true
-		}
+		p.phone, p.phoneNull = drawPhone(&r, 0.65)
 		if r.chance(0.4) {
 			p.avatar = "https://cdn.agency.example/avatars/u" + strconv.Itoa(id) + ".jpg"
 		}

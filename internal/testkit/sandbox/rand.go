@@ -83,3 +83,16 @@ func firstName(r *rng) string {
 	}
 	return pick(r, firstNamesMale)
 }
+
+// drawPhone is a person's phone as the service gives it: a Romanian number
+// with probability withNumber, else an empty string up to 0.85, else null.
+func drawPhone(r *rng, withNumber float64) (phone string, null bool) {
+	switch x := r.float(); {
+	case x < withNumber:
+		return romanianPhone(r), false
+	case x < 0.85:
+		return "", false
+	default:
+		return "", true
+	}
+}
