@@ -57,6 +57,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"check", "test both interfaces and the field mapping, ≤ 2 requests per endpoint: check [--json] [--streams a,b]", runCheck},
 		{"run", "perform one sync: run [--streams a,b] [--full-refresh STREAM] [--no-migrate]", runRun},
 		{"serve", "sync on SYNC_SCHEDULE and serve /healthz, /readyz, /metrics on HTTP_ADDR", runServe},
 		{"backfill", "re-fetch a range: backfill --stream communications --from D [--to D]", runBackfill},

@@ -90,6 +90,13 @@ func TestMissingVariablesFailOnlyTheCommandsThatUseThem(t *testing.T) {
 		{[]string{"status"}, "AGENCY_API_KEY", false},
 		{[]string{"status"}, "AGENCY_COMMS_START_DATE", false},
 		{[]string{"migrate", "status"}, "AGENCY_COMMS_KEY", false},
+		{[]string{"check"}, "AGENCY_API_KEY", true},
+		{[]string{"check"}, "AGENCY_COMMS_USER_IDS", true},
+		{[]string{"check"}, "AGENCY_COMMS_START_DATE", false},
+		{[]string{"check", "--streams", "brands,finance"}, "AGENCY_COMMS_KEY", false},
+		{[]string{"check", "--streams", "brands,finance"}, "AGENCY_BASE_URL", true},
+		{[]string{"check", "--streams", "communications"}, "AGENCY_API_KEY", false},
+		{[]string{"check", "--streams", "communications"}, "AGENCY_COMMS_URL", true},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " ")+" without "+c.missing, func(t *testing.T) {
@@ -127,7 +134,7 @@ func TestBadVariableFailsEveryCommand(t *testing.T) {
 		"AGENCY_FIELD_MAP":      "projects.name",
 		"AGENCY_FIELD_MAP_FILE": badYAML,
 	}
-	commands := [][]string{{"run"}, {"serve"}, {"backfill", "--from", "2024-01-01"}, {"verify"}, {"plan"}, {"status"},
+	commands := [][]string{{"run"}, {"check"}, {"serve"}, {"backfill", "--from", "2024-01-01"}, {"verify"}, {"plan"}, {"status"},
 		{"migrate", "status"}, {"migrate", "up"}, {"psql", "-c", "select 1"}, {"config", "--effective"}}
 	for variable, value := range bad {
 		for _, args := range commands {

@@ -77,18 +77,9 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	if err != nil {
 		return nil, err
 	}
-	// The quota day is the service's: its clock is read off the Date header
-	// of its answers, and until the first answer from the offset a previous
-	// run saw (the worker's own clock when none was ever seen).
-	clock := extract.NewServiceClock(time.Now)
-	ledger, err := load.NewLedger(w.Pool, w.Schema, cfg.QuotaTZ.Location, clock.Now)
+	ledger, clock, err := a.ledger(ctx, w)
 	if err != nil {
 		return nil, err
-	}
-	if off, known, err := ledger.ClockOffset(ctx); err != nil {
-		return nil, err
-	} else if known {
-		clock.SetOffset(off)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -96,12 +87,9 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	var eng *engine.Engine
 	var c *extract.Client
 	if client {
-		c, err = extract.New(extract.Options{
-			BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
-			WorkflowID: cfg.WorkflowID, Paths: extractPaths(cfg.Paths), RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
-			Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
-			Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
-		})
+		opts := a.clientOptions(ledger, clock)
+		opts.Hook = func(info extract.RequestInfo) { eng.ObserveRequest(info) }
+		c, err = extract.New(opts)
 		if err != nil { // config refused what extract would (plain http:// to a remote host)
 			return nil, err
 		}
@@ -124,6 +112,35 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	}
 	ok = true
 	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
+}
+
+// ledger opens the quota ledger and the service's clock. The quota day is
+// the service's: its clock is read off the Date header of its answers, and
+// until the first answer from the offset a previous run saw (the worker's
+// own clock when none was ever seen).
+func (a *app) ledger(ctx context.Context, w *warehouse.Warehouse) (*load.Ledger, *extract.ServiceClock, error) {
+	clock := extract.NewServiceClock(time.Now)
+	ledger, err := load.NewLedger(w.Pool, w.Schema, a.cfg.QuotaTZ.Location, clock.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if off, known, err := ledger.ClockOffset(ctx); err != nil {
+		return nil, nil, err
+	} else if known {
+		clock.SetOffset(off)
+	}
+	return ledger, clock, nil
+}
+
+// clientOptions are the client's options from the configuration: every
+// request counted in the ledger, the service's clock read off its answers.
+func (a *app) clientOptions(ledger *load.Ledger, clock *extract.ServiceClock) extract.Options {
+	cfg := a.cfg
+	return extract.Options{
+		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
+		WorkflowID: cfg.WorkflowID, Paths: extractPaths(cfg.Paths), RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
+		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
+	}
 }
 
 // spoolDir is the page spool's folder: in the system's temporary folder

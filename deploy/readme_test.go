@@ -658,6 +658,10 @@ func checkOutput(t *testing.T, args []string, out string) {
 				t.Errorf("config does not list %s", v.Name)
 			}
 		}
+	case args[0] == "check":
+		if !strings.Contains(out, "ENDPOINT") || !strings.Contains(out, "everything maps") {
+			t.Errorf("check printed:\n%s", out)
+		}
 	case args[0] == "version":
 		if !strings.HasPrefix(out, "agencysync ") {
 			t.Errorf("version printed %q", out)

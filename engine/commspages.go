@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -374,13 +373,8 @@ func (r *run) commsPage(ctx context.Context, log *zap.Logger, q extract.CommsQue
 	batch := r.commsBatch(page)
 	p := &spooledPage{Number: page.Number, PerPage: page.PerPage, Total: page.Total, LastPage: page.LastPage,
 		Paged: page.Paged, Rows: page.Rows(), Batch: batch}
-	for _, c := range page.Records {
-		p.addID(c.RecordID)
-	}
-	for _, re := range page.Rejects {
-		if id, err := strconv.ParseInt(re.Key, 10, 64); err == nil && id > 0 {
-			p.addID(id)
-		}
+	for _, id := range commsIDs(&batch) {
+		p.addID(id)
 	}
 	return p, false, nil
 }

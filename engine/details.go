@@ -156,7 +156,7 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 			return fd, fmt.Errorf("fetch project %s: %w", d.ID, err)
 		}
 		fd.batch = r.transform(StreamProjects, stream.EndpointProject, nil,
-			[]stream.Record{{Key: string(p.ID), Raw: p.Raw}}, "", nil)
+			[]stream.Record{{Key: p.Key, Raw: p.Raw}}, "", nil)
 		return fd, nil
 	}
 	b, err := r.client.Brand(ctx, id)
@@ -172,8 +172,8 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 		return fd, fmt.Errorf("fetch brand %s: %w", d.ID, err)
 	}
 	fd.batch = r.transform(StreamBrands, stream.EndpointBrand, nil,
-		[]stream.Record{{Key: string(b.Brand.ID), Raw: b.Raw}}, "", nil)
-	var contacts []extract.Contact
+		[]stream.Record{{Key: b.Key, Raw: b.Raw}}, "", nil)
+	var contacts []extract.Record
 	var rejects []extract.RecordError
 	var announced int
 	for page, err := range r.client.BrandContacts(ctx, id) {
@@ -188,13 +188,13 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 		rejects = append(rejects, page.Rejects...)
 		announced = max(announced, page.Total)
 	}
-	seen := map[string]bool{}
-	for _, c := range contacts {
-		seen[string(c.ID)] = true
-	}
-	fd.contactsShort = len(seen)+len(rejects) < announced
-	fd.batch.Append(r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
-		recordsOf(contacts, contactRecord), stream.RejectBrandContacts, rejects))
+	cb := r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
+		recordsOf(contacts), stream.RejectBrandContacts, rejects)
+	// The transform keeps one row per contact (the last of the same id) and
+	// rejects what does not load: rows and rejects are the distinct contacts
+	// the service listed.
+	fd.contactsShort = cb.Len("brand_contacts")+len(cb.Rejects) < announced
+	fd.batch.Append(cb)
 	fd.contacts = true
 	return fd, nil
 }

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/metrics"
 	"github.com/agencysync/agencysync/progress"
@@ -159,6 +160,10 @@ type warehouseStore interface {
 	StreamInProgress(ctx context.Context, stream string) (bool, error)
 	RejectedCount(ctx context.Context, stream string) (int64, error)
 	RecentRuns(ctx context.Context, n int) ([]load.RunSummary, error)
+	SourceFields(ctx context.Context, streams ...string) ([]inventory.Field, error)
+	MergeSourceFields(ctx context.Context, seenAt time.Time, fields []inventory.Field) error
+	SetRunWarnings(ctx context.Context, runID string, ws []inventory.Warning) error
+	LastRunWarnings(ctx context.Context) (string, []inventory.Warning, error)
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -178,6 +183,11 @@ type Engine struct {
 	recon    *load.Reconciler
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
+
+	// inventorySampling, when set, is the field inventory's sampling
+	// (first, every; see inventory.Observer.SetSampling): tests observe
+	// every record to compare source_fields with what the sandbox served.
+	inventorySampling *[2]int
 }
 
 // New checks the settings and returns an engine.
@@ -303,6 +313,9 @@ type Result struct {
 	// Tasks is what each task that ran did, by task name (also stored in
 	// sync_runs.streams_detail).
 	Tasks map[string]load.TaskDetail
+	// Warnings are the run's coverage warnings (also logged, stored in
+	// sync_runs.warnings and counted by agencysync_source_field_warnings).
+	Warnings []inventory.Warning
 }
 
 // run is the state of one run in progress.
@@ -326,6 +339,7 @@ type run struct {
 	gaps      []string      // differences not repaired within the run (verify.go)
 	verified  *VerifyReport // the run's verification, if any
 	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
+	fields    *fieldWatch   // the field inventory and column coverage of the run's records (runstats.go)
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -420,7 +434,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
 	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
-		log: runLog, today: utcDate(started)}
+		log: runLog, today: utcDate(started), fields: newFieldWatch(e.set.Streams, e.inventorySampling)}
 	r.progress = e.progress(r.log)
 	if clockNote != "" {
 		r.note(clockNote)
@@ -449,8 +463,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
 		r.stats.begin(item.Task, budget.Spent(), time.Now())
+		r.fields.task(item.Task)
 		err := r.runTask(ctx, item.Task, req, tlog)
+		r.fields.rereads(true) // afterTask re-reads the ranges the task closed
 		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
+		r.fields.rereads(false)
 		r.stats.end(budget.Spent(), time.Now())
 		if err == nil {
 			continue
@@ -493,6 +510,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err := e.store.SetStreamsDetail(fctx, runID, res.Tasks); err != nil {
 		r.log.Warn("run history: streams detail not recorded", zap.Error(err))
 	}
+	res.Warnings = r.finishFields(fctx)
 	for wait := 100 * time.Millisecond; ; wait *= 2 {
 		err := e.store.FinishRun(fctx, runID, load.RunResult{Status: string(res.Status), RequestsUsed: res.RequestsUsed,
 			Retries: res.Retries, RowsByTable: res.Counts.RowsByTable(), Rejected: res.Counts.Rejected, Error: errText})
@@ -626,6 +644,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.counts.Add(c)
 	r.mu.Unlock()
 	r.stats.read(&p.Batch)
+	r.fields.count(&p)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))
@@ -734,3 +753,40 @@ func (e *Engine) saveClock(ctx context.Context) {
 // dated: after the run's first answers, the service clock knows the
 // service's day even when the run started without its offset.
 func (r *run) serviceDay() time.Time { return utcDate(r.e.set.Now()) }
+
+// finishFields ends the run's field inventory: the fields known before the
+// run (source_fields), the coverage warnings of what the run received, the
+// run's fields merged into source_fields, the warnings stored in
+// sync_runs.warnings, logged one per line and set on the metric. A failure
+// here costs the inventory of one run, not the run: it is logged.
+func (r *run) finishFields(ctx context.Context) []inventory.Warning {
+	w := r.fields
+	seen, runs, streams := w.result()
+	if len(streams) == 0 && len(seen) == 0 {
+		return nil
+	}
+	start := time.Now()
+	known, err := r.e.store.SourceFields(ctx) // every stream: a few hundred rows
+	if err != nil {
+		r.log.Warn("field inventory: known fields not read; no warnings this run", zap.Error(err))
+		return nil
+	}
+	ws := inventory.Coverage(inventory.Input{Streams: runs, Seen: seen, Known: inventory.KnownOf(known)})
+	if err := r.e.store.MergeSourceFields(ctx, r.e.set.Now(), seen); err != nil {
+		r.log.Warn("field inventory: source_fields not updated", zap.Error(err))
+	}
+	if err := r.e.store.SetRunWarnings(ctx, r.id, ws); err != nil {
+		r.log.Warn("field inventory: warnings not stored in sync_runs", zap.Error(err))
+	}
+	inventory.LogWarnings(r.log, ws)
+	if m := r.e.metrics; m != nil && m.SourceFieldWarnings != nil {
+		inventory.SetWarnings(m.SourceFieldWarnings, streams, ws)
+	}
+	w.mu.Lock()
+	observing := w.took
+	w.mu.Unlock()
+	r.log.Info("field inventory", zap.Strings("streams", streams), zap.Int("fields", len(seen)),
+		zap.Int("warnings", len(ws)), zap.Duration("observing", observing),
+		zap.Duration("recording", time.Since(start)))
+	return ws
+}

@@ -279,17 +279,17 @@ func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
 		n++
 	}
 	fmt.Fprintf(&body, `},"total":%d,"per_page":%d,"current_page":1,"last_page":1}}`, n, max(n, 1))
-	page, err := extract.DecodeCommunications(body.Bytes())
+	page, err := extract.SplitPage(body.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Rejects) > 0 {
-		t.Fatalf("truth records that are not bad did not decode: %v", page.Rejects[0].Err)
+		t.Fatalf("truth records that are not bad did not split: %v", page.Rejects[0].Err)
 	}
 	comms, _ := stream.Lookup("communications")
 	recs := make([]stream.Record, len(page.Records))
 	for i, c := range page.Records {
-		recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+		recs[i] = stream.Record{Key: c.Key, Raw: c.Raw}
 	}
 	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
 }

@@ -19,20 +19,20 @@ import (
 // listing pages through a complete list, committing each page, and ends the
 // warehouse listing (soft deletes) once the list is exhausted — with no
 // extra request: the end is its own small transaction.
-type listing[T any] struct {
+type listing struct {
 	stream    string // sync_state stream
 	partition string // sync_state partition
 	table     string // soft-deletable table of the list ("" for none)
 	scope     map[string]any
 	complete  bool // the list is complete: unseen rows get _deleted_at
-	open      func(ctx context.Context) iter.Seq2[*extract.Page[T], error]
-	rows      func(page *extract.Page[T]) transform.Batch
-	listed    func(page *extract.Page[T]) []load.ListedEntity // the page's entities for detail_state (nil: none)
-	unlisted  bool                                            // the end marks soft-deleted entities unlisted (load.Page.MarkUnlisted)
+	open      func(ctx context.Context) iter.Seq2[*extract.Page, error]
+	rows      func(page *extract.Page) transform.Batch
+	listed    func(b *transform.Batch) []load.ListedEntity // the page's entities for detail_state (nil: none)
+	unlisted  bool                                         // the end marks soft-deleted entities unlisted (load.Page.MarkUnlisted)
 	state     func(final bool) *load.Checkpoint
 }
 
-func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, err error) {
+func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 	var wl *load.Listing
 	if l.complete && l.table != "" {
 		if wl, err = r.e.store.NewListing(l.table, l.scope); err != nil {
@@ -48,7 +48,7 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 		}
 		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
 		if l.listed != nil {
-			p.Listed = l.listed(page)
+			p.Listed = l.listed(&p.Batch)
 		}
 		if l.state != nil {
 			p.State = l.state(false)
@@ -82,7 +82,7 @@ func runListing[T any](ctx context.Context, r *run, l listing[T]) (pages int, er
 	return pages, nil
 }
 
-func (l listing[T]) name() string {
+func (l listing) name() string {
 	if l.partition != "" {
 		return l.stream + "." + l.partition
 	}
@@ -90,24 +90,23 @@ func (l listing[T]) name() string {
 }
 
 // entityList lists every brand or project: their rows, the hashes of their
-// detail-owned fields (key) that decide which details are due, and soft
-// deletes at the end.
-func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, table string,
-	open func(ctx context.Context) iter.Seq2[*extract.Page[T], error],
-	rows func([]T) transform.Batch, key func(T) (extract.ID, string)) error {
-	pages, err := runListing(ctx, r, listing[T]{
+// detail-owned fields (transform.ListHashes of the page's rows) that decide
+// which details are due, and soft deletes at the end.
+func entityList(ctx context.Context, r *run, log *zap.Logger, stream, table string,
+	open func(ctx context.Context) iter.Seq2[*extract.Page, error],
+	rows func([]stream.Record) transform.Batch) error {
+	pages, err := runListing(ctx, r, listing{
 		stream: stream, partition: "list", table: table, complete: true, open: open,
-		rows: func(p *extract.Page[T]) transform.Batch {
-			b := rows(p.Records)
+		rows: func(p *extract.Page) transform.Batch {
+			b := rows(recordsOf(p.Records))
 			b.Rejects = append(b.Rejects, transform.RecordErrors(stream, p.Rejects)...)
 			return b
 		},
-		listed: func(p *extract.Page[T]) []load.ListedEntity {
-			entries := make([]listEntry, 0, len(p.Records))
-			for _, rec := range p.Records {
-				if id, hash := key(rec); id != "" {
-					entries = append(entries, listEntry{ID: string(id), Hash: hash})
-				}
+		listed: func(b *transform.Batch) []load.ListedEntity {
+			hashes := transform.ListHashes(b, table)
+			entries := make([]listEntry, 0, len(hashes))
+			for _, h := range hashes {
+				entries = append(entries, listEntry{ID: h.ID, Hash: h.Hash})
 			}
 			return entries
 		},
@@ -121,27 +120,25 @@ func entityList[T any](ctx context.Context, r *run, log *zap.Logger, stream, tab
 // brandsList lists every brand, with a financial snapshot per brand for today.
 func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamBrands, "brands",
-		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Brand], error] { return r.client.Brands(ctx) },
-		func(list []extract.Brand) transform.Batch {
-			return r.transform(StreamBrands, stream.EndpointBrands, nil, recordsOf(list, brandRecord), "", nil)
-		},
-		func(b extract.Brand) (extract.ID, string) { return b.ID, transform.BrandListHash(b) })
+		func(ctx context.Context) iter.Seq2[*extract.Page, error] { return r.client.Brands(ctx) },
+		func(recs []stream.Record) transform.Batch {
+			return r.transform(StreamBrands, stream.EndpointBrands, nil, recs, "", nil)
+		})
 }
 
 // projectsList lists every project. The list is complete on purpose: only a
 // complete listing shows deletions, and at up to 1000 projects a request it
 // costs what an updated_since listing would. Details are fetched for the
 // projects whose detail-owned fields (updated_at included, the budget
-// aggregate not) changed: transform.ProjectListHash.
+// aggregate not) changed: transform.ListHashes.
 func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamProjects, "projects",
-		func(ctx context.Context) iter.Seq2[*extract.Page[extract.Project], error] {
+		func(ctx context.Context) iter.Seq2[*extract.Page, error] {
 			return r.client.Projects(ctx, extract.ProjectQuery{})
 		},
-		func(list []extract.Project) transform.Batch {
-			return r.transform(StreamProjects, stream.EndpointProjects, nil, recordsOf(list, projectRecord), "", nil)
-		},
-		func(p extract.Project) (extract.ID, string) { return p.ID, transform.ProjectListHash(p) })
+		func(recs []stream.Record) transform.Batch {
+			return r.transform(StreamProjects, stream.EndpointProjects, nil, recs, "", nil)
+		})
 }
 
 // financeRows transforms records of a finance list.
@@ -156,15 +153,14 @@ type financeCursor struct {
 }
 
 // financeList describes one finance list for syncFinance.
-type financeList[T any] struct {
+type financeList struct {
 	partition   string // sync_state partition and log name
 	table       string
 	rejects     string // transform stream of its rejects
 	scope       map[string]any
-	incremental bool // the list honours updated_since and its records carry updated_at
-	open        func(ctx context.Context, since time.Time) iter.Seq2[*extract.Page[T], error]
-	rows        func([]T) transform.Batch
-	updatedAt   func(T) *time.Time
+	incremental bool // the list honours updated_since and its rows carry updated_at
+	open        func(ctx context.Context, since time.Time) iter.Seq2[*extract.Page, error]
+	rows        func([]stream.Record) transform.Batch
 }
 
 // finance syncs the finance lists. Lists with updated_at are fetched with
@@ -175,61 +171,61 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	c := r.client
 	lists := []func() error{
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Budget]{partition: "budgets", table: "budgets", rejects: stream.RejectBudgets, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Budget], error] {
+			return syncFinance(ctx, r, log, financeList{partition: "budgets", table: "budgets", rejects: stream.RejectBudgets, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
 					return c.Budgets(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: func(list []extract.Budget) transform.Batch {
-					return r.financeRows(stream.EndpointBudgets, nil, recordsOf(list, budgetRecord))
-				}, updatedAt: func(b extract.Budget) *time.Time { return b.UpdatedAt }})
+				rows: func(recs []stream.Record) transform.Batch {
+					return r.financeRows(stream.EndpointBudgets, nil, recs)
+				}})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Invoice]{partition: "invoices", table: "invoices", rejects: stream.RejectInvoices, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Invoice], error] {
+			return syncFinance(ctx, r, log, financeList{partition: "invoices", table: "invoices", rejects: stream.RejectInvoices, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
 					return c.Invoices(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: func(list []extract.Invoice) transform.Batch {
-					return r.financeRows(stream.EndpointInvoices, nil, recordsOf(list, invoiceRecord))
-				}, updatedAt: func(b extract.Invoice) *time.Time { return b.UpdatedAt }})
+				rows: func(recs []stream.Record) transform.Batch {
+					return r.financeRows(stream.EndpointInvoices, nil, recs)
+				}})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Collection]{partition: "collections", table: "collections", rejects: stream.RejectCollections, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Collection], error] {
+			return syncFinance(ctx, r, log, financeList{partition: "collections", table: "collections", rejects: stream.RejectCollections, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
 					return c.Collections(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: func(list []extract.Collection) transform.Batch {
-					return r.financeRows(stream.EndpointCollections, nil, recordsOf(list, collectionRecord))
-				}, updatedAt: func(b extract.Collection) *time.Time { return b.UpdatedAt }})
+				rows: func(recs []stream.Record) transform.Batch {
+					return r.financeRows(stream.EndpointCollections, nil, recs)
+				}})
 		},
 		func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Payment]{partition: "payments", table: "payments", rejects: stream.RejectPayments, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page[extract.Payment], error] {
+			return syncFinance(ctx, r, log, financeList{partition: "payments", table: "payments", rejects: stream.RejectPayments, incremental: true,
+				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
 					return c.Payments(ctx, extract.FinanceQuery{UpdatedSince: s})
 				},
-				rows: func(list []extract.Payment) transform.Batch {
-					return r.financeRows(stream.EndpointPayments, nil, recordsOf(list, paymentRecord))
-				}, updatedAt: func(b extract.Payment) *time.Time { return b.UpdatedAt }})
+				rows: func(recs []stream.Record) transform.Batch {
+					return r.financeRows(stream.EndpointPayments, nil, recs)
+				}})
 		},
 	}
 	for _, level := range []string{"project", "brand"} {
 		lists = append(lists, func() error {
-			return syncFinance(ctx, r, log, financeList[extract.Profitability]{partition: "profitability." + level, table: "profitability",
+			return syncFinance(ctx, r, log, financeList{partition: "profitability." + level, table: "profitability",
 				rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
-				open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.Profitability], error] {
+				open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
 					return c.Profitability(ctx, level)
 				},
-				rows: func(list []extract.Profitability) transform.Batch {
-					return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recordsOf(list, profitabilityRecord))
+				rows: func(recs []stream.Record) transform.Batch {
+					return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recs)
 				}})
 		})
 	}
 	lists = append(lists, func() error {
-		return syncFinance(ctx, r, log, financeList[extract.AgencySummary]{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
-			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page[extract.AgencySummary], error] {
+		return syncFinance(ctx, r, log, financeList{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
+			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
 				return c.AgencySummary(ctx)
 			},
-			rows: func(list []extract.AgencySummary) transform.Batch {
-				return r.financeRows(stream.EndpointAgencySummary, nil, recordsOf(list, summaryRecord))
+			rows: func(recs []stream.Record) transform.Batch {
+				return r.financeRows(stream.EndpointAgencySummary, nil, recs)
 			}})
 	})
 	// A failing list does not keep the others from syncing; budget, quota,
@@ -254,7 +250,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	return errors.Join(errs...)
 }
 
-func syncFinance[T any](ctx context.Context, r *run, log *zap.Logger, fl financeList[T]) error {
+func syncFinance(ctx context.Context, r *run, log *zap.Logger, fl financeList) error {
 	log = log.With(zap.String("list", fl.partition))
 	var cur financeCursor
 	var watermark *time.Time
@@ -288,29 +284,28 @@ func syncFinance[T any](ctx context.Context, r *run, log *zap.Logger, fl finance
 		b, _ := json.Marshal(c)
 		return &load.Checkpoint{Partition: fl.partition, Watermark: watermark, Cursor: b, Succeeded: final}
 	}
-	_, err = runListing(ctx, r, listing[T]{
+	_, err = runListing(ctx, r, listing{
 		stream: StreamFinance, partition: fl.partition, table: fl.table, scope: fl.scope, complete: full,
-		open: func(ctx context.Context) iter.Seq2[*extract.Page[T], error] { return fl.open(ctx, since) },
-		rows: func(p *extract.Page[T]) transform.Batch {
-			if fl.updatedAt != nil {
-				for _, rec := range p.Records {
-					u := fl.updatedAt(rec)
-					if u == nil {
+		open: func(ctx context.Context) iter.Seq2[*extract.Page, error] { return fl.open(ctx, since) },
+		rows: func(p *extract.Page) transform.Batch {
+			b := fl.rows(recordsOf(p.Records))
+			if fl.incremental {
+				for _, v := range b.Column(fl.table, "updated_at") {
+					u, ok := v.(time.Time)
+					if !ok {
 						continue
 					}
 					if watermark == nil || u.After(*watermark) {
-						w := *u
-						watermark = &w
+						watermark = &u
 					}
 					if !full && u.Before(since) && !ignoredNoticed {
 						ignoredNoticed = true
 						cur.UpdatedSinceIgnored = true
 						log.Warn("the server ignores updated_since on this list (it returned records updated before the filter); no longer relying on it",
-							zap.Time("updated_since", since), zap.Time("record_updated_at", *u))
+							zap.Time("updated_since", since), zap.Time("record_updated_at", u))
 					}
 				}
 			}
-			b := fl.rows(p.Records)
 			b.Rejects = append(b.Rejects, transform.RecordErrors(fl.rejects, p.Rejects)...)
 			return b
 		},

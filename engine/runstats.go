@@ -1,10 +1,16 @@
 package engine
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -91,3 +97,289 @@ func (s *runStats) detail() map[string]load.TaskDetail {
 // pageRecords is the number of service records a page carries: the listed
 // or detailed entities, brand contacts, e-mails, and the rejected records.
 func pageRecords(b *transform.Batch) int64 { return int64(b.Records()) }
+
+// fieldWatch gathers what a run's records say about the service's shapes
+// (issue 16): the field inventory of each record's raw JSON, noted where
+// records are transformed (sampled, see inventory.Observer), and per
+// inventory stream the records committed, the rows and NULLs of each mapped
+// column (transform.Coverage) and the rejects by reason class, counted from
+// each committed page (so that records that fail to decode count too). At the
+// end of the run, finishFields turns it into source_fields rows and coverage
+// warnings. It is safe for concurrent use: details are transformed by the
+// goroutines that fetch them.
+type fieldWatch struct {
+	mu      sync.Mutex
+	decls   []*stream.Stream
+	inv     *inventory.Inventory
+	streams map[string]*watchedStream
+	// again: the current task re-reads records the run already counted
+	// (the verification of days synced earlier in the run): not counted twice.
+	again bool
+	took  time.Duration // time spent observing and counting
+}
+
+// watchedStream is what a run received of one inventory stream: the records
+// of one endpoint.
+type watchedStream struct {
+	decl     *stream.Stream
+	endpoint string
+	records  int64
+	rows     map[string]int64 // by table
+	nulls    map[string]int64 // by "table.column"
+	rejects  map[string]int64 // by inventory.ReasonClass
+}
+
+func newFieldWatch(decls []*stream.Stream, sampling *[2]int) *fieldWatch {
+	inv := inventory.New()
+	if sampling != nil {
+		inv.SetSampling(sampling[0], sampling[1])
+	}
+	return &fieldWatch{decls: decls, inv: inv, streams: map[string]*watchedStream{}}
+}
+
+// InventoryStream names the records of an endpoint in the field inventory
+// (source_fields.stream, sync_runs.warnings[].stream): a list's or a
+// detail's shape, as the sandbox's truth names them.
+func InventoryStream(endpoint string) string {
+	switch endpoint {
+	case stream.EndpointBrand:
+		return "brand_details"
+	case stream.EndpointBrandContacts:
+		return "contacts"
+	case stream.EndpointProject:
+		return "project_details"
+	case stream.EndpointAgencySummary:
+		return "summary"
+	}
+	return endpoint
+}
+
+// recordTable is the table of whole records that an endpoint's records fill
+// (its wrapper is the records' wrapper); nil when none.
+func recordTable(decl *stream.Stream, endpoint string) *stream.Table {
+	for _, t := range decl.Tables() {
+		if t.Parent == "" && t.Elements == nil && t.FillsFrom(endpoint) {
+			return t
+		}
+	}
+	return nil
+}
+
+// task tells the watch which task comes: the verification re-reads days the
+// run may have synced already, whose records are then neither observed nor
+// counted again.
+func (w *fieldWatch) task(t Task) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.streams[InventoryStream(stream.EndpointCommunications)]
+	w.again = t == TaskVerify && c != nil && c.records > 0
+}
+
+// rereads says whether the records from now on are re-reads of records the
+// run counted already (the reconciliation of the ranges a task closed).
+func (w *fieldWatch) rereads(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.again = on
+}
+
+// observe notes the fields of the records of one endpoint.
+func (w *fieldWatch) observe(decl *stream.Stream, endpoint string, recs []stream.Record) {
+	if w == nil || decl == nil {
+		return
+	}
+	start := time.Now()
+	t := recordTable(decl, endpoint)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.again {
+		return
+	}
+	obs := w.inv.Observer(InventoryStream(endpoint))
+	for i := range recs {
+		raw := recs[i].Raw
+		obs.ObserveMembers(func(yield func(string, gjson.Result) bool) {
+			stream.NewView(raw, t).Members(yield)
+		})
+	}
+	w.took += time.Since(start)
+}
+
+// endpointOf returns the declaration and the endpoint whose records fill
+// table name on a committed page (detail: the page carries an entity's
+// detail, whose own table may also be filled by its list).
+func (w *fieldWatch) endpointOf(name string, detail bool) (*stream.Stream, string) {
+	for _, s := range w.decls {
+		t, ok := s.Table(name)
+		if !ok {
+			continue
+		}
+		eps := t.Endpoints
+		if len(eps) == 0 {
+			for _, e := range s.Endpoints {
+				eps = append(eps, e.Name)
+			}
+		}
+		pick := ""
+		for _, e := range eps {
+			ep, _ := s.Endpoint(e)
+			if (ep.Paging == stream.PagingDetail) == detail {
+				return s, e
+			}
+			if pick == "" {
+				pick = e
+			}
+		}
+		return s, pick
+	}
+	return nil, ""
+}
+
+// rejectTable is the table whose records are rejected under reject stream rs.
+func (w *fieldWatch) rejectTable(rs string) string {
+	for _, s := range w.decls {
+		for _, t := range s.Tables() {
+			if t.Reject == rs {
+				return t.Name
+			}
+		}
+	}
+	return ""
+}
+
+// stream returns the watched stream of endpoint of decl.
+func (w *fieldWatch) stream(decl *stream.Stream, endpoint string) *watchedStream {
+	name := InventoryStream(endpoint)
+	ws := w.streams[name]
+	if ws == nil {
+		ws = &watchedStream{decl: decl, endpoint: endpoint, rows: map[string]int64{}, nulls: map[string]int64{},
+			rejects: map[string]int64{}}
+		w.streams[name] = ws
+	}
+	return ws
+}
+
+// count adds a committed page to the streams its tables and rejects belong
+// to: its records (rows of whole-record tables, and rejects), the rows and
+// NULLs of its tables, its rejects by reason.
+func (w *fieldWatch) count(p *load.Page) {
+	if w == nil {
+		return
+	}
+	start := time.Now()
+	detail := p.DetailFetched != nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.again {
+		return
+	}
+	for name, tr := range p.Batch.Tables {
+		decl, ep := w.endpointOf(name, detail)
+		if decl == nil {
+			continue
+		}
+		ws := w.stream(decl, ep)
+		if tr.Table.Parent == "" && tr.Table.Elements == nil {
+			ws.records += int64(len(tr.Rows))
+		}
+	}
+	for table, n := range p.Batch.Coverage.Rows {
+		if decl, ep := w.endpointOf(table, detail); decl != nil {
+			w.stream(decl, ep).rows[table] += int64(n)
+		}
+	}
+	for col, n := range p.Batch.Coverage.Nulls {
+		table, _, _ := strings.Cut(col, ".")
+		if decl, ep := w.endpointOf(table, detail); decl != nil {
+			w.stream(decl, ep).nulls[col] += int64(n)
+		}
+	}
+	for i := range p.Batch.Rejects {
+		rj := &p.Batch.Rejects[i]
+		decl, ep := w.endpointOf(w.rejectTable(rj.Stream), detail)
+		if decl == nil {
+			continue
+		}
+		ws := w.stream(decl, ep)
+		ws.records++
+		ws.rejects[inventory.ReasonClass(rj.Error)]++
+	}
+	w.took += time.Since(start)
+}
+
+// fieldPaths returns the inventory paths of a column's source field path f
+// in table t: f for a table of whole records, the path under the array of a
+// child table, or under each collection an Elements function reads.
+func fieldPaths(t *stream.Table, f string) []string {
+	switch {
+	case t.Array != "":
+		return []string{inventory.FieldPath(t.Array, f)}
+	case len(t.Sources) > 0:
+		out := make([]string, 0, 2*len(t.Sources))
+		for _, src := range t.Sources {
+			out = append(out, inventory.FieldPath(src, f), src+"."+f)
+		}
+		return out
+	}
+	return []string{f}
+}
+
+// mapping returns, for a stream's records of endpoint, the column each
+// source field path fills (Field and Alternates of every mapped column of
+// the tables the endpoint fills), and the columns whose coverage the run
+// counted.
+func (ws *watchedStream) mapping() (map[string]string, []inventory.Column) {
+	paths := map[string]string{}
+	var cols []inventory.Column
+	rec := recordTable(ws.decl, ws.endpoint)
+	for _, t := range ws.decl.Tables() {
+		if !t.FillsFrom(ws.endpoint) {
+			continue
+		}
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if !c.Mapped() || !c.FillsFrom(ws.endpoint) {
+				continue
+			}
+			name := t.Name + "." + c.Name
+			main := fieldPaths(t, c.Field)
+			for _, f := range append([]string{c.Field}, c.Alternates...) {
+				for _, p := range fieldPaths(t, f) {
+					if _, ok := paths[p]; !ok {
+						paths[p] = name
+					}
+				}
+			}
+			if c.Type == stream.Boolean { // false is a value and a PHP null: not counted
+				continue
+			}
+			col := inventory.Column{Column: name, Field: main[0], Types: inventory.TypesFor(c.Type.SQL()),
+				Null: ws.nulls[name], Sparse: c.Sparse}
+			if rows := ws.rows[t.Name]; t != rec || rows != ws.records {
+				col.Rows = rows
+			}
+			if col.Rows > 0 || t == rec {
+				cols = append(cols, col)
+			}
+		}
+	}
+	return paths, cols
+}
+
+// result returns the run's field inventory under the run's mapping and the
+// coverage of each stream, for inventory.Coverage.
+func (w *fieldWatch) result() (fields []inventory.Field, runs []inventory.StreamRun, streams []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := inventory.Mapping{}
+	for name, ws := range w.streams {
+		paths, cols := ws.mapping()
+		m[name] = paths
+		runs = append(runs, inventory.StreamRun{Stream: name, Records: ws.records, Observed: w.inv.Records(name),
+			Columns: cols, Rejects: ws.rejects})
+		streams = append(streams, name)
+	}
+	slices.Sort(streams)
+	slices.SortFunc(runs, func(a, b inventory.StreamRun) int { return strings.Compare(a.Stream, b.Stream) })
+	return w.inv.Fields(m), runs, streams
+}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 )
 
@@ -33,6 +35,15 @@ type StatusReport struct {
 	// (sync_state, stream communications, partition verify).
 	Verify *VerifyStatus `json:"verify,omitempty"`
 	Runs   []RunSummary  `json:"runs"`
+	// Warnings are the coverage warnings of the last finished run; nil
+	// before any.
+	Warnings *RunWarnings `json:"warnings,omitempty"`
+}
+
+// RunWarnings are the coverage warnings of one run (sync_runs.warnings).
+type RunWarnings struct {
+	RunID    string              `json:"run_id"`
+	Warnings []inventory.Warning `json:"warnings"`
 }
 
 // Status reads the warehouse's sync state: per stream the watermark, last
@@ -80,6 +91,17 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 	}
 	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {
 		return nil, err
+	}
+	id, ws, err := e.store.LastRunWarnings(ctx)
+	switch {
+	case errors.Is(err, load.ErrNoRun):
+	case err != nil:
+		return nil, err
+	default:
+		if ws == nil {
+			ws = []inventory.Warning{}
+		}
+		rep.Warnings = &RunWarnings{RunID: id, Warnings: ws}
 	}
 	return rep, nil
 }

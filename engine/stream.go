@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -57,44 +56,46 @@ func (e *Engine) declared(name string) *stream.Stream {
 // page's undecodable records as rejects of rejects.
 func (r *run) transform(streamName, endpoint string, params map[string]string, recs []stream.Record,
 	rejects string, undecoded []extract.RecordError) transform.Batch {
-	b := transform.Records(transform.Input{Stream: r.e.declared(streamName), Endpoint: endpoint, Params: params,
+	decl := r.e.declared(streamName)
+	b := transform.Records(transform.Input{Stream: decl, Endpoint: endpoint, Params: params,
 		Snapshot: r.serviceDay()}, recs)
 	if len(undecoded) > 0 {
 		b.Rejects = append(b.Rejects, transform.RecordErrors(rejects, undecoded)...)
 	}
+	r.fields.observe(decl, endpoint, recs)
 	return b
 }
 
-// recordsOf returns the raw records of typed records, with the key each was
-// listed under.
-func recordsOf[T any](list []T, of func(*T) (string, json.RawMessage)) []stream.Record {
+// recordsOf returns a page's records for the transform: each as received,
+// with the key it was listed under.
+func recordsOf(list []extract.Record) []stream.Record {
 	out := make([]stream.Record, len(list))
-	for i := range list {
-		out[i].Key, out[i].Raw = of(&list[i])
+	for i, rec := range list {
+		out[i] = stream.Record{Key: rec.Key, Raw: rec.Raw}
 	}
 	return out
 }
 
-// The raw records of each typed record kind.
-func brandRecord(b *extract.Brand) (string, json.RawMessage)     { return string(b.ID), b.Raw }
-func contactRecord(c *extract.Contact) (string, json.RawMessage) { return string(c.ID), c.Raw }
-func projectRecord(p *extract.Project) (string, json.RawMessage) { return string(p.ID), p.Raw }
-func budgetRecord(b *extract.Budget) (string, json.RawMessage)   { return string(b.ID), b.Raw }
-func invoiceRecord(v *extract.Invoice) (string, json.RawMessage) { return string(v.ID), v.Raw }
-func collectionRecord(c *extract.Collection) (string, json.RawMessage) {
-	return string(c.ID), c.Raw
-}
-func paymentRecord(p *extract.Payment) (string, json.RawMessage) { return string(p.ID), p.Raw }
-func profitabilityRecord(p *extract.Profitability) (string, json.RawMessage) {
-	return "", p.Raw
-}
-func summaryRecord(a *extract.AgencySummary) (string, json.RawMessage) { return a.Period, a.Raw }
-func commRecord(c *extract.Communication) (string, json.RawMessage) {
-	return strconv.FormatInt(c.RecordID, 10), c.Raw
+// commsBatch transforms a page of communications.
+func (r *run) commsBatch(page *extract.Page) transform.Batch {
+	return r.transform(StreamCommunications, stream.EndpointCommunications, nil, recordsOf(page.Records),
+		stream.RejectCommunications, page.Rejects)
 }
 
-// commsBatch transforms a page of communications.
-func (r *run) commsBatch(page *extract.Page[extract.Communication]) transform.Batch {
-	return r.transform(StreamCommunications, stream.EndpointCommunications, nil, recordsOf(page.Records, commRecord),
-		stream.RejectCommunications, page.Rejects)
+// commsIDs lists the record ids of a transformed communications page: its
+// e-mails' and its rejected records' (whose key is their record id when it
+// is known).
+func commsIDs(b *transform.Batch) []int64 {
+	var ids []int64
+	for _, v := range b.Column("emails", "record_id") {
+		if id, ok := v.(int64); ok {
+			ids = append(ids, id)
+		}
+	}
+	for _, rj := range b.Rejects {
+		if id, err := strconv.ParseInt(rj.Key, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

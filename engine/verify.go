@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -494,19 +493,18 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 		case page.Total != total:
 			stable = false
 		}
-		for i := range page.Records {
-			c := &page.Records[i]
-			keep = append(keep, c.RecordID)
-			if at := c.Email.EmailAt; at.Before(start) || !at.Before(end) {
+		batch := users.filter(r.commsBatch(page))
+		keep = append(keep, commsIDs(&batch)...)
+		for _, v := range batch.Column("emails", "email_at") {
+			if at, ok := v.(time.Time); ok && (at.Before(start) || !at.Before(end)) {
 				outside++
 			}
 		}
-		for _, rj := range page.Rejects {
-			if id, err := strconv.ParseInt(rj.Key, 10, 64); err == nil {
-				keep = append(keep, id)
+		for _, rj := range batch.Rejects {
+			if at, ok := rejectEmailAt(rj.Payload); ok && (at.Before(start) || !at.Before(end)) {
+				outside++
 			}
 		}
-		batch := users.filter(r.commsBatch(page))
 		d.Rejected += len(batch.Rejects)
 		for _, rj := range batch.Rejects {
 			if !datedReject(rj.Payload) {
@@ -581,20 +579,27 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 // email.email_at the warehouse's day count can read (as load's
 // EmailDayCounts reads it).
 func datedReject(payload json.RawMessage) bool {
+	_, ok := rejectEmailAt(payload)
+	return ok
+}
+
+// rejectEmailAt is a rejected record's email.email_at, when its payload
+// carries one that parses.
+func rejectEmailAt(payload json.RawMessage) (time.Time, bool) {
 	var rec struct {
 		Email struct {
 			EmailAt json.RawMessage `json:"email_at"`
 		} `json:"email"`
 	}
 	if json.Unmarshal(payload, &rec) != nil {
-		return false
+		return time.Time{}, false
 	}
 	var at string
 	if json.Unmarshal(rec.Email.EmailAt, &at) != nil {
-		return false
+		return time.Time{}, false
 	}
-	_, err := time.Parse(time.RFC3339Nano, at)
-	return err == nil
+	t, err := time.Parse(time.RFC3339Nano, at)
+	return t, err == nil
 }
 
 // loadVerify reads the "verify" partition's state.

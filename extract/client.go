@@ -564,7 +564,7 @@ func (c *Client) redactRecord(re *RecordError) {
 }
 
 // redactRejects redacts every reject of a page.
-func redactRejects[T any](c *Client, p *Page[T]) {
+func redactRejects(c *Client, p *Page) {
 	for i := range p.Rejects {
 		c.redactRecord(&p.Rejects[i])
 	}

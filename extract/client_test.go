@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -56,23 +58,23 @@ func TestEveryEndpoint(t *testing.T) {
 	}
 	brands, err := collect(t, c.Brands(ctx))
 	one("brands", len(brands[0].Records), err)
-	if b := brands[0].Records[0]; b.FinancialSummary.Collected != "25" || b.ID != "1" {
-		t.Errorf("brand %+v", b)
+	if b := brands[0].Records[0]; string(b.Raw) != `{"brand_info":`+brand+`}` || b.Key != "" {
+		t.Errorf("brand %s key %q", b.Raw, b.Key)
 	}
 	bd, err := c.Brand(ctx, "1")
-	if err != nil || bd.Brand.Name != "Acme" || string(bd.Metadata) != `{"tier":"gold"}` {
-		t.Errorf("brand detail %+v %v", bd, err)
+	if err != nil || bd.Key != "1" || string(bd.Raw) != bodies["/v1/brands/1"] {
+		t.Errorf("brand detail %s %v", bd.Raw, err)
 	}
 	contacts, err := collect(t, c.BrandContacts(ctx, "1"))
 	one("contacts", len(contacts[0].Records), err)
 	projects, err := collect(t, c.Projects(ctx, ProjectQuery{BrandID: "1", UpdatedSince: since}))
 	one("projects", len(projects[0].Records), err)
-	if p := projects[0].Records[0]; p.ID != "7" || p.Budget.Amount != "10.00" {
-		t.Errorf("project %+v", p)
+	if p := projects[0].Records[0]; !strings.Contains(bodies["/v1/projects"], string(p.Raw)) || gjson.GetBytes(p.Raw, "project_info.budget.amount").Str != "10.00" {
+		t.Errorf("project %s", p.Raw)
 	}
 	pd, err := c.Project(ctx, "7")
-	if err != nil || pd.ID != "7" || len(pd.Team) != 1 {
-		t.Errorf("project detail %+v %v", pd, err)
+	if err != nil || pd.Key != "7" || string(pd.Raw) != bodies["/v1/projects/7"] {
+		t.Errorf("project detail %s %v", pd.Raw, err)
 	}
 	fq := FinanceQuery{UpdatedSince: since}
 	bu, err := collect(t, c.Budgets(ctx, fq))
@@ -85,14 +87,14 @@ func TestEveryEndpoint(t *testing.T) {
 	one("payments", len(pa[0].Records), err)
 	pr, err := collect(t, c.Profitability(ctx, "project"))
 	one("profitability", len(pr[0].Records), err)
-	if pr[0].Records[0].Level != "project" {
-		t.Errorf("profitability level not filled: %+v", pr[0].Records[0])
+	if r := pr[0].Records[0]; gjson.GetBytes(r.Raw, "level").Exists() || gjson.GetBytes(r.Raw, "entity_id").Int() != 7 {
+		t.Errorf("profitability row not as received: %s", r.Raw)
 	}
 	su, err := collect(t, c.AgencySummary(ctx))
 	one("summary", len(su[0].Records), err)
 	cm, err := collect(t, c.Communications(ctx, CommsQuery{DomainID: 9, UserIDs: []int64{1, 2}, BrandURL: "https://acme.example",
 		DateStart: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), DateEnd: time.Date(2024, 3, 31, 0, 0, 0, 0, time.UTC)}))
-	if err != nil || len(cm) != 1 || len(cm[0].Records) != 3 {
+	if err != nil || len(cm) != 1 || len(cm[0].Records) != 3 || cm[0].Records[2].Key != "3" {
 		t.Errorf("communications: %v", err)
 	}
 
@@ -204,7 +206,7 @@ func TestPagingFollowsServer(t *testing.T) {
 		var ids []string
 		for _, p := range pages {
 			for _, r := range p.Records {
-				ids = append(ids, string(r.ID))
+				ids = append(ids, gjson.GetBytes(r.Raw, "brand_info.id").Str)
 			}
 		}
 		if len(ids) != 250 || len(slices.Compact(slices.Clone(ids))) != 250 || ids[100] != "101" {
@@ -224,7 +226,8 @@ func TestPagingFollowsServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range p.Records {
-				seen[r.RecordID]++
+				id, _ := strconv.ParseInt(r.Key, 10, 64)
+				seen[id]++
 			}
 		}
 		if len(seen) != 25 || seen[21] != 1 || seen[45] != 1 || seen[20] != 0 || rec.count() != 2 {
@@ -254,7 +257,7 @@ func TestPagingFollowsServer(t *testing.T) {
 		o.PerPage = 2
 		c := newClient(t, o)
 		pages, err := collect(t, c.Payments(context.Background(), FinanceQuery{}))
-		if err != nil || len(pages) != 3 || rec.count() != 3 || pages[1].Records[1].ID != "4" {
+		if err != nil || len(pages) != 3 || rec.count() != 3 || string(pages[1].Records[1].Raw) != `{"id":4}` {
 			t.Fatalf("pages %d requests %d err %v", len(pages), rec.count(), err)
 		}
 	})
@@ -590,7 +593,8 @@ func TestFaultHeavyServerDeliversEveryRecordOnce(t *testing.T) {
 			t.Fatalf("rejects %v", p.Rejects)
 		}
 		for _, r := range p.Records {
-			seen[r.RecordID]++
+			id, _ := strconv.ParseInt(r.Key, 10, 64)
+			seen[id]++
 		}
 	}
 	if len(seen) != total || pages != 25 {
@@ -890,25 +894,39 @@ func TestCounterCountsRetriesAndHookSeesAttempts(t *testing.T) {
 	}
 }
 
+// TestDetailErrors: a detail is delivered as received (its values are the
+// transform's to judge), keyed by the id asked; an error object, an empty
+// object and a missing id are typed errors.
 func TestDetailErrors(t *testing.T) {
-	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/projects/1":
 			writeJSON(w, 200, `{"id":"1","start_date":"not a date"}`)
 		case "/v1/projects/2":
-			writeJSON(w, 200, `{"name":"no id"}`)
+			writeJSON(w, 200, `{"data":{"name":"no id"}}`)
+		case "/v1/projects/3":
+			writeJSON(w, 200, `{"data":{}}`)
+		case "/v1/projects/4":
+			writeJSON(w, 200, errBody("Something odd", "x"))
 		default:
 			writeJSON(w, 404, errBody("Data not found", "The requested data does not exist."))
 		}
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
-	_, err := c.Project(context.Background(), "1")
-	var re *RecordError
-	if !errors.Is(err, ErrInvalidRecord) || !errors.As(err, &re) || re.Key != "1" || !strings.Contains(string(re.Raw), "not a date") {
-		t.Errorf("err %v", err)
+	if p, err := c.Project(context.Background(), "1"); err != nil || p.Key != "1" || string(p.Raw) != `{"id":"1","start_date":"not a date"}` {
+		t.Errorf("project 1: %v %s", err, p.Raw)
 	}
-	if _, err := c.Project(context.Background(), "2"); !errors.Is(err, ErrInvalidRecord) {
-		t.Errorf("err %v", err)
+	if p, err := c.Project(context.Background(), "2"); err != nil || p.Key != "2" || string(p.Raw) != `{"name":"no id"}` {
+		t.Errorf("project 2: %v %s", err, p.Raw)
+	}
+	if _, err := c.Project(context.Background(), "3"); !errors.Is(err, ErrUnexpectedShape) || !strings.Contains(err.Error(), "fetch project 3: ") {
+		t.Errorf("project 3: %v", err)
+	}
+	if _, err := c.Project(context.Background(), "4"); !errors.Is(err, ErrErrorResponse) {
+		t.Errorf("project 4: %v", err)
+	}
+	if n := rec.count(); n != 4 {
+		t.Errorf("%d requests, want 4 (none retried)", n)
 	}
 	if _, err := c.Brand(context.Background(), "9"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "fetch brand 9: ") {
 		t.Errorf("err %v", err)

@@ -56,45 +56,30 @@
 //     Options.Logger (zap) gets a debug line per request and a warning per
 //     retry.
 //
-// # Decoding
+// # Pages and records
 //
-// Decoding is a hand-rolled, validating JSON scanner written for these
-// payloads (no reflection, SWAR string scanning, per-page arenas and string
-// interning); a 1000-row communications page decodes in a few milliseconds.
-// It tolerates every variant listed in the project's API assumptions:
+// The client does not interpret records: a page's Records are each record's
+// JSON exactly as received (Raw, a copy owned by the page) with its object
+// key when the rows came keyed by id (Key); the declared streams' transform
+// derives every column from them. Splitting uses github.com/tidwall/gjson
+// (validation, then one walk of the envelope) and tolerates every envelope
+// listed in the project's API assumptions:
 //
 //   - lists as {"data":[...], "total", "per_page", "current_page",
-//     "last_page"}, as a bare array, with the paging fields missing or nested
-//     under "meta" or "pagination", or in the communications shape
-//     {"data":{"rows":[...] or {"<id>":{...}}, "total", ...}};
-//   - elements bare or wrapped in a "<thing>_info" object;
-//   - identifiers as JSON strings or integer numbers, normalised to text (ID);
-//     ids beyond int64 stay valid IDs, but are an error (ErrIDOutOfRange) where
-//     the record type needs an int64 (communication record ids, platform user
-//     ids);
-//   - money as JSON numbers or numeric strings, kept exact as canonical
-//     decimal text (Decimal), never through float64;
-//   - "[]" where an object is expected and "{}" where an array is;
-//   - in communications: rows as an object keyed by record id (key order is
-//     kept), as [] or as an array of records carrying an id; to/cc/bcc as [],
-//     an object keyed by platform user id, or an array of user objects; from as
-//     an array or an object; has_attachments as 1/0/null/true/false; the
-//     text/plain content type.
+//     "last_page"}, as a bare array, with the paging fields missing, nested
+//     under "meta" or "pagination", written as numeric strings, or beside the
+//     PHP paginator's first_page_url, next_page_url, links, from and to; in
+//     the communications shape {"data":{"rows":[...] or {"<id>":{...}},
+//     "total", ...}}; or as {"data":{"<id>":{...}}};
+//   - null, false, [] or {} for an empty collection;
+//   - the text/plain content type of the communications endpoint.
 //
-// A record that does not decode does not fail its page: it is returned in
-// Page.Rejects as a RecordError carrying its raw bytes (for the warehouse's
-// rejected_records). Every record keeps its own JSON as received in Raw (a
-// copy: it never aliases a buffer the client reuses). Dates ("YYYY-MM-DD")
-// are time.Time at UTC midnight; instants are UTC with their microseconds.
-// The decoders are exported (DecodeList, DecodeCommunications,
-// DecodeBrandDetail, DecodeProject) for callers that fetch bodies themselves.
-//
-// SplitPage and SplitObject are their generic successors for the declared
-// streams, on github.com/tidwall/gjson: they recognise the same envelopes
-// (and the PHP paginator's) but do not interpret records, returning each
-// record's bytes as received (Record.Raw) with its key when the rows are
-// keyed by id; a row that is not an object, or is nested too deep, is
-// rejected alone.
+// A row that is not a JSON object, or is nested deeper than 9 000 levels,
+// does not fail its page: it is returned in Page.Rejects as a RecordError
+// carrying its raw bytes (for the warehouse's rejected_records). A body that
+// is not JSON is ErrMalformedResponse (retried), JSON of another shape
+// ErrUnexpectedShape, an error object an *APIError. SplitPage and
+// SplitObject are exported for callers that fetch bodies themselves.
 //
 // # Usage
 //

@@ -41,96 +41,81 @@ type CommsQuery struct {
 }
 
 // Brands lists the account's brands.
-func (c *Client) Brands(ctx context.Context) iter.Seq2[*Page[Brand], error] {
-	return listPages[Brand](c, ctx, EndpointBrands, c.paths.Brands, nil, nil)
+func (c *Client) Brands(ctx context.Context) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointBrands, c.paths.Brands, nil)
 }
 
-// Brand fetches one brand's detail (brand_info, general_info, metadata).
-func (c *Client) Brand(ctx context.Context, id ID) (*BrandDetail, error) {
-	var out *BrandDetail
-	err := c.detail(ctx, EndpointBrand, c.paths.Brand, id, func(body []byte) error {
-		bd, err := decodeBrandDetail(EndpointBrand, body)
-		out = bd
-		return err
-	})
-	return out, err
+// Brand fetches one brand's detail ({"brand_info", "general_info",
+// "metadata"} as the service answers it). The Record's Key is id.
+func (c *Client) Brand(ctx context.Context, id ID) (Record, error) {
+	return c.detail(ctx, EndpointBrand, c.paths.Brand, id)
 }
 
 // BrandContacts lists a brand's contact persons.
-func (c *Client) BrandContacts(ctx context.Context, brandID ID) iter.Seq2[*Page[Contact], error] {
+func (c *Client) BrandContacts(ctx context.Context, brandID ID) iter.Seq2[*Page, error] {
 	if brandID == "" {
-		return failed[Contact](fmt.Errorf("list %s: empty brand id", EndpointBrandContacts))
+		return failed(fmt.Errorf("list %s: empty brand id", EndpointBrandContacts))
 	}
-	return listPages[Contact](c, ctx, EndpointBrandContacts, fillID(c.paths.BrandContacts, brandID), nil, nil)
+	return listPages(c, ctx, EndpointBrandContacts, fillID(c.paths.BrandContacts, brandID), nil)
 }
 
 // Projects lists projects, optionally of one brand and changed since a date.
-func (c *Client) Projects(ctx context.Context, q ProjectQuery) iter.Seq2[*Page[Project], error] {
+func (c *Client) Projects(ctx context.Context, q ProjectQuery) iter.Seq2[*Page, error] {
 	v := url.Values{}
 	if q.BrandID != "" {
 		v.Set("brand_id", string(q.BrandID))
 	}
 	setSince(v, q.UpdatedSince)
-	return listPages[Project](c, ctx, EndpointProjects, c.paths.Projects, v, nil)
+	return listPages(c, ctx, EndpointProjects, c.paths.Projects, v)
 }
 
-// Project fetches one project's detail (team, deliverables, history).
-func (c *Client) Project(ctx context.Context, id ID) (*Project, error) {
-	var out *Project
-	err := c.detail(ctx, EndpointProject, c.paths.Project, id, func(body []byte) error {
-		p, err := decodeProject(EndpointProject, body)
-		out = p
-		return err
-	})
-	return out, err
+// Project fetches one project's detail (team, deliverables, history). The
+// Record's Key is id.
+func (c *Client) Project(ctx context.Context, id ID) (Record, error) {
+	return c.detail(ctx, EndpointProject, c.paths.Project, id)
 }
 
 // Budgets lists budget records.
-func (c *Client) Budgets(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Budget], error] {
-	return listPages[Budget](c, ctx, EndpointBudgets, c.paths.Budgets, sinceValues(q.UpdatedSince), nil)
+func (c *Client) Budgets(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointBudgets, c.paths.Budgets, sinceValues(q.UpdatedSince))
 }
 
 // Invoices lists invoices.
-func (c *Client) Invoices(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Invoice], error] {
-	return listPages[Invoice](c, ctx, EndpointInvoices, c.paths.Invoices, sinceValues(q.UpdatedSince), nil)
+func (c *Client) Invoices(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointInvoices, c.paths.Invoices, sinceValues(q.UpdatedSince))
 }
 
 // Collections lists collections.
-func (c *Client) Collections(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Collection], error] {
-	return listPages[Collection](c, ctx, EndpointCollections, c.paths.Collections, sinceValues(q.UpdatedSince), nil)
+func (c *Client) Collections(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointCollections, c.paths.Collections, sinceValues(q.UpdatedSince))
 }
 
 // Payments lists payments.
-func (c *Client) Payments(ctx context.Context, q FinanceQuery) iter.Seq2[*Page[Payment], error] {
-	return listPages[Payment](c, ctx, EndpointPayments, c.paths.Payments, sinceValues(q.UpdatedSince), nil)
+func (c *Client) Payments(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointPayments, c.paths.Payments, sinceValues(q.UpdatedSince))
 }
 
 // Profitability lists profitability rows of one level: "project" or "brand".
-// A row that does not name its level gets the one asked for.
-func (c *Client) Profitability(ctx context.Context, level string) iter.Seq2[*Page[Profitability], error] {
+// The rows are as received: one that does not name its level is of the
+// level asked for.
+func (c *Client) Profitability(ctx context.Context, level string) iter.Seq2[*Page, error] {
 	if level == "" {
-		return failed[Profitability](fmt.Errorf("list %s: empty level (want \"project\" or \"brand\")", EndpointProfitability))
+		return failed(fmt.Errorf("list %s: empty level (want \"project\" or \"brand\")", EndpointProfitability))
 	}
 	v := url.Values{}
 	v.Set("level", level)
-	return listPages[Profitability](c, ctx, EndpointProfitability, c.paths.Profitability, v, func(p *Page[Profitability]) {
-		for i := range p.Records {
-			if p.Records[i].Level == "" {
-				p.Records[i].Level = level
-			}
-		}
-	})
+	return listPages(c, ctx, EndpointProfitability, c.paths.Profitability, v)
 }
 
 // AgencySummary lists the agency-wide aggregates, one row per month.
-func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page[AgencySummary], error] {
-	return listPages[AgencySummary](c, ctx, EndpointAgencySummary, c.paths.AgencySummary, nil, nil)
+func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page, error] {
+	return listPages(c, ctx, EndpointAgencySummary, c.paths.AgencySummary, nil)
 }
 
 // Communications lists the e-mails of q's users page by page, from
 // q.StartPage on.
-func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page[Communication], error] {
-	return func(yield func(*Page[Communication], error) bool) {
+func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page, error] {
+	return func(yield func(*Page, error) bool) {
 		start := max(q.StartPage, 1)
 		pg := &pager{endpoint: EndpointCommunications, page: start, per: c.commsPerPage(q)}
 		for {
@@ -156,7 +141,7 @@ func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Pa
 
 // CommunicationsPage fetches one page of the communications listing (page
 // 1-based), e.g. to resume from a stored cursor.
-func (c *Client) CommunicationsPage(ctx context.Context, q CommsQuery, page int) (*Page[Communication], error) {
+func (c *Client) CommunicationsPage(ctx context.Context, q CommsQuery, page int) (*Page, error) {
 	p, _, err := c.commsPage(ctx, q, max(page, 1), c.commsPerPage(q))
 	return p, err
 }
@@ -180,7 +165,7 @@ type commsBody struct {
 	PerPage     int     `json:"per_page"`
 }
 
-func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*Page[Communication], uint64, error) {
+func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*Page, uint64, error) {
 	what := fmt.Sprintf("fetch %s page %d", EndpointCommunications, page)
 	if c.comms == "" {
 		return nil, 0, fmt.Errorf("%s: %w: CommsURL is not set", what, ErrNotConfigured)
@@ -206,10 +191,10 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 		endpoint: EndpointCommunications, method: http.MethodPost,
 		url: c.comms + c.paths.Communications, body: body, comms: true, page: page, what: what,
 	}
-	var out *Page[Communication]
+	var out *Page
 	var sig uint64
 	err = c.execute(ctx, cl, func(body []byte) error {
-		p, err := decodePage[Communication](EndpointCommunications, page, body, per)
+		p, err := splitPage(EndpointCommunications, page, body)
 		if err != nil {
 			return err
 		}
@@ -225,7 +210,7 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 }
 
 // finishPage fills PerPage when the server did not answer it.
-func finishPage[T any](p *Page[T], per int) {
+func finishPage(p *Page, per int) {
 	if p.PerPage == 0 {
 		p.PerPage = per
 		if p.Paged && p.LastPage == 0 && p.Total > 0 {
@@ -289,21 +274,18 @@ func (pg *pager) advance(c *Client, number, perAnswered, last, rows int, paged b
 }
 
 // listPages iterates the pages of a list of the main interface.
-func listPages[T any, P decodable[T]](c *Client, ctx context.Context, ep, path string, q url.Values, fix func(*Page[T])) iter.Seq2[*Page[T], error] {
-	return func(yield func(*Page[T], error) bool) {
+func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) iter.Seq2[*Page, error] {
+	return func(yield func(*Page, error) bool) {
 		if c.base == "" {
 			yield(nil, fmt.Errorf("list %s: %w: BaseURL is not set", ep, ErrNotConfigured))
 			return
 		}
 		pg := &pager{endpoint: ep, page: 1, per: c.perPage}
 		for {
-			p, sig, err := fetchList[T, P](c, ctx, ep, path, q, pg.page, pg.per)
+			p, sig, err := fetchList(c, ctx, ep, path, q, pg.page, pg.per)
 			if err != nil {
 				yield(nil, err)
 				return
-			}
-			if fix != nil {
-				fix(p)
 			}
 			if !yield(p, nil) {
 				return
@@ -320,7 +302,7 @@ func listPages[T any, P decodable[T]](c *Client, ctx context.Context, ep, path s
 	}
 }
 
-func fetchList[T any, P decodable[T]](c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page[T], uint64, error) {
+func fetchList(c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page, uint64, error) {
 	v := url.Values{}
 	for k, vs := range q {
 		v[k] = vs
@@ -331,10 +313,10 @@ func fetchList[T any, P decodable[T]](c *Client, ctx context.Context, ep, path s
 		endpoint: ep, method: http.MethodGet, url: c.base + path + "?" + v.Encode(),
 		page: page, what: fmt.Sprintf("fetch %s page %d", ep, page),
 	}
-	var out *Page[T]
+	var out *Page
 	var sig uint64
 	err := c.execute(ctx, cl, func(body []byte) error {
-		p, err := decodePage[T, P](ep, page, body, per)
+		p, err := splitPage(ep, page, body)
 		if err != nil {
 			return err
 		}
@@ -350,24 +332,29 @@ func fetchList[T any, P decodable[T]](c *Client, ctx context.Context, ep, path s
 }
 
 // detail fetches a single-object endpoint.
-func (c *Client) detail(ctx context.Context, ep, path string, id ID, onOK func([]byte) error) error {
+func (c *Client) detail(ctx context.Context, ep, path string, id ID) (Record, error) {
 	what := fmt.Sprintf("fetch %s %s", ep, id)
 	switch {
 	case id == "":
-		return fmt.Errorf("fetch %s: empty id", ep)
+		return Record{}, fmt.Errorf("fetch %s: empty id", ep)
 	case c.base == "":
-		return fmt.Errorf("%s: %w: BaseURL is not set", what, ErrNotConfigured)
+		return Record{}, fmt.Errorf("%s: %w: BaseURL is not set", what, ErrNotConfigured)
 	}
 	cl := &call{endpoint: ep, method: http.MethodGet, url: c.base + fillID(path, id), what: what}
+	var out Record
 	err := c.execute(ctx, cl, func(body []byte) error {
-		err := onOK(body)
+		raw, err := splitObject(ep, body)
 		var re *RecordError
 		if errors.As(err, &re) {
 			re.Key = string(id) // not retried: the same bytes would come back
 		}
+		out = Record{Key: string(id), Raw: raw}
 		return err
 	})
-	return err
+	if err != nil {
+		return Record{}, err
+	}
+	return out, nil
 }
 
 func fillID(path string, id ID) string {
@@ -387,6 +374,6 @@ func sinceValues(t time.Time) url.Values {
 }
 
 // failed is an iterator that yields one error.
-func failed[T any](err error) iter.Seq2[*Page[T], error] {
-	return func(yield func(*Page[T], error) bool) { yield(nil, err) }
+func failed(err error) iter.Seq2[*Page, error] {
+	return func(yield func(*Page, error) bool) { yield(nil, err) }
 }

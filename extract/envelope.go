@@ -42,12 +42,12 @@ type Record struct {
 // (ErrUnexpectedShape), or an error object (*APIError).
 //
 //	page, err := extract.SplitPage(body)
-func SplitPage(body []byte) (*Page[Record], error) {
+func SplitPage(body []byte) (*Page, error) {
 	return splitPage("", 1, body)
 }
 
 // splitPage is SplitPage for page `page` of endpoint.
-func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
+func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 	data, err := prepare(body)
 	if err != nil {
 		return nil, malformed(endpoint, page, err)
@@ -59,13 +59,14 @@ func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
 	}
 	// own is never written again: the string view shares its bytes.
 	sp := splitter{own: own, str: unsafe.String(unsafe.SliceData(own), len(own)), deep: depth > maxDepth+1}
-	p := &Page[Record]{Number: page, Bytes: len(body)}
+	p := &Page{Number: page, Bytes: len(body)}
 	if n := countHint(own); n > 0 {
 		p.Records = make([]Record, 0, n)
 	}
 	sp.page = p
 	switch start := sp.ws(0); own[start] {
 	case '[':
+		sp.bare = true
 		sp.rows(start, "response")
 	case '{':
 		sp.envelope(start, 0)
@@ -83,6 +84,7 @@ func splitPage(endpoint string, page int, body []byte) (*Page[Record], error) {
 		p.Rejects[i].Endpoint, p.Rejects[i].Page = endpoint, page
 	}
 	pg := &sp.pg
+	p.Envelope, p.PagingFields = sp.envelopeName(), pg.fields()
 	if pg.hasCurrent && pg.current > 0 {
 		p.Number = pg.current
 	}
@@ -115,11 +117,21 @@ type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
 	str    string // own, as a string for gjson (the same bytes)
 	deep   bool   // the document nests deeper than a record may: check each record
-	page   *Page[Record]
+	page   *Page
 	pg     paging
 	errMsg *errorBody
 	rowsAt bool // a rows collection was found
 	err    error
+
+	// What the envelope looked like (Page.Envelope): the key that held the
+	// rows ("" for a bare array), the rows' first byte, where the paging
+	// fields were, and whether a PHP paginator's URLs were beside them.
+	rowsKey   string
+	rowsOpen  byte
+	bare      bool
+	pagingAt  string // "", "beside", "meta" or "pagination"
+	links     bool   // a "links" member
+	pageLinks bool   // first_page_url, next_page_url, path, from, to, ...
 }
 
 func (sp *splitter) failf(format string, args ...any) {
@@ -247,6 +259,7 @@ func (sp *splitter) envelope(i, level int) int {
 			case c == '{' && key == "data" && level < 2 && !sp.looksKeyed(at):
 				return sp.envelope(at, level+1)
 			case c == '{' || c == '[' || c == 'n' || c == 'f':
+				sp.rowsKey, sp.rowsOpen = key, c
 				return sp.rows(at, key)
 			}
 			v, end := sp.value(at)
@@ -257,10 +270,15 @@ func (sp *splitter) envelope(i, level int) int {
 		switch key {
 		case "total", "per_page", "current_page", "last_page":
 			sp.pagingField(key, v)
+			sp.pagedAt("beside")
 		case "meta", "pagination":
-			sp.pagingObject(v, 0)
+			sp.pagingObject(v, 0, key)
 		case "error":
 			sp.errorObject(v)
+		case "links":
+			sp.links = true
+		case "first_page_url", "last_page_url", "next_page_url", "prev_page_url", "path", "from", "to":
+			sp.pageLinks = true
 		default:
 			if len(other) < 6 {
 				other = append(other, strconv.Quote(key))
@@ -435,7 +453,8 @@ func (sp *splitter) pagingField(key string, v gjson.Result) {
 
 // pagingObject reads a "meta" or "pagination" object (anything else carries
 // no paging and is ignored); "pagination" or "page" inside it is read too.
-func (sp *splitter) pagingObject(obj gjson.Result, level int) {
+// at names the envelope member that holds it ("meta" or "pagination").
+func (sp *splitter) pagingObject(obj gjson.Result, level int, at string) {
 	if !obj.IsObject() {
 		return
 	}
@@ -443,9 +462,10 @@ func (sp *splitter) pagingObject(obj gjson.Result, level int) {
 		switch key := k.Str; key {
 		case "total", "per_page", "current_page", "last_page":
 			sp.pagingField(key, v)
+			sp.pagedAt(at)
 		case "pagination", "page":
 			if level < 2 {
-				sp.pagingObject(v, level+1)
+				sp.pagingObject(v, level+1, at)
 			}
 		}
 		return sp.err == nil
@@ -688,4 +708,90 @@ func splitObject(endpoint string, body []byte) (json.RawMessage, error) {
 		return nil, &RecordError{Endpoint: endpoint, Raw: raw, Err: depthError()}
 	}
 	return raw, nil
+}
+
+// Envelopes SplitPage recognises (Page.Envelope), named as the sandbox's
+// variants that serve them.
+const (
+	// EnvelopeCanonical is the main interface's canonical list:
+	// {"data": [...], "total", "per_page", "current_page", "last_page"}.
+	EnvelopeCanonical = "canonical"
+	// EnvelopeBareArray is a bare top-level array, without paging fields.
+	EnvelopeBareArray = "bare-array"
+	// EnvelopeNoPaging is {"data": [...]} without paging fields.
+	EnvelopeNoPaging = "no-paging"
+	// EnvelopeMetaPaging is {"data": [...]} with the paging fields under "meta".
+	EnvelopeMetaPaging = "meta-paging"
+	// EnvelopePaginationPaging is {"data": [...]} with the paging fields
+	// under "pagination".
+	EnvelopePaginationPaging = "pagination-paging"
+	// EnvelopePHPPaginator is the Laravel paginator: the paging fields beside
+	// "data" with first_page_url, next_page_url, links, from, to, ...
+	EnvelopePHPPaginator = "php-paginator"
+	// EnvelopePHPResource is the Laravel resource: the paging fields under
+	// "meta", the page URLs under "links".
+	EnvelopePHPResource = "php-resource"
+	// EnvelopeRowsKeyed is {"data": {"rows": {"<id>": {...}}, "total", ...}},
+	// the communications endpoint's canonical shape.
+	EnvelopeRowsKeyed = "rows-keyed"
+	// EnvelopeRowsArray is {"data": {"rows": [...], "total", ...}}.
+	EnvelopeRowsArray = "rows-array"
+	// EnvelopeDataKeyed is {"data": {"<id>": {...}}}: records keyed by id
+	// directly under "data".
+	EnvelopeDataKeyed = "data-keyed"
+	// EnvelopeEmpty is an envelope without a rows collection ({}, or only
+	// paging fields): an empty list.
+	EnvelopeEmpty = "empty"
+)
+
+// pagedAt notes where a paging field was found (the first place wins).
+func (sp *splitter) pagedAt(where string) {
+	if sp.pagingAt == "" {
+		sp.pagingAt = where
+	}
+}
+
+// envelopeName names the envelope walked (an Envelope* constant).
+func (sp *splitter) envelopeName() string {
+	switch {
+	case sp.bare:
+		return EnvelopeBareArray
+	case sp.rowsKey == "":
+		return EnvelopeEmpty
+	case sp.rowsKey == "rows" && sp.rowsOpen == '[':
+		return EnvelopeRowsArray
+	case sp.rowsKey == "rows":
+		return EnvelopeRowsKeyed
+	case sp.rowsOpen == '{':
+		return EnvelopeDataKeyed
+	}
+	switch sp.pagingAt {
+	case "meta":
+		if sp.links {
+			return EnvelopePHPResource
+		}
+		return EnvelopeMetaPaging
+	case "pagination":
+		return EnvelopePaginationPaging
+	case "beside":
+		if sp.pageLinks || sp.links {
+			return EnvelopePHPPaginator
+		}
+		return EnvelopeCanonical
+	}
+	return EnvelopeNoPaging
+}
+
+// fields lists the paging fields an answer carried, in a fixed order.
+func (pg *paging) fields() []string {
+	var out []string
+	for _, f := range []struct {
+		has  bool
+		name string
+	}{{pg.hasTotal, "total"}, {pg.hasPer, "per_page"}, {pg.hasCurrent, "current_page"}, {pg.hasLast, "last_page"}} {
+		if f.has {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }

@@ -3,11 +3,12 @@ package extract
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-func mustSplit(t *testing.T, body string) *Page[Record] {
+func mustSplit(t *testing.T, body string) *Page {
 	t.Helper()
 	p, err := SplitPage([]byte(body))
 	if err != nil {
@@ -17,7 +18,7 @@ func mustSplit(t *testing.T, body string) *Page[Record] {
 }
 
 // raws lists a page's records' raw bytes as strings.
-func raws(p *Page[Record]) []string {
+func raws(p *Page) []string {
 	out := make([]string, len(p.Records))
 	for i, r := range p.Records {
 		out[i] = string(r.Raw)
@@ -128,7 +129,7 @@ func TestSplitPageCommunications(t *testing.T) {
 		t.Fatalf("generated page: %d records, paging %d/%d total %d", len(p.Records), p.Number, p.LastPage, p.Total)
 	}
 	for i, r := range p.Records {
-		if r.Key != itoa(int64(5001+i)) || !json.Valid(r.Raw) {
+		if r.Key != strconv.Itoa(5001+i) || !json.Valid(r.Raw) {
 			t.Fatalf("record %d: key %s", i, r.Key)
 		}
 	}

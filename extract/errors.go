@@ -61,13 +61,10 @@ var (
 	// ErrBudgetExhausted: the client's Budget is spent; returned before any
 	// request is sent.
 	ErrBudgetExhausted = errors.New("request budget exhausted")
-	// ErrInvalidRecord: a record could not be decoded. Such records are set
-	// aside in Page.Rejects as *RecordError values; the rest of the page
-	// proceeds.
+	// ErrInvalidRecord: a row of a page is not a record (not a JSON object,
+	// or nested too deep). Such rows are set aside in Page.Rejects as
+	// *RecordError values; the rest of the page proceeds.
 	ErrInvalidRecord = errors.New("invalid record")
-	// ErrIDOutOfRange: a communication record id or platform user id does not
-	// fit int64. Matches ErrInvalidRecord too (through *RecordError).
-	ErrIDOutOfRange = errors.New("id out of int64 range")
 	// ErrTooDeep: a record holds a value nested deeper than the decoder keeps
 	// (9 000 levels; see the package documentation). Such a record is
 	// rejected alone (a *RecordError that matches ErrInvalidRecord too); the
@@ -204,7 +201,7 @@ func (e *NetworkError) Unwrap() []error {
 	return errs
 }
 
-// RecordError is one record that could not be decoded. The rest of its page
+// RecordError is one row that is not a usable record. The rest of its page
 // was delivered; Raw holds the record's bytes as received, for the
 // warehouse's rejected_records table. It matches ErrInvalidRecord.
 type RecordError struct {
@@ -229,7 +226,7 @@ func (e *RecordError) Is(target error) bool { return target == ErrInvalidRecord 
 // shapeError is a value of an unexpected type or form inside valid JSON.
 type shapeError struct {
 	msg  string
-	kind error // optional finer class, e.g. ErrIDOutOfRange
+	kind error // optional finer class, e.g. ErrTooDeep
 }
 
 func (e *shapeError) Error() string { return e.msg }
@@ -303,7 +300,7 @@ func classSentinels(err error) []error {
 	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrValidation, ErrDailyQuota,
 		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
 		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
-		ErrInvalidRecord, ErrIDOutOfRange, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {
+		ErrInvalidRecord, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {
 		if errors.Is(err, k) {
 			out = append(out, k)
 		}

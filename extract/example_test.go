@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/agencysync/agencysync/extract"
 )
 
@@ -30,7 +32,7 @@ func fakeService() *httptest.Server {
 		fmt.Fprint(w, `{"data":{"rows":{"1001":{"email":{"subject":"Kick-off","has_attachments":1,"email_at":"2024-03-01T10:15:30.123456Z"},
 			"users":{"from":[{"first_name":"Ana","full_name":"Ana Pop","email":"ana@agency.example"}],
 			         "to":{"7":{"first_name":"Dan","full_name":"Dan Ionescu","email":"dan@agency.example"}},"cc":[],"bcc":[]}},
-			"1002":{"email":{"subject":null},"users":{"from":"nobody"}}},
+			"1002":{"email":{"subject":null},"users":{"from":"nobody"}},"1003":"deleted"},
 			"total":2,"per_page":1000,"current_page":1,"last_page":1}}`)
 	})
 	return httptest.NewServer(mux)
@@ -50,8 +52,9 @@ func ExampleClient_Brands() {
 			return
 		}
 		for _, b := range page.Records {
-			fmt.Printf("page %d/%d: brand %s %q budget %s %s\n", page.Number, page.LastPage, b.ID, b.Name,
-				b.FinancialSummary.TotalBudget, b.FinancialSummary.Currency)
+			info := gjson.GetBytes(b.Raw, "brand_info")
+			fmt.Printf("page %d/%d: brand %s %q budget %s %s\n", page.Number, page.LastPage, info.Get("id").Str, info.Get("name").Str,
+				info.Get("financial_summary.total_budget").Raw, info.Get("financial_summary.currency").Str)
 		}
 	}
 	// Output:
@@ -59,8 +62,9 @@ func ExampleClient_Brands() {
 	// page 2/2: brand 2 "Brand 2" budget 1250.50 EUR
 }
 
-// Read communications; a record that does not decode is set aside with its
-// raw bytes while the rest of the page proceeds.
+// Read communications: each record comes as received, keyed by its record
+// id; a row that is not a record is set aside with its raw bytes while the
+// rest of the page proceeds.
 func ExampleClient_Communications() {
 	srv := fakeService()
 	defer srv.Close()
@@ -75,17 +79,17 @@ func ExampleClient_Communications() {
 			return
 		}
 		for _, r := range page.Records {
-			fmt.Printf("%d %q at %s attachments=%v from %s to user %d\n", r.RecordID, *r.Email.Subject,
-				r.Email.EmailAt.Format("2006-01-02T15:04:05.000000Z07:00"), r.Email.HasAttachments,
-				r.Users.From[0].Email, *r.Users.To[0].PlatformUserID)
+			fmt.Printf("%s subject=%s at=%q from=%q\n", r.Key, gjson.GetBytes(r.Raw, "email.subject").Raw,
+				gjson.GetBytes(r.Raw, "email.email_at").Str, gjson.GetBytes(r.Raw, "users.from.0.email").Str)
 		}
 		for _, rej := range page.Rejects {
 			fmt.Printf("rejected %s: %v\n", rej.Key, rej.Err)
 		}
 	}
 	// Output:
-	// 1001 "Kick-off" at 2024-03-01T10:15:30.123456Z attachments=true from ana@agency.example to user 7
-	// rejected 1002: users.from: want an array or an object of users, got string
+	// 1001 subject="Kick-off" at="2024-03-01T10:15:30.123456Z" from="ana@agency.example"
+	// 1002 subject=null at="" from=""
+	// rejected 1003: record: want an object, got string
 }
 
 // Branch on typed errors; the key never appears in them.
@@ -131,17 +135,16 @@ func ExampleClient_WithBudget() {
 	// spent 1 remaining 0
 }
 
-// Decode a body fetched some other way.
-func ExampleDecodeList() {
-	body := []byte(`[{"id":42,"amount":"1.50e3","currency":"RON","period_start":"2024-01-01"},{"id":"43","amount":"n/a"}]`)
-	page, err := extract.DecodeList[extract.Budget](body)
+// Split a body fetched some other way.
+func ExampleSplitPage() {
+	body := []byte(`{"data":[{"id":42,"amount":"1.50e3","currency":"RON"},null],"meta":{"current_page":"1","last_page":"3","per_page":2,"total":5}}`)
+	page, err := extract.SplitPage(body)
 	if err != nil {
 		panic(err)
 	}
-	b := page.Records[0]
-	fmt.Println(b.ID, b.Amount, b.Currency, b.PeriodStart.Format("2006-01-02"), string(b.Raw))
-	fmt.Println(page.Rejects[0].Key, page.Rejects[0].Err)
+	fmt.Println(string(page.Records[0].Raw))
+	fmt.Println(page.Number, page.LastPage, page.PerPage, page.Total, page.Rejects[0].Key, page.Rejects[0].Err)
 	// Output:
-	// 42 1500 RON 2024-01-01 {"id":42,"amount":"1.50e3","currency":"RON","period_start":"2024-01-01"}
-	// 43 amount: invalid decimal "n/a"
+	// {"id":42,"amount":"1.50e3","currency":"RON"}
+	// 1 3 2 5 #1 record: want an object, got null
 }

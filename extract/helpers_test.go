@@ -151,9 +151,9 @@ func listDataset(n, maxPer int) http.HandlerFunc {
 }
 
 // collect drains an iterator.
-func collect[T any](t *testing.T, seq func(func(*Page[T], error) bool)) ([]*Page[T], error) {
+func collect(t *testing.T, seq func(func(*Page, error) bool)) ([]*Page, error) {
 	t.Helper()
-	var pages []*Page[T]
+	var pages []*Page
 	for p, err := range seq {
 		if err != nil {
 			return pages, err

@@ -1,10 +1,6 @@
 package inventory
 
 import (
-	"strconv"
-
-	"github.com/agencysync/agencysync/stream"
-
 	"bytes"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -58,14 +55,14 @@ func itoa(n int) string {
 
 var comms, _ = stream.Lookup("communications")
 
-func decodeTransform(tb testing.TB, body []byte) []extract.Communication {
-	p, err := extract.DecodeCommunications(body)
+func decodeTransform(tb testing.TB, body []byte) []extract.Record {
+	p, err := extract.SplitPage(body)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	recs := make([]stream.Record, len(p.Records))
 	for i, c := range p.Records {
-		recs[i] = stream.Record{Key: strconv.FormatInt(c.RecordID, 10), Raw: c.Raw}
+		recs[i] = stream.Record{Key: c.Key, Raw: c.Raw}
 	}
 	_ = transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
 	return p.Records

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -65,8 +67,13 @@ type Column struct {
 	// Types are the JSON types a value of the column may come in (see
 	// TypesFor); empty means any.
 	Types []string
-	// Null is the number of the run's records whose value was NULL or absent.
+	// Null is the number of the run's records whose value was NULL or absent
+	// (of its Rows, when set).
 	Null int64
+	// Rows is the number of rows the column was read for, when they are not
+	// the stream's records: the elements of a child table (team members),
+	// the people of the e-mails. 0 means StreamRun.Records.
+	Rows int64
 	// Sparse marks a column that is NULL for most records by nature
 	// (closed_at, delivered_at, message): it warns only when its field was
 	// absent from every record, which is a renamed field, not sparse data.
@@ -146,7 +153,11 @@ func nullColumn(sr StreamRun, c Column, fields []Field) (Warning, bool) {
 	if c.Sparse && present > 0 {
 		return Warning{}, false
 	}
-	if float64(c.Null) < NullShare*float64(sr.Records) {
+	of, what := sr.Records, sr.Stream+" records"
+	if c.Rows > 0 {
+		of, what = c.Rows, "rows (from "+strconv.FormatInt(sr.Records, 10)+" "+sr.Stream+" records)"
+	}
+	if c.Null <= 0 || float64(c.Null) < NullShare*float64(of) {
 		return Warning{}, false
 	}
 	observed := sr.Observed
@@ -154,9 +165,9 @@ func nullColumn(sr StreamRun, c Column, fields []Field) (Warning, bool) {
 		observed = sr.Records
 	}
 	w := Warning{Kind: KindNullColumn, Stream: sr.Stream, Column: c.Column, Field: c.Field,
-		Records: sr.Records, Count: c.Null, Share: share(c.Null, sr.Records), Candidates: Candidates(c, fields, observed)}
-	msg := fmt.Sprintf("%s is empty (NULL) in %d of %d %s records; its field %s was present in %d of the %d observed",
-		c.Column, c.Null, sr.Records, sr.Stream, c.Field, present, observed)
+		Records: sr.Records, Count: c.Null, Share: share(c.Null, of), Candidates: Candidates(c, fields, observed)}
+	msg := fmt.Sprintf("%s is empty (NULL) in %d of %d %s; its field %s was present in %d of the %d records observed",
+		c.Column, c.Null, of, what, c.Field, present, observed)
 	if len(w.Candidates) > 0 {
 		msg += "; unmapped fields that look like it: " + strings.Join(w.Candidates, ", ") +
 			" (map one with AGENCY_FIELD_MAP=" + c.Column + "=" + w.Candidates[0] + ")"
@@ -301,4 +312,19 @@ func (o *Observer) EstimateNull(path string, received int64) int64 {
 	}
 	missing := o.records - o.Filled(path)
 	return int64(math.Round(float64(received) * float64(missing) / float64(o.records)))
+}
+
+// quoted and digits find what ReasonClass leaves out of a reject reason.
+var (
+	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	digits = regexp.MustCompile(`[0-9]+`)
+)
+
+// ReasonClass returns the class of a reject reason (rejected_records.error)
+// that rejected_stream warnings count by: quoted values become "…" and
+// numbers (ids, pages, positions) N, so that "budget 1042: amount
+// \"1.250,50 RON\" is not a decimal number" and the same defect of another
+// record fall in one class, and no value of a record reaches a warning.
+func ReasonClass(reason string) string {
+	return digits.ReplaceAllString(quoted.ReplaceAllString(reason, `"…"`), "N")
 }

@@ -65,6 +65,12 @@ func (inv *Inventory) Observer(stream string) *Observer {
 // Observe notes the fields of one raw record of stream.
 func (inv *Inventory) Observe(stream string, raw []byte) { inv.Observer(stream).Observe(raw) }
 
+// ObserveMembers notes the fields of one record of stream given as its
+// members (see Observer.ObserveMembers).
+func (inv *Inventory) ObserveMembers(stream string, members Members) {
+	inv.Observer(stream).ObserveMembers(members)
+}
+
 // Merge adds other's observations to inv.
 func (inv *Inventory) Merge(other *Inventory) {
 	for s, o := range other.obs {

@@ -124,17 +124,46 @@ func (o *Observer) Offered() int64 { return o.offered }
 // that is not a JSON object counts as a record without fields. Observe does
 // not validate the JSON: a record that reached it was decoded already.
 func (o *Observer) Observe(raw []byte) {
-	o.offered++
-	if o.offered > o.first && o.offered%o.every != o.phase {
+	if !o.sample() {
 		return
 	}
-	o.records++
 	r := gjson.ParseBytes(raw)
 	if !r.IsObject() {
 		return
 	}
 	o.buf = o.buf[:0]
 	o.walk(r, 1)
+}
+
+// Members lists the members of one record: it calls yield for each, in
+// order, until yield returns false (stream.View.Members has this shape).
+type Members func(yield func(key string, v gjson.Result) bool)
+
+// ObserveMembers notes the fields of one record given as its members, when
+// the sample takes it (members is called only then): for a record whose
+// wrapper objects (brand_info, …) are read as the record's own, as
+// stream.View lists them, so that paths are those of stream.Column.Field.
+func (o *Observer) ObserveMembers(members Members) {
+	if !o.sample() {
+		return
+	}
+	o.buf = o.buf[:0]
+	members(func(k string, v gjson.Result) bool {
+		o.member(k, v, 0, 1)
+		return true
+	})
+	o.buf = o.buf[:0]
+}
+
+// sample counts a record offered and reports whether the sample takes it
+// (and counts it as observed then).
+func (o *Observer) sample() bool {
+	o.offered++
+	if o.offered > o.first && o.offered%o.every != o.phase {
+		return false
+	}
+	o.records++
+	return true
 }
 
 // isCollectionKey reports whether an object key is an identifier (digits) or
@@ -158,25 +187,31 @@ func isCollectionKey(k string) bool {
 func (o *Observer) walk(r gjson.Result, depth int) {
 	base := len(o.buf)
 	r.ForEach(func(k, v gjson.Result) bool {
-		o.buf = o.buf[:base]
-		collection := isCollectionKey(k.Str)
-		switch {
-		case collection:
-			o.buf = append(o.buf, "[]"...)
-		case base > 0:
-			o.buf = append(o.buf, '.')
-			o.buf = append(o.buf, k.Str...)
-		default:
-			o.buf = append(o.buf, k.Str...)
-		}
-		d := depth
-		if collection {
-			d-- // the collection step does not name a field
-		}
-		o.value(v, d)
+		o.member(k.Str, v, base, depth)
 		return true
 	})
 	o.buf = o.buf[:base]
+}
+
+// member notes member k (value v) of the object whose path is o.buf[:base],
+// at depth names.
+func (o *Observer) member(k string, v gjson.Result, base, depth int) {
+	o.buf = o.buf[:base]
+	collection := isCollectionKey(k)
+	switch {
+	case collection:
+		o.buf = append(o.buf, "[]"...)
+	case base > 0:
+		o.buf = append(o.buf, '.')
+		o.buf = append(o.buf, k...)
+	default:
+		o.buf = append(o.buf, k...)
+	}
+	d := depth
+	if collection {
+		d-- // the collection step does not name a field
+	}
+	o.value(v, d)
 }
 
 // value notes v at path o.buf (depth names) and enters it when it may.

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/fixture"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
@@ -39,7 +40,7 @@ const benchPageSize = 1000
 // has one sender, one or two to, sometimes a cc and rarely a bcc (about three
 // participant rows per e-mail), and a raw record of about a kilobyte.
 type commsGenerator struct {
-	people []extract.Participant
+	people []fixture.Participant
 }
 
 func newCommsGenerator() *commsGenerator {
@@ -48,7 +49,7 @@ func newCommsGenerator() *commsGenerator {
 	last := []string{"Popescu", "Ionescu", "Dumitrașcu", "Stan", "Georgescu", "Vasilescu", "Munteanu", "Rădulescu"}
 	for i := range 3300 {
 		f, l := first[i%len(first)], last[i%len(last)]
-		p := extract.Participant{FirstName: f, FullName: f + " " + l, Status: "Activ",
+		p := fixture.Participant{FirstName: f, FullName: f + " " + l, Status: "Activ",
 			Avatar: "https://platform.example/img/avatar-blank.png"}
 		if i < 300 {
 			id := int64(1000 + i)
@@ -71,18 +72,18 @@ func (g *commsGenerator) page(n int) transform.Batch {
 	rng := rand.New(rand.NewPCG(uint64(n), 42))
 	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 	recs := make([]stream.Record, benchPageSize)
-	pick := func() extract.Participant { return g.people[rng.IntN(len(g.people))] }
-	keyed := func(p extract.Participant) extract.Participant { return p } // platform users keep their id in to/cc/bcc
-	unkeyed := func(p extract.Participant) extract.Participant { p.PlatformUserID = nil; return p }
+	pick := func() fixture.Participant { return g.people[rng.IntN(len(g.people))] }
+	keyed := func(p fixture.Participant) fixture.Participant { return p } // platform users keep their id in to/cc/bcc
+	unkeyed := func(p fixture.Participant) fixture.Participant { p.PlatformUserID = nil; return p }
 	for i := range recs {
 		id := int64(n*benchPageSize + i + 1)
 		subject := fmt.Sprintf("Re: Campanie %d — ofertă revizuită", id%500)
-		from := []extract.Participant{unkeyed(pick())}
-		to := []extract.Participant{keyed(pick())}
+		from := []fixture.Participant{unkeyed(pick())}
+		to := []fixture.Participant{keyed(pick())}
 		if rng.IntN(2) == 0 {
 			to = append(to, keyed(pick()))
 		}
-		var cc, bcc []extract.Participant
+		var cc, bcc []fixture.Participant
 		if rng.IntN(2) == 0 {
 			cc = append(cc, keyed(pick()))
 		}
@@ -90,11 +91,11 @@ func (g *commsGenerator) page(n int) transform.Batch {
 			bcc = append(bcc, keyed(pick()))
 		}
 		at := base.Add(time.Duration(id) * 17 * time.Second).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond)
-		c := extract.Communication{RecordID: id, Email: extract.EmailFields{
+		c := fixture.Communication{RecordID: id, Email: fixture.EmailFields{
 			TypeID: ptr(int64(1)), TypeName: ptr("Email"), BrandID: extract.ID(strconv.Itoa(int(id%40) + 1)),
 			Subject: &subject, HasAttachments: rng.IntN(5) == 0, Size: ptr(int64(2000 + rng.IntN(90000))),
 			MailboxID: fmt.Sprintf("18c%013x", id), MailboxThread: fmt.Sprintf("18c%013x", id/3), EmailAt: at,
-		}, Users: extract.Participants{From: from, To: to, CC: cc, BCC: bcc}}
+		}, Users: fixture.Participants{From: from, To: to, CC: cc, BCC: bcc}}
 		if rng.IntN(3) == 0 {
 			c.Email.ProjectID = extract.ID(strconv.Itoa(int(id%200) + 1))
 		}
@@ -105,12 +106,12 @@ func (g *commsGenerator) page(n int) transform.Batch {
 }
 
 // rawCommunication renders a record the way the endpoint sends it.
-func rawCommunication(c *extract.Communication) json.RawMessage {
-	user := func(p extract.Participant) map[string]any {
+func rawCommunication(c *fixture.Communication) json.RawMessage {
+	user := func(p fixture.Participant) map[string]any {
 		return map[string]any{"first_name": p.FirstName, "last_name": p.LastName, "full_name": p.FullName,
 			"email": p.Email, "phone": p.Phone, "avatar": p.Avatar, "status": p.Status}
 	}
-	keyed := func(ps []extract.Participant) any {
+	keyed := func(ps []fixture.Participant) any {
 		if len(ps) == 0 {
 			return []any{}
 		}

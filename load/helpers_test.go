@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/fixture"
 	"github.com/agencysync/agencysync/internal/testkit/recordjson"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/stream"
@@ -140,35 +140,35 @@ func qualified(schema, table string) string { return pgx.Identifier{schema, tabl
 
 // Fixtures shaped like the spec's records.
 
-func participant(email string, id *int64, first string, last *string, phone *string) extract.Participant {
+func participant(email string, id *int64, first string, last *string, phone *string) fixture.Participant {
 	full := first + " "
 	if last != nil {
 		full = first + " " + *last
 	}
-	return extract.Participant{PlatformUserID: id, FirstName: first, LastName: last, FullName: full,
+	return fixture.Participant{PlatformUserID: id, FirstName: first, LastName: last, FullName: full,
 		Email: email, Phone: phone, Avatar: "https://platform.example/img/blank.png", Status: "Activ"}
 }
 
 var (
-	ana = func(id *int64) extract.Participant {
+	ana = func(id *int64) fixture.Participant {
 		return participant("ana.popescu@agentie.ro", id, "Ana-Maria", ptr("Popescu"), ptr("0722 123 456"))
 	}
-	stefan = func(id *int64) extract.Participant {
+	stefan = func(id *int64) fixture.Participant {
 		return participant("Stefan.Ionescu@agentie.ro", id, "Ștefan", ptr("Ionescu"), ptr(""))
 	}
-	ioana = func() extract.Participant { return participant("ioana@client-brand.ro", nil, "Ioana", nil, nil) }
-	mihai = func() extract.Participant { return participant("", ptr(int64(88)), "Mihai", ptr("Stan"), nil) }
+	ioana = func() fixture.Participant { return participant("ioana@client-brand.ro", nil, "Ioana", nil, nil) }
+	mihai = func() fixture.Participant { return participant("", ptr(int64(88)), "Mihai", ptr("Stan"), nil) }
 )
 
-func communication(id int64, subject string, from []extract.Participant, to, cc, bcc []extract.Participant) extract.Communication {
+func communication(id int64, subject string, from []fixture.Participant, to, cc, bcc []fixture.Participant) fixture.Communication {
 	at := time.Date(2024, 11, 4, 8, 0, 0, 0, time.UTC).Add(time.Duration(id)*time.Minute + 123456*time.Microsecond)
 	raw, _ := json.Marshal(map[string]any{"email": map[string]any{"subject": subject, "email_at": at.Format(time.RFC3339Nano)},
 		"users": map[string]any{"from": len(from), "to": len(to)}})
-	return extract.Communication{
+	return fixture.Communication{
 		RecordID: id,
-		Email: extract.EmailFields{TypeID: ptr(int64(1)), TypeName: ptr("Email"), BrandID: "42", Subject: &subject,
+		Email: fixture.EmailFields{TypeID: ptr(int64(1)), TypeName: ptr("Email"), BrandID: "42", Subject: &subject,
 			HasAttachments: id%2 == 0, Size: ptr(1000 + id), MailboxID: "m" + strconv.FormatInt(id, 10), MailboxThread: "t1", EmailAt: at},
-		Users: extract.Participants{From: from, To: to, CC: cc, BCC: bcc},
+		Users: fixture.Participants{From: from, To: to, CC: cc, BCC: bcc},
 		Raw:   raw,
 	}
 }
@@ -183,41 +183,41 @@ func fullBatch() transform.Batch {
 	var b transform.Batch
 	raw := func(id string) json.RawMessage { return json.RawMessage(`{"id":"` + id + `"}`) }
 	snapshot := time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC)
-	b.Append(recordjson.BrandDetails([]extract.BrandDetail{{
-		Brand: extract.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Status: "active", DateCreated: day(2021, 3, 15),
+	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{{
+		Brand: fixture.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Status: "active", DateCreated: day(2021, 3, 15),
 			AccountManager: "Mădălina Georgescu", ProjectsCount: ptr(int64(2)),
-			FinancialSummary: &extract.FinancialSummary{TotalBudget: "125000.50", Invoiced: "80000", Collected: "79999.99", Currency: "RON"},
+			FinancialSummary: &fixture.FinancialSummary{TotalBudget: "125000.50", Invoiced: "80000", Collected: "79999.99", Currency: "RON"},
 			Raw:              raw("42")},
 		GeneralInfo: json.RawMessage(`{"website":"https://dulcetraditie.ro"}`), Metadata: json.RawMessage(`{"tags":["retail"]}`),
 	}}, snapshot))
-	b.Append(recordjson.Brands([]extract.Brand{{ID: "43", Name: "Vinăria Dealul Mare", Raw: raw("43")}}, snapshot))
-	b.Append(recordjson.Contacts("42", []extract.Contact{
+	b.Append(recordjson.Brands([]fixture.Brand{{ID: "43", Name: "Vinăria Dealul Mare", Raw: raw("43")}}, snapshot))
+	b.Append(recordjson.Contacts("42", []fixture.Contact{
 		{ID: "c1", FirstName: "Ilinca", LastName: ptr("Vasilescu"), FullName: "Ilinca Vasilescu", Email: ptr("ilinca@dulce.ro"), Phone: ptr(""), IsPrimary: true, Raw: raw("c1")},
 		{ID: "c2", FirstName: "Radu", FullName: "Radu ", Raw: raw("c2")},
 	}))
-	b.Append(recordjson.ProjectDetails([]extract.Project{{
+	b.Append(recordjson.ProjectDetails([]fixture.Project{{
 		ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress", StartDate: day(2024, 10, 1), Deadline: day(2024, 12, 20),
-		Budget: &extract.Money{Amount: "30000.00", Currency: "RON"},
-		Team:   []extract.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}, {UserID: "17", FullName: "Ștefan Ionescu", Role: "Creative"}},
-		Deliverables: []extract.Deliverable{{ID: "d1", Name: "Concept", DueDate: day(2024, 10, 15), Status: "delivered", DeliveredAt: ptr(time.Date(2024, 10, 14, 16, 0, 0, 0, time.UTC))},
+		Budget: &fixture.Money{Amount: "30000.00", Currency: "RON"},
+		Team:   []fixture.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}, {UserID: "17", FullName: "Ștefan Ionescu", Role: "Creative"}},
+		Deliverables: []fixture.Deliverable{{ID: "d1", Name: "Concept", DueDate: day(2024, 10, 15), Status: "delivered", DeliveredAt: ptr(time.Date(2024, 10, 14, 16, 0, 0, 0, time.UTC))},
 			{ID: "d2", Name: "Spot TV", DueDate: day(2024, 12, 1), Status: "open"}},
-		History: []extract.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"},
+		History: []fixture.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"},
 			{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", From: ptr("planned"), To: ptr("in_progress"), ByUserID: "12"}},
 		Raw: raw("7"),
 	}}))
-	b.Append(recordjson.Budgets([]extract.Budget{{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day(2024, 10, 1), PeriodEnd: day(2024, 12, 31), Raw: raw("b1")}}))
-	b.Append(recordjson.Invoices([]extract.Invoice{{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "issued", Raw: raw("i1")}}))
-	b.Append(recordjson.Collections([]extract.Collection{{ID: "k1", InvoiceID: "i1", CollectedOn: day(2024, 11, 20), Amount: "0.10", Currency: "RON", Raw: raw("k1")}}))
-	b.Append(recordjson.Payments([]extract.Payment{{ID: "p1", ProjectID: "7", Payee: "Studio Foto SRL", PaidOn: day(2024, 11, 21), Amount: "2500", Currency: "EUR", Raw: raw("p1")}}))
-	b.Append(recordjson.Profitabilities([]extract.Profitability{
+	b.Append(recordjson.Budgets([]fixture.Budget{{ID: "b1", ProjectID: "7", BrandID: "42", Amount: "30000.00", Currency: "RON", PeriodStart: day(2024, 10, 1), PeriodEnd: day(2024, 12, 31), Raw: raw("b1")}}))
+	b.Append(recordjson.Invoices([]fixture.Invoice{{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "issued", Raw: raw("i1")}}))
+	b.Append(recordjson.Collections([]fixture.Collection{{ID: "k1", InvoiceID: "i1", CollectedOn: day(2024, 11, 20), Amount: "0.10", Currency: "RON", Raw: raw("k1")}}))
+	b.Append(recordjson.Payments([]fixture.Payment{{ID: "p1", ProjectID: "7", Payee: "Studio Foto SRL", PaidOn: day(2024, 11, 21), Amount: "2500", Currency: "EUR", Raw: raw("p1")}}))
+	b.Append(recordjson.Profitabilities([]fixture.Profitability{
 		{Level: "project", EntityID: "7", Period: "2024-11", Revenue: "30000", Cost: "21000.5", Margin: "8999.5", Currency: "RON", Raw: raw("7")},
 		{Level: "brand", EntityID: "42", Period: "2024-11", Revenue: "90000", Cost: "60000", Margin: "30000", Currency: "RON", Raw: raw("42")},
 	}))
-	b.Append(recordjson.AgencySummaries([]extract.AgencySummary{{Period: "2024-11", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw("s")}}))
-	b.Append(recordjson.Communications([]extract.Communication{
-		communication(2701, "Ofertă campanie Crăciun", []extract.Participant{ana(nil)}, []extract.Participant{stefan(ptr(int64(17)))}, nil, nil),
-		communication(2702, "Re: Ofertă", []extract.Participant{ioana()}, []extract.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
-			[]extract.Participant{mihai()}, []extract.Participant{stefan(ptr(int64(17)))}),
+	b.Append(recordjson.AgencySummaries([]fixture.AgencySummary{{Period: "2024-11", TotalBudget: "500000", Invoiced: "320000.75", Collected: "300000", Paid: "120000", Profit: "180000.75", Currency: "RON", Raw: raw("s")}}))
+	b.Append(recordjson.Communications([]fixture.Communication{
+		communication(2701, "Ofertă campanie Crăciun", []fixture.Participant{ana(nil)}, []fixture.Participant{stefan(ptr(int64(17)))}, nil, nil),
+		communication(2702, "Re: Ofertă", []fixture.Participant{ioana()}, []fixture.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
+			[]fixture.Participant{mihai()}, []fixture.Participant{stefan(ptr(int64(17)))}),
 	}))
 	return b
 }

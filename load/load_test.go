@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/fixture"
 	"github.com/agencysync/agencysync/internal/testkit/recordjson"
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
@@ -161,10 +162,10 @@ func TestChangedRowsUpdate(t *testing.T) {
 
 	// One e-mail's subject, one user's phone and one invoice's status change;
 	// a new invoice arrives beside them.
-	b := recordjson.Communications([]extract.Communication{
-		communication(2701, "Ofertă campanie Crăciun (v2)", []extract.Participant{ana(nil)}, []extract.Participant{stefan(ptr(int64(17)))}, nil, nil),
+	b := recordjson.Communications([]fixture.Communication{
+		communication(2701, "Ofertă campanie Crăciun (v2)", []fixture.Participant{ana(nil)}, []fixture.Participant{stefan(ptr(int64(17)))}, nil, nil),
 	})
-	b.Append(recordjson.Invoices([]extract.Invoice{
+	b.Append(recordjson.Invoices([]fixture.Invoice{
 		{ID: "i1", Number: "AG-2024-0113", ProjectID: "7", BrandID: "42", IssueDate: day(2024, 11, 1), Amount: "12345678901234567890.125", Currency: "RON", Status: "paid", Raw: json.RawMessage(`{"id":"i1"}`)},
 		{ID: "i2", Number: "AG-2024-0114", Amount: "10", Currency: "RON", Raw: json.RawMessage(`{"id":"i2"}`)},
 	}))
@@ -207,17 +208,17 @@ func TestChildrenReplacedExactly(t *testing.T) {
 	before := versions(t, pool, schema, "email_recipients")
 
 	// 2702 loses its cc and bcc and gains ana in cc; the rest is unchanged.
-	b := recordjson.Communications([]extract.Communication{
-		communication(2702, "Re: Ofertă", []extract.Participant{ioana()}, []extract.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
-			[]extract.Participant{ana(ptr(int64(12)))}, nil),
+	b := recordjson.Communications([]fixture.Communication{
+		communication(2702, "Re: Ofertă", []fixture.Participant{ioana()}, []fixture.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
+			[]fixture.Participant{ana(ptr(int64(12)))}, nil),
 	})
 	// Project 7's detail: Ștefan left the team, every deliverable is gone, one
 	// history entry remains (history is a log: nothing is deleted from it).
-	b.Append(recordjson.ProjectDetails([]extract.Project{{
+	b.Append(recordjson.ProjectDetails([]fixture.Project{{
 		ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress", StartDate: day(2024, 10, 1), Deadline: day(2024, 12, 20),
-		Budget:  &extract.Money{Amount: "30000.00", Currency: "RON"},
-		Team:    []extract.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}},
-		History: []extract.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"}},
+		Budget:  &fixture.Money{Amount: "30000.00", Currency: "RON"},
+		Team:    []fixture.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}},
+		History: []fixture.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"}},
 		Raw:     json.RawMessage(`{"id":"7","v":2}`),
 	}}))
 	c := commit(t, s, Page{Batch: b})
@@ -266,7 +267,7 @@ func TestChildrenReplacedExactly(t *testing.T) {
 	}
 
 	// A list-only project load leaves the children alone.
-	c = commit(t, s, Page{Batch: recordjson.Projects([]extract.Project{{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Raw: json.RawMessage(`{"id":"7"}`)}})})
+	c = commit(t, s, Page{Batch: recordjson.Projects([]fixture.Project{{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Raw: json.RawMessage(`{"id":"7"}`)}})})
 	if c.Tables["project_team_members"].Written() != 0 {
 		t.Errorf("list load touched the team: %+v", c.Tables)
 	}
@@ -288,8 +289,8 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b2")}), Listing: l})
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b3")}), Listing: l, EndsListing: true})
+	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2")}), Listing: l})
+	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b3")}), Listing: l, EndsListing: true})
 	if d := deleted(); d != "" {
 		t.Fatalf("deleted after the first listing: %s", d)
 	}
@@ -299,7 +300,7 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	l, _ = s.NewListing("budgets", nil)
 	bad := budget("b3")
 	bad.Amount = "n/a"
-	page := recordjson.Budgets([]extract.Budget{budget("b1"), bad})
+	page := recordjson.Budgets([]fixture.Budget{budget("b1"), bad})
 	if len(page.Rejects) != 1 {
 		t.Fatalf("rejects = %+v", page.Rejects)
 	}
@@ -314,20 +315,20 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 
 	// Another listing without b2 leaves its deletion time alone.
 	l, _ = s.NewListing("budgets", nil)
-	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b3")}), Listing: l, EndsListing: true})
+	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b3")}), Listing: l, EndsListing: true})
 	if v := versions(t, pool, schema, "budgets")["b2"]; v != b2Deleted || c.Written() != 0 {
 		t.Errorf("second deletion rewrote b2 (%v → %v) or wrote %+v", b2Deleted, v, c.Tables)
 	}
 
 	// b2 comes back: undeleted, never removed in between.
-	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b2")})})
+	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b2")})})
 	if d := deleted(); d != "" || c.Tables["budgets"].Updated != 1 {
 		t.Errorf("after b2 came back: deleted = %q, counts %+v", d, c.Tables)
 	}
 
 	// A reject without a key makes the listing unable to tell: no deletions.
 	l, _ = s.NewListing("budgets", nil)
-	page = recordjson.Budgets([]extract.Budget{budget("b1")})
+	page = recordjson.Budgets([]fixture.Budget{budget("b1")})
 	page.Rejects = append(page.Rejects, transform.RecordErrors(stream.RejectBudgets, []extract.RecordError{{Endpoint: "budgets", Raw: json.RawMessage(`{}`), Err: errors.New("bad")}})...)
 	c = commit(t, s, Page{Stream: "finance", Batch: page, Listing: l, EndsListing: true})
 	if d := deleted(); d != "" || len(c.SkippedDeletions) != 1 {
@@ -338,18 +339,18 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	}
 
 	// A scoped listing: brand 42's contacts only.
-	contact := func(id string) extract.Contact {
-		return extract.Contact{ID: extract.ID(id), FirstName: id, FullName: id, Raw: json.RawMessage(`{}`)}
+	contact := func(id string) fixture.Contact {
+		return fixture.Contact{ID: extract.ID(id), FirstName: id, FullName: id, Raw: json.RawMessage(`{}`)}
 	}
 	var both transform.Batch
-	both.Append(recordjson.Contacts("42", []extract.Contact{contact("c1"), contact("c2")}))
-	both.Append(recordjson.Contacts("43", []extract.Contact{contact("c9")}))
+	both.Append(recordjson.Contacts("42", []fixture.Contact{contact("c1"), contact("c2")}))
+	both.Append(recordjson.Contacts("43", []fixture.Contact{contact("c9")}))
 	commit(t, s, Page{Batch: both})
 	l, err = s.NewListing("brand_contacts", map[string]any{"brand_id": "42"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, Page{Batch: recordjson.Contacts("42", []extract.Contact{contact("c1")}), Listing: l, EndsListing: true})
+	commit(t, s, Page{Batch: recordjson.Contacts("42", []fixture.Contact{contact("c1")}), Listing: l, EndsListing: true})
 	if got := queryText(t, pool, "SELECT string_agg(brand_id || '/' || contact_id, ',') FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NOT NULL"); got != "42/c2" {
 		t.Errorf("deleted contacts = %q, want 42/c2 only", got)
 	}
@@ -365,12 +366,12 @@ func TestShortListingDeletesNothing(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	l, _ := s.NewListing("budgets", nil)
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b2"), budget("b3")}), Listing: l, EndsListing: true})
+	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b3")}), Listing: l, EndsListing: true})
 
 	l, _ = s.NewListing("budgets", nil)
 	l.Expect(3)
 	l.Expect(2) // the largest total counts
-	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]extract.Budget{budget("b1"), budget("b2"), budget("b1")}), Listing: l, EndsListing: true})
+	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b1")}), Listing: l, EndsListing: true})
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL"); n != 0 || len(c.SkippedDeletions) != 1 {
 		t.Fatalf("short listing: %d deleted, skipped %v", n, c.SkippedDeletions)
 	}
@@ -390,7 +391,7 @@ func TestRejectsUpserted(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := communication(9, "x", nil, nil, nil, nil) // no sender
-	page := recordjson.Communications([]extract.Communication{bad, bad, communication(10, "ok", []extract.Participant{ana(nil)}, nil, nil, nil)})
+	page := recordjson.Communications([]fixture.Communication{bad, bad, communication(10, "ok", []fixture.Participant{ana(nil)}, nil, nil, nil)})
 	c := commit(t, s, Page{Stream: "communications", RunID: runID, Batch: page})
 	if c.Rejected != 2 || c.Tables["emails"].Inserted != 1 {
 		t.Errorf("counts = %+v", c)
@@ -413,7 +414,7 @@ func TestRejectsUpserted(t *testing.T) {
 		t.Errorf("payload = %q, want the bytes as a JSON string", got)
 	}
 	time.Sleep(2 * time.Millisecond)
-	commit(t, s, Page{Stream: "communications", Batch: recordjson.Communications([]extract.Communication{bad})})
+	commit(t, s, Page{Stream: "communications", Batch: recordjson.Communications([]fixture.Communication{bad})})
 	if got := queryText(t, pool, "SELECT occurrences || ' ' || (last_seen_at > $1::timestamptz) || ' ' || (first_seen_at < last_seen_at) || ' ' || (last_run_id = $2::uuid) FROM "+rr+" WHERE record_key = '9'", first, runID); got != "3 true true true" {
 		t.Errorf("after the second rejection: %q", got)
 	}
@@ -462,16 +463,16 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	s, pool, schema := newStore(t)
 	users := qualified(schema, "users")
 	// Page 1: ana only sends (from lists carry no ids).
-	commit(t, s, Page{Batch: recordjson.Communications([]extract.Communication{
-		communication(1, "a", []extract.Participant{ana(nil)}, []extract.Participant{ioana()}, nil, nil)})})
+	commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+		communication(1, "a", []fixture.Participant{ana(nil)}, []fixture.Participant{ioana()}, nil, nil)})})
 	if got := queryText(t, pool, "SELECT platform_user_id::text FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'"); got != "<NULL>" {
 		t.Fatalf("platform_user_id = %s", got)
 	}
 	// Page 2: ana receives, keyed 12; her phone is unknown in that appearance.
 	noPhone := ana(ptr(int64(12)))
 	noPhone.Phone = nil
-	c := commit(t, s, Page{Batch: recordjson.Communications([]extract.Communication{
-		communication(2, "b", []extract.Participant{ioana()}, []extract.Participant{noPhone}, nil, nil)})})
+	c := commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+		communication(2, "b", []fixture.Participant{ioana()}, []fixture.Participant{noPhone}, nil, nil)})})
 	if c.Tables["users"] != (TableCounts{Updated: 1}) {
 		t.Errorf("page 2 users = %+v, want ana updated once", c.Tables["users"])
 	}
@@ -480,8 +481,8 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	}
 	before := versions(t, pool, schema, "users")
 	// Page 3: ana sends again, without id: nothing to change, nothing written.
-	c = commit(t, s, Page{Batch: recordjson.Communications([]extract.Communication{
-		communication(3, "c", []extract.Participant{ana(nil)}, []extract.Participant{ioana()}, nil, nil)})})
+	c = commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+		communication(3, "c", []fixture.Participant{ana(nil)}, []fixture.Participant{ioana()}, nil, nil)})})
 	if c.Tables["users"].Written() != 0 || !maps.Equal(before, versions(t, pool, schema, "users")) {
 		t.Errorf("page 3 churned users: %+v", c.Tables["users"])
 	}
@@ -496,10 +497,10 @@ func TestBatchDuplicatesCollapse(t *testing.T) {
 	// Two transforms appended into one batch mention the same e-mail and user:
 	// the write path keeps the last e-mail and merges the user.
 	var b transform.Batch
-	b.Append(recordjson.Communications([]extract.Communication{communication(1, "v1", []extract.Participant{ana(ptr(int64(12)))}, nil, nil, nil)}))
+	b.Append(recordjson.Communications([]fixture.Communication{communication(1, "v1", []fixture.Participant{ana(ptr(int64(12)))}, nil, nil, nil)}))
 	noID := ana(nil)
 	noID.Phone = nil
-	b.Append(recordjson.Communications([]extract.Communication{communication(1, "v2", []extract.Participant{noID}, nil, nil, nil)}))
+	b.Append(recordjson.Communications([]fixture.Communication{communication(1, "v2", []fixture.Participant{noID}, nil, nil, nil)}))
 	commit(t, s, Page{Batch: b})
 	if got := queryText(t, pool, "SELECT subject FROM "+qualified(schema, "emails")); got != "v2" {
 		t.Errorf("subject = %q", got)
@@ -715,20 +716,20 @@ func TestConcurrentWriterCollision(t *testing.T) {
 func TestListAndDetailDoNotChurn(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	listed := extract.Project{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress",
+	listed := fixture.Project{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress",
 		Deadline: day(2024, 12, 20), Raw: json.RawMessage(`{"id":"7","name":"Campanie Crăciun 2024"}`)}
 	detailed := listed
-	detailed.Team = []extract.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}}
+	detailed.Team = []fixture.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}}
 	detailed.Raw = json.RawMessage(`{"id":"7","name":"Campanie Crăciun 2024","team":[{"user_id":12}]}`)
-	brand := extract.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Raw: json.RawMessage(`{"brand_info":{"id":42}}`)}
-	brandDetail := extract.BrandDetail{Brand: extract.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Raw: json.RawMessage(`{"id":42}`)},
+	brand := fixture.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Raw: json.RawMessage(`{"brand_info":{"id":42}}`)}
+	brandDetail := fixture.BrandDetail{Brand: fixture.Brand{ID: "42", Name: "Cofetăria Dulce Tradiție", Raw: json.RawMessage(`{"id":42}`)},
 		GeneralInfo: json.RawMessage(`{"cui":"RO1"}`), Raw: json.RawMessage(`{"brand_info":{"id":42},"general_info":{"cui":"RO1"}}`)}
 	snapshot := time.Date(2024, 11, 5, 0, 0, 0, 0, time.UTC)
 
 	// A detail first (never listed): raw falls back to the detail.
 	var b transform.Batch
-	b.Append(recordjson.ProjectDetails([]extract.Project{detailed}))
-	b.Append(recordjson.BrandDetails([]extract.BrandDetail{brandDetail}, snapshot))
+	b.Append(recordjson.ProjectDetails([]fixture.Project{detailed}))
+	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{brandDetail}, snapshot))
 	commit(t, s, Page{Batch: b})
 	if got := queryText(t, pool, "SELECT (raw::text = detail_raw::text)::text FROM "+qualified(schema, "projects")); got != "true" {
 		t.Errorf("a project never listed: raw = detail_raw is %s", got)
@@ -736,13 +737,13 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 
 	list := func() transform.Batch {
 		var b transform.Batch
-		b.Append(recordjson.Projects([]extract.Project{listed}))
-		b.Append(recordjson.Brands([]extract.Brand{brand}, snapshot))
+		b.Append(recordjson.Projects([]fixture.Project{listed}))
+		b.Append(recordjson.Brands([]fixture.Brand{brand}, snapshot))
 		return b
 	}
 	commit(t, s, Page{Batch: list()}) // raw becomes the list's record
-	b = recordjson.ProjectDetails([]extract.Project{detailed})
-	b.Append(recordjson.BrandDetails([]extract.BrandDetail{brandDetail}, snapshot))
+	b = recordjson.ProjectDetails([]fixture.Project{detailed})
+	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{brandDetail}, snapshot))
 	if c := commit(t, s, Page{Batch: b}); c.Written() != 0 {
 		t.Errorf("an unchanged detail after the list wrote %+v", c.Tables)
 	}
@@ -765,6 +766,6 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 }
 
 // budget is a budget record with key id, as a listing page carries it.
-func budget(id string) extract.Budget {
-	return extract.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
+func budget(id string) fixture.Budget {
+	return fixture.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/fixture"
 	"github.com/agencysync/agencysync/internal/testkit/recordjson"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/stream"
@@ -165,14 +166,14 @@ func planPool(t *testing.T) (*pgxpool.Pool, string, *stmtRecorder) {
 
 // profitRows returns the profitability records of n project entities over
 // five months; version changes every amount.
-func profitRows(n, version int) []extract.Profitability {
-	var out []extract.Profitability
+func profitRows(n, version int) []fixture.Profitability {
+	var out []fixture.Profitability
 	for e := range n {
 		for m := 1; m <= 5; m++ {
 			rev := strconv.Itoa(1000*e + m + version)
-			out = append(out, extract.Profitability{Level: "project", EntityID: extract.ID(strconv.Itoa(e + 1)),
-				Period: fmt.Sprintf("2026-%02d", m), Revenue: extract.Decimal(rev), Cost: "100.5",
-				Margin: extract.Decimal(rev), Currency: "RON", Raw: json.RawMessage(`{"v":` + strconv.Itoa(version) + `}`)})
+			out = append(out, fixture.Profitability{Level: "project", EntityID: extract.ID(strconv.Itoa(e + 1)),
+				Period: fmt.Sprintf("2026-%02d", m), Revenue: fixture.Decimal(rev), Cost: "100.5",
+				Margin: fixture.Decimal(rev), Currency: "RON", Raw: json.RawMessage(`{"v":` + strconv.Itoa(version) + `}`)})
 		}
 	}
 	return out
@@ -181,22 +182,22 @@ func profitRows(n, version int) []extract.Profitability {
 // bigProjectDetails returns n projects' details, each with perProject
 // deliverables, team members and history entries; drop leaves out each
 // project's first deliverable and team member.
-func bigProjectDetails(n, perProject int, drop bool) []extract.Project {
+func bigProjectDetails(n, perProject int, drop bool) []fixture.Project {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	out := make([]extract.Project, n)
+	out := make([]fixture.Project, n)
 	for p := range out {
 		id := strconv.Itoa(p + 1)
-		pr := extract.Project{ID: extract.ID(id), BrandID: extract.ID(strconv.Itoa(p%200 + 1)), Name: "Proiect " + id,
+		pr := fixture.Project{ID: extract.ID(id), BrandID: extract.ID(strconv.Itoa(p%200 + 1)), Name: "Proiect " + id,
 			Status: "in_progress", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
 		first := 0
 		if drop {
 			first = 1
 		}
 		for i := first; i < perProject; i++ {
-			pr.Deliverables = append(pr.Deliverables, extract.Deliverable{ID: extract.ID(fmt.Sprintf("d%d-%d", p, i)),
+			pr.Deliverables = append(pr.Deliverables, fixture.Deliverable{ID: extract.ID(fmt.Sprintf("d%d-%d", p, i)),
 				Name: "Livrabil", Status: "open"})
-			pr.Team = append(pr.Team, extract.TeamMember{UserID: extract.ID(strconv.Itoa(i + 1)), FullName: "Membru", Role: "Creative"})
-			pr.History = append(pr.History, extract.HistoryEntry{At: at.Add(time.Duration(i) * time.Hour), Field: "status",
+			pr.Team = append(pr.Team, fixture.TeamMember{UserID: extract.ID(strconv.Itoa(i + 1)), FullName: "Membru", Role: "Creative"})
+			pr.History = append(pr.History, fixture.HistoryEntry{At: at.Add(time.Duration(i) * time.Hour), Field: "status",
 				To: ptr("in_progress"), ByUserID: "1"})
 		}
 		out[p] = pr

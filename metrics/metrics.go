@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agencysync/agencysync/inventory"
 )
 
 // Metrics are the Prometheus series agencysync exposes on /metrics. Names are
@@ -21,6 +23,10 @@ type Metrics struct {
 	RunDuration     *prometheus.HistogramVec // agencysync_run_duration_seconds{status}
 	Runs            *prometheus.CounterVec   // agencysync_runs_total{status}
 	NextRun         *prometheus.GaugeVec     // agencysync_next_run_timestamp_seconds{stream} (serve)
+	// SourceFieldWarnings counts the coverage warnings of the last run that
+	// synced each stream of the field inventory, by kind:
+	// agencysync_source_field_warnings{stream,kind} (inventory.SetWarnings).
+	SourceFieldWarnings *prometheus.GaugeVec
 }
 
 // New creates the series and registers them with reg (nil: not
@@ -62,10 +68,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		NextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "agencysync_next_run_timestamp_seconds", Help: "Unix time of the next scheduled sync of each stream (serve).",
 		}, []string{"stream"}),
+		SourceFieldWarnings: inventory.NewWarningsGauge(nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.RequestDuration, m.Retries, m.QuotaSpent, m.QuotaLeft,
-			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun)
+			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun, m.SourceFieldWarnings)
 	}
 	return m
 }

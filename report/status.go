@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/inventory"
 )
 
 // Status writes the report of `agencysync status` as tables: the streams,
-// the last verification, the last runs and what the last run's tasks did.
+// the last verification, the last runs, what the last run's tasks did and
+// the last run's coverage warnings (one line each).
 func Status(w io.Writer, rep *engine.StatusReport) {
 	fmt.Fprintf(w, "warehouse schema %s — quota day %s: %d requests spent, %d left\n\n", rep.Schema, rep.QuotaDay, rep.QuotaSpent, rep.QuotaLeft)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -86,6 +88,11 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, took, cmp.Or(strings.Join(ranges, ", "), "—"))
 		}
 		tw.Flush()
+	}
+	if ws := rep.Warnings; ws != nil {
+		fmt.Fprintln(w)
+		// A write error shows in the output it failed to write.
+		_ = inventory.FormatWarnings(w, ws.RunID, ws.Warnings)
 	}
 }
 

@@ -81,7 +81,7 @@ var brands = &Stream{
 				{Name: "last_name", Field: "last_name", Type: Text, Trim: true},
 				{Name: "full_name", Field: "full_name", Type: Text, Trim: true},
 				{Name: "email", Field: "email", Type: Text, Trim: true, Indexed: true},
-				{Name: "phone", Field: "phone", Type: Text, Trim: true},
+				{Name: "phone", Field: "phone", Type: Text, Trim: true, Sparse: true},
 				{Name: "position", Field: "position", Type: Text, Trim: true},
 				{Name: "is_primary", Field: "is_primary", Type: Boolean},
 				{Name: "raw", Derived: DerivedRecord, Type: JSONB},

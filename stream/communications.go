@@ -29,6 +29,9 @@ var commsOnly = []string{EndpointCommunications}
 // usersPath is the path of each role's participants in a record.
 var usersPath = map[string]string{RoleFrom: "users.from", RoleTo: "users.to", RoleCC: "users.cc", RoleBCC: "users.bcc"}
 
+// participantPaths are usersPath's paths in role order (Table.Sources).
+var participantPaths = []string{"users.from", "users.to", "users.cc", "users.bcc"}
+
 // communications: the e-mails of the configured users, by date window:
 // incrementally from the watermark minus the lookback, a backfill walking
 // back in time, and a verification that re-counts past days. Recipients and
@@ -48,7 +51,7 @@ var communications = &Stream{
 			// One row per person, folded across appearances: a later known
 			// value wins, an unknown one never erases a known one.
 			Name: "users", Noun: "participant", Endpoints: commsOnly, Elements: participants,
-			Recurring: true, Merge: true,
+			Sources: participantPaths, Recurring: true, Merge: true,
 			Columns: []Column{
 				{Name: "user_key", Derived: DerivedHook, Type: Text, Key: true},
 				{Name: "platform_user_id", Derived: DerivedHook, Type: BigInt, Sticky: true},
@@ -56,7 +59,7 @@ var communications = &Stream{
 				{Name: "last_name", Field: "last_name", Type: Text, Trim: true, Sticky: true},
 				{Name: "full_name", Field: "full_name", Type: Text, Trim: true, Sticky: true},
 				{Name: "email", Field: "email", Type: Text, Trim: true, Sticky: true},
-				{Name: "phone", Field: "phone", Type: Text, Trim: true, Sticky: true},
+				{Name: "phone", Field: "phone", Type: Text, Trim: true, Sticky: true, Sparse: true},
 				{Name: "avatar_url", Field: "avatar", Type: Text, Trim: true, Sticky: true},
 				{Name: "status", Field: "status", Type: Text, Trim: true, Sticky: true},
 			},
@@ -71,7 +74,7 @@ var communications = &Stream{
 				{Name: "brand_id", Field: "email.brand_id", Type: ID},
 				{Name: "project_id", Field: "email.project_id", Type: ID},
 				{Name: "subject", Field: "email.subject", Type: Text, KeepEmpty: true, Required: true},
-				{Name: "message", Field: "email.message", Type: Text, KeepEmpty: true},
+				{Name: "message", Field: "email.message", Type: Text, KeepEmpty: true, Sparse: true},
 				{Name: "has_attachments", Field: "email.has_attachments", Type: Boolean},
 				{Name: "size_bytes", Field: "email.size", Type: BigInt, NonNegative: true},
 				{Name: "mailbox_id", Field: "email.mailbox_id", Type: Text},

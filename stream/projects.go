@@ -38,7 +38,7 @@ var projects = &Stream{
 				{Name: "status", Field: "status", Type: Text},
 				{Name: "start_date", Field: "start_date", Type: Date},
 				{Name: "deadline", Field: "deadline", Type: Date},
-				{Name: "closed_at", Field: "closed_at", Type: Timestamptz},
+				{Name: "closed_at", Field: "closed_at", Type: Timestamptz, Sparse: true},
 				{Name: "updated_at", Field: "updated_at", Type: Timestamptz},
 				// budget may also be a bare amount.
 				{Name: "budget_amount", Field: "budget.amount", Alternates: []string{"budget"}, Type: Numeric},
@@ -68,7 +68,7 @@ var projects = &Stream{
 				{Name: "name", Field: "name", Type: Text},
 				{Name: "due_date", Field: "due_date", Type: Date},
 				{Name: "status", Field: "status", Type: Text},
-				{Name: "delivered_at", Field: "delivered_at", Type: Timestamptz},
+				{Name: "delivered_at", Field: "delivered_at", Type: Timestamptz, Sparse: true},
 			},
 		},
 		{
@@ -81,8 +81,8 @@ var projects = &Stream{
 				{Name: "at", Field: "at", Type: Timestamptz, Key: true},
 				{Name: "field", Field: "field", Type: Text, Key: true},
 				{Name: "seq", Derived: DerivedSequence, Type: Integer, Key: true},
-				{Name: "from_value", Field: "from", Type: Text, KeepEmpty: true, AnyJSON: true},
-				{Name: "to_value", Field: "to", Type: Text, KeepEmpty: true, AnyJSON: true},
+				{Name: "from_value", Field: "from", Type: Text, KeepEmpty: true, AnyJSON: true, Sparse: true},
+				{Name: "to_value", Field: "to", Type: Text, KeepEmpty: true, AnyJSON: true, Sparse: true},
 				{Name: "by_user_id", Field: "by_user_id", Type: ID},
 			},
 		},

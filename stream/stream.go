@@ -100,6 +100,11 @@ type Table struct {
 	// (Record.Key) wins over the record's own key field; otherwise it only
 	// fills an empty one.
 	ListedKeyWins bool
+	// Sources, for a table whose rows its Elements function lists, are the
+	// paths of the record where it finds them (arrays or objects keyed by
+	// id): the field inventory maps their members' fields to the table's
+	// columns (users.from[].email → users.email).
+	Sources []string
 }
 
 // Key returns the table's key columns.
@@ -196,6 +201,12 @@ type Column struct {
 	// Fallback names a column of the same row whose value fills this one when
 	// the batch has NULL and nothing is stored.
 	Fallback string
+
+	// Sparse: the column is NULL for most records by nature (closed_at of
+	// open projects, delivered_at, an e-mail's message when bodies are not
+	// asked for): a coverage warning needs its field absent from every
+	// record, which is a renamed field, not sparse data.
+	Sparse bool
 }
 
 // FillsFrom reports whether records of endpoint fill the column.

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -23,38 +25,71 @@ type Record struct {
 // comes first and is not itself a declared field — are read as the object's
 // own; among members of the same name, the last one wins.
 type View struct {
-	members []member
-	sub     []subView // objects already split, by path prefix
+	src     string    // the text the members are found in
+	members []member  // pointer-free: cheap to allocate, nothing for the collector to scan
+	keys    []string  // keys that are not text of src (unescaped)
+	subs    []subView // views of object members split so far
 }
 
-// member is one member of an object: its key and its value's JSON text
-// (parsed again on access, which is cheap and keeps views small).
+// member is one member of an object: its key, src[k0:k1] (keys[k1] when k0
+// is escapedKey), and its value's JSON text src[v0:v1], parsed again on
+// access (which is cheap and keeps views small).
 type member struct {
-	key string
-	raw string
+	k0, k1, v0, v1 uint32
 }
 
+const escapedKey = ^uint32(0)
+
+// subView is the view of the object member members[i].
 type subView struct {
-	path string
+	i    int
 	view *View
 }
+
+func (v *View) key(m *member) string {
+	if m.k0 == escapedKey {
+		return v.keys[m.k1]
+	}
+	return v.src[m.k0:m.k1]
+}
+
+func (v *View) raw(m *member) string { return v.src[m.v0:m.v1] }
 
 // maxWrapDepth bounds nested wrappers.
 const maxWrapDepth = 4
 
 // NewView splits the object raw into its members for t (nil: no wrappers
-// unwrapped). A value that is not an object gives an empty view.
+// unwrapped). A value that is not an object gives an empty view. The
+// objects among its members are split in the same pass: a record's fields
+// are read through them.
 func NewView(raw []byte, t *Table) *View {
-	v := &View{members: make([]member, 0, 16)}
 	// No copy: a record's bytes are not modified once received (rows keep
 	// them as its raw column too).
-	v.add(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))), t, 0)
-	return v
+	return newView(unsafe.String(unsafe.SliceData(raw), len(raw)), t, true)
 }
 
 func viewOf(r gjson.Result) *View {
-	v := &View{members: make([]member, 0, 12)}
-	v.add(r, nil, 0)
+	return newView(r.Raw, nil, false)
+}
+
+// newView splits the object text s: in one strict pass over it (see
+// splitter) when it is well-formed JSON, else member by member as gjson
+// reads it. The two give the same members for well-formed text; the strict
+// pass skips values without decoding them and, with nested, splits the
+// objects among the members along.
+func newView(s string, t *Table, nested bool) *View {
+	if len(s) >= math.MaxUint32 { // beyond offsets (extract bounds a body to 256 MiB by default)
+		return &View{}
+	}
+	sp := splitters.Get().(*splitter)
+	v, ok := sp.view(s, t, nested)
+	sp.reset()
+	splitters.Put(sp)
+	if ok {
+		return v
+	}
+	v = &View{src: s}
+	v.add(gjson.Parse(s), t, 0)
 	return v
 }
 
@@ -70,9 +105,34 @@ func (v *View) add(obj gjson.Result, t *Table, depth int) {
 			v.add(val, t, depth+1)
 			return true
 		}
-		v.members = append(v.members, member{key, val.Raw})
+		v0, ok := offset(v.src, val.Raw)
+		if !ok { // not expected: gjson's values are text of what it reads
+			v.src += val.Raw
+			v0 = uint32(len(v.src) - len(val.Raw))
+		}
+		m := member{v0: v0, v1: v0 + uint32(len(val.Raw))}
+		if k0, ok := offset(v.src, key); ok {
+			m.k0, m.k1 = k0, k0+uint32(len(key))
+		} else {
+			m.k0, m.k1 = escapedKey, uint32(len(v.keys))
+			v.keys = append(v.keys, key)
+		}
+		v.members = append(v.members, m)
 		return true
 	})
+}
+
+// offset returns where sub, a string sharing src's memory, starts in src.
+func offset(src, sub string) (uint32, bool) {
+	if len(sub) == 0 {
+		return 0, true
+	}
+	base := uintptr(unsafe.Pointer(unsafe.StringData(src)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(sub)))
+	if p < base || p+uintptr(len(sub)) > base+uintptr(len(src)) {
+		return 0, false
+	}
+	return uint32(p - base), true
 }
 
 // wraps reports whether key (first: the object's first member) names a
@@ -103,28 +163,36 @@ func firstSegment(path string) string {
 	return s
 }
 
-// member returns the last member named key.
-func (v *View) member(key string) (gjson.Result, bool) {
+// member returns the index of the last member named key, -1 if none.
+func (v *View) member(key string) int {
 	for i := len(v.members) - 1; i >= 0; i-- {
-		if v.members[i].key == key {
-			return gjson.Parse(v.members[i].raw), true
+		m := &v.members[i]
+		if m.k0 != escapedKey && int(m.k1-m.k0) == len(key) && v.src[m.k0:m.k1] == key ||
+			m.k0 == escapedKey && v.keys[m.k1] == key {
+			return i
 		}
 	}
-	return gjson.Result{}, false
+	return -1
 }
 
 // Get returns the value at the dotted path; ok is false when a segment is
 // missing or not an object.
 func (v *View) Get(path string) (gjson.Result, bool) {
-	head, rest, nested := strings.Cut(path, ".")
-	if !nested {
-		return v.member(path)
+	for {
+		dot := strings.IndexByte(path, '.')
+		if dot < 0 {
+			break
+		}
+		if v = v.subAt(path[:dot]); v == nil {
+			return gjson.Result{}, false
+		}
+		path = path[dot+1:]
 	}
-	sv := v.subAt(head)
-	if sv == nil {
+	i := v.member(path)
+	if i < 0 {
 		return gjson.Result{}, false
 	}
-	return sv.Get(rest)
+	return parseValue(v.raw(&v.members[i])), true
 }
 
 // Object returns the view of the object at key (a direct member), nil when
@@ -134,24 +202,29 @@ func (v *View) Object(key string) *View {
 }
 
 func (v *View) subAt(key string) *View {
-	for _, s := range v.sub {
-		if s.path == key {
+	i := v.member(key)
+	if i < 0 {
+		return nil
+	}
+	raw := v.raw(&v.members[i])
+	if !isObjectText(raw) {
+		return nil
+	}
+	for _, s := range v.subs {
+		if s.i == i {
 			return s.view
 		}
 	}
-	val, ok := v.member(key)
-	if !ok || !val.IsObject() {
-		return nil
-	}
-	sv := viewOf(val)
-	v.sub = append(v.sub, subView{key, sv})
+	sv := newView(raw, nil, false)
+	v.subs = append(v.subs, subView{i, sv})
 	return sv
 }
 
 // Members calls fn for each member in order (wrappers already unwrapped).
 func (v *View) Members(fn func(key string, val gjson.Result) bool) {
-	for _, m := range v.members {
-		if !fn(m.key, gjson.Parse(m.raw)) {
+	for i := range v.members {
+		m := &v.members[i]
+		if !fn(v.key(m), parseValue(v.raw(m))) {
 			return
 		}
 	}
@@ -183,6 +256,9 @@ func isEmptyArray(raw string) bool {
 // result does not Exist when none is there.
 func (v *View) Value(c *Column) gjson.Result {
 	r, ok := v.Get(c.Field)
+	if len(c.Alternates) == 0 {
+		return r
+	}
 	if ok && !Absent(r) {
 		return r
 	}
@@ -192,4 +268,305 @@ func (v *View) Value(c *Column) gjson.Result {
 		}
 	}
 	return r
+}
+
+// isObjectText reports whether a member's value text is an object.
+func isObjectText(raw string) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// parseValue is gjson.Parse(raw) for a member's value text, quicker for
+// objects, arrays and strings without escapes.
+func parseValue(raw string) gjson.Result {
+	if len(raw) >= 2 {
+		switch raw[0] {
+		case '{', '[':
+			return gjson.Result{Type: gjson.JSON, Raw: raw}
+		case '"':
+			if raw[len(raw)-1] == '"' && strings.IndexByte(raw, '\\') < 0 {
+				return gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+			}
+		}
+	}
+	return gjson.Parse(raw)
+}
+
+// maxSplitDepth bounds the nesting splitter follows; deeper text takes the
+// gjson path (which needs no stack).
+const maxSplitDepth = 64
+
+// splitter splits well-formed objects into views. Members are gathered on
+// its stack and each view gets a slice of exactly its own.
+type splitter struct {
+	stack []member
+	subs  []subView // the split view's object members (views made at the end)
+	flat  []member  // their members, one after the other
+	spans []int     // where each one's members start in flat
+}
+
+var splitters = sync.Pool{New: func() any { return &splitter{stack: make([]member, 0, 64)} }}
+
+func (sp *splitter) reset() {
+	clear(sp.subs) // keep no view alive from the pool
+	sp.stack, sp.subs, sp.flat, sp.spans = sp.stack[:0], sp.subs[:0], sp.flat[:0], sp.spans[:0]
+}
+
+// view splits the object s for t. It reports false when s is not one
+// well-formed object (surrounding white space aside) or has an escaped key;
+// for such text gjson's reading decides.
+func (sp *splitter) view(s string, t *Table, nested bool) (*View, bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return nil, false
+	}
+	end, ok := sp.object(s, i, t, 0, 0, nested)
+	if !ok || skipSpace(s, end) != len(s) {
+		return nil, false
+	}
+	if len(sp.subs) == 0 {
+		return &View{src: s, members: sp.take(0)}, true
+	}
+	// The view, its object members' views and all their members in two
+	// allocations.
+	n := len(sp.stack)
+	all := make([]member, n+len(sp.flat))
+	copy(all, sp.stack)
+	copy(all[n:], sp.flat)
+	views := make([]View, 1+len(sp.subs))
+	views[0] = View{src: s, members: all[:n:n]}
+	sp.spans = append(sp.spans, len(sp.flat))
+	for j := range sp.subs {
+		a, b := n+sp.spans[j], n+sp.spans[j+1]
+		views[1+j] = View{src: s, members: all[a:b:b]}
+		sp.subs[j].view = &views[1+j]
+	}
+	views[0].subs = append([]subView(nil), sp.subs...)
+	return &views[0], true
+}
+
+// take moves the members from base up off the stack into a slice of
+// their own.
+func (sp *splitter) take(base int) []member {
+	n := len(sp.stack) - base
+	if n == 0 {
+		return nil
+	}
+	m := make([]member, n)
+	copy(m, sp.stack[base:])
+	sp.stack = sp.stack[:base]
+	return m
+}
+
+// object pushes the members of the object starting at s[i] ('{'), unwrapping
+// t's wrappers as add does (wrap: the wrappers around it), and returns the
+// index after its closing brace. With nested, a member that is an object
+// gets its own view (listed in subs).
+func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bool) (int, bool) {
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true
+	}
+	for n := 1; ; n++ {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		ke, esc, ok := skipString(s, i)
+		if !ok || esc {
+			return 0, false
+		}
+		k0, k1 := i+1, ke-1
+		key := s[k0:k1]
+		i = skipSpace(s, ke)
+		if i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(s, i+1)
+		var ve int
+		switch {
+		case i >= len(s) || depth >= maxSplitDepth:
+			return 0, false
+		case s[i] == '{' && t != nil && wrap < maxWrapDepth && t.wraps(key, n == 1):
+			ve, ok = sp.object(s, i, t, wrap+1, depth+1, nested)
+		case s[i] == '{' && nested:
+			base := len(sp.stack)
+			if ve, ok = sp.object(s, i, nil, 0, depth+1, false); ok {
+				sp.spans = append(sp.spans, len(sp.flat))
+				sp.flat = append(sp.flat, sp.stack[base:]...)
+				sp.stack = sp.stack[:base]
+				sp.subs = append(sp.subs, subView{i: len(sp.stack)})
+				sp.stack = append(sp.stack, member{uint32(k0), uint32(k1), uint32(i), uint32(ve)})
+			}
+		default:
+			if ve, ok = skipValue(s, i, depth+1); ok {
+				sp.stack = append(sp.stack, member{uint32(k0), uint32(k1), uint32(i), uint32(ve)})
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(s, ve)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at s[i] ('"') and
+// whether it holds escapes. Like gjson, it does not look at the characters
+// between the quotes but for escapes.
+func skipString(s string, i int) (end int, esc, ok bool) {
+	i++
+	for {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			return 0, false, false
+		}
+		b := strings.IndexByte(s[i:i+q], '\\')
+		if b < 0 {
+			return i + q + 1, esc, true
+		}
+		esc = true
+		i += b + 1
+		if i >= len(s) {
+			return 0, false, false
+		}
+		switch s[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i++
+		case 'u':
+			if i+4 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) {
+				return 0, false, false
+			}
+			i += 5
+		default:
+			return 0, false, false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipValue returns the index after the JSON value starting at s[i]: a
+// string, number or literal checked as JSON has it; an object or an array
+// found as gjson finds it (see squash), its contents not checked.
+func skipValue(s string, i, depth int) (int, bool) {
+	if i >= len(s) || depth > maxSplitDepth {
+		return 0, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		end, _, ok := skipString(s, i)
+		return end, ok
+	case c == '{' || c == '[':
+		return squash(s, i)
+	case c == 't':
+		return skipWord(s, i, "true")
+	case c == 'f':
+		return skipWord(s, i, "false")
+	case c == 'n':
+		return skipWord(s, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(s, i)
+	}
+	return 0, false
+}
+
+// squash returns the index after the object or array starting at s[i] the
+// way gjson's ForEach finds a value's end: brackets ({[( and )]}) counted
+// outside strings, a string ending at the first quote not escaped by an odd
+// number of backslashes. So a member's text is what gjson would give even
+// when the value is not well-formed; false when it does not end.
+func squash(s string, i int) (int, bool) {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			start := i + 1
+			for i = start; ; i++ {
+				q := strings.IndexByte(s[i:], '"')
+				if q < 0 {
+					return 0, false
+				}
+				i += q
+				n := 0
+				for j := i - 1; j >= start && s[j] == '\\'; j-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+			}
+		case '{', '[', '(':
+			depth++
+		case '}', ']', ')':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func skipWord(s string, i int, w string) (int, bool) {
+	if !strings.HasPrefix(s[i:], w) {
+		return 0, false
+	}
+	return i + len(w), true
+}
+
+// skipNumber returns the index after the number starting at s[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(s string, i int) (int, bool) {
+	if s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if i = skipDigits(s, i); i < 0 {
+		return 0, false
+	}
+	if i < len(s) && s[i] == '.' {
+		if i = skipDigits(s, i+1); i < 0 {
+			return 0, false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i = skipDigits(s, i); i < 0 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// skipDigits returns the index after the digits from s[i] on, -1 when
+// there are none.
+func skipDigits(s string, i int) int {
+	d := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
 }

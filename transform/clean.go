@@ -60,8 +60,21 @@ func recordJSON(raw json.RawMessage) json.RawMessage {
 // invalid UTF-8, an escaped NUL or an escaped surrogate (lone or paired;
 // pairs are rare and re-encoding keeps them).
 func jsonbRisky(raw []byte) bool {
-	return !utf8.Valid(raw) || bytes.Contains(raw, []byte(`\u0000`)) ||
-		bytes.Contains(raw, []byte(`\ud`)) || bytes.Contains(raw, []byte(`\uD`))
+	if !utf8.Valid(raw) {
+		return true
+	}
+	// One look at each backslash for `\u0000`, `\ud` or `\uD`.
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+2 < len(raw) && raw[i+1] == 'u' && (raw[i+2] == 'd' || raw[i+2] == 'D' ||
+			i+5 < len(raw) && string(raw[i+2:i+6]) == "0000") {
+			return true
+		}
+	}
 }
 
 // scrub replaces NUL characters in every string and object key of v.

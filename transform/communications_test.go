@@ -277,13 +277,13 @@ func TestCommunicationsFromSpecShapedBody(t *testing.T) {
  "users":{"from":[{"first_name":"Ștefan","last_name":"Ionescu","full_name":"Ștefan Ionescu","email":"stefan.ionescu@agentie.ro","phone":"","avatar":"https://platform.example/blank.png","status":"Activ"}],
   "to":[],"cc":[],"bcc":{"17":{"first_name":"Ștefan","last_name":"Ionescu","full_name":"Ștefan Ionescu","email":"stefan.ionescu@agentie.ro","phone":"","avatar":"https://platform.example/blank.png","status":"Activ"}}}}
 },"total":2,"per_page":20,"current_page":1,"last_page":1}}`
-	page, err := extract.DecodeCommunications([]byte(body))
+	page, err := extract.SplitPage([]byte(body))
 	if err != nil {
-		t.Fatalf("decode: %v", err)
+		t.Fatalf("split: %v", err)
 	}
 	var recs []string
 	for _, c := range page.Records {
-		recs = append(recs, fmt.Sprintf("%d|%s", c.RecordID, c.Raw))
+		recs = append(recs, fmt.Sprintf("%s|%s", c.Key, c.Raw))
 	}
 	out := comms(t, recs...)
 	out.Rejects = append(out.Rejects, RecordErrors(stream.RejectCommunications, page.Rejects)...)

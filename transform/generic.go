@@ -160,15 +160,17 @@ func Records(in Input, recs []stream.Record) Batch {
 	if p.root == nil {
 		return out
 	}
-	var bundles []*bundle
-	index := make(map[string]int, len(recs))
+	bundles := make([]*bundle, 0, len(recs))
+	p.slab = make([]bundle, len(recs)) // one allocation for the page's bundles
+	index := make(map[any]int, len(recs))
+	nkey := len(p.root.Key())
 	for i := range recs {
 		bd, err := p.record(&recs[i])
 		if err != nil {
 			out.Rejects = append(out.Rejects, NewReject(p.root.Reject, p.rejectKey(&recs[i], bd), recs[i].Raw, err))
 			continue
 		}
-		k := keyString(bd.root[:len(p.root.Key())])
+		k := keyOf(bd.root[:nkey])
 		if j, ok := index[k]; ok {
 			bundles[j] = bd
 			continue
@@ -190,6 +192,13 @@ type plan struct {
 	children []*stream.Table
 	hooked   []*stream.Table // tables without parent filled by Elements
 	fills    []tableFills    // per table: which columns the endpoint fills
+
+	// Reused from record to record (nothing keeps them past it).
+	elemBuf []stream.Element // elements listed by the hooks
+	slab    []bundle         // bundles not yet used
+	yield   func(stream.Element)
+	check   row
+	parent  parentRow
 }
 
 func newPlan(in Input) *plan {
@@ -206,33 +215,53 @@ func newPlan(in Input) *plan {
 		case p.root != nil && t.Parent == p.root.Name:
 			p.children = append(p.children, t)
 		}
-		f := tableFills{t: t, cols: make([]bool, len(t.Columns))}
+		f := tableFills{t: t, cols: make([]bool, len(t.Columns)), seqCol: -1}
 		for i := range t.Columns {
 			f.cols[i] = t.Columns[i].FillsFrom(in.Endpoint)
+			if t.Columns[i].Derived == stream.DerivedSequence {
+				f.seqCol = i
+			}
 		}
 		p.fills = append(p.fills, f)
 	}
 	if p.root != nil && len(p.root.Key()) == 1 {
 		p.rootKey = 0
 	}
+	p.yield = func(e stream.Element) { p.elemBuf = append(p.elemBuf, e) }
 	return p
 }
 
 // tableFills says which columns of t the plan's endpoint fills.
 type tableFills struct {
-	t    *stream.Table
-	cols []bool
+	t      *stream.Table
+	cols   []bool
+	seqCol int // the DerivedSequence column, or -1
 }
 
 // fillsOf returns which columns of t the endpoint fills (none for a table
 // the plan does not fill).
 func (p *plan) fillsOf(t *stream.Table) []bool {
-	for _, f := range p.fills {
-		if f.t == t {
-			return f.cols
+	for i := range p.fills {
+		if p.fills[i].t == t {
+			return p.fills[i].cols
 		}
 	}
 	return make([]bool, len(t.Columns))
+}
+
+// seqColOf returns the index of t's DerivedSequence column, -1 if none.
+func (p *plan) seqColOf(t *stream.Table) int {
+	for i := range p.fills {
+		if p.fills[i].t == t {
+			return p.fills[i].seqCol
+		}
+	}
+	for i := range t.Columns {
+		if t.Columns[i].Derived == stream.DerivedSequence {
+			return i
+		}
+	}
+	return -1
 }
 
 // bundle is one valid record's rows: its own and those of its children and
@@ -241,7 +270,9 @@ type bundle struct {
 	root   []any
 	tables []bundleRows // in the order first added
 	view   *stream.View
-	elems  []elementList // elements listed by the record's hooks
+	elems  []elementList // elements listed by the record's hooks (valid while the record is read)
+	buf    [3]bundleRows // tables' first storage
+	ebuf   [1]elementList
 }
 
 type bundleRows struct {
@@ -308,15 +339,25 @@ func fieldName(c *stream.Column) string {
 // record reads one record into its bundle.
 func (p *plan) record(rec *stream.Record) (*bundle, error) {
 	v := stream.NewView(rec.Raw, p.root)
-	bd := &bundle{view: v}
+	var bd *bundle
+	if len(p.slab) > 0 {
+		bd, p.slab = &p.slab[0], p.slab[1:]
+	} else {
+		bd = new(bundle)
+	}
+	bd.view = v
+	bd.tables, bd.elems = bd.buf[:0], bd.ebuf[:0]
+	p.elemBuf = p.elemBuf[:0]
 	vals, err := p.columns(p.root, v, rec, "", nil, nil)
 	bd.root = vals
 	if err != nil {
 		return bd, err
 	}
 	if p.root.Check != nil {
-		r := &row{p.root, vals}
-		if err := p.root.Check(v, r); err != nil {
+		p.check = row{p.root, vals}
+		err := p.root.Check(v, &p.check)
+		p.check = row{}
+		if err != nil {
 			return bd, err
 		}
 	}
@@ -329,6 +370,11 @@ func (p *plan) record(rec *stream.Record) (*bundle, error) {
 		elems, err := p.elements(bd, t, v)
 		if err != nil {
 			return bd, err
+		}
+		if len(elems) > 0 {
+			if br := bd.rowsOf(t); br.rows == nil {
+				br.rows = make([][]any, 0, len(elems))
+			}
 		}
 		for _, e := range elems {
 			vals, err := p.elementRow(t, e)
@@ -350,11 +396,12 @@ func (p *plan) elements(bd *bundle, t *stream.Table, v *stream.View) ([]stream.E
 			return l.elems, nil
 		}
 	}
-	out := make([]stream.Element, 0, 8)
-	err := t.Elements(p.in.Stream, v, &p.scratch, func(e stream.Element) { out = append(out, e) })
+	start := len(p.elemBuf)
+	err := t.Elements(p.in.Stream, v, &p.scratch, p.yield)
 	if err != nil {
 		return nil, err
 	}
+	out := p.elemBuf[start:len(p.elemBuf):len(p.elemBuf)]
 	bd.elems = append(bd.elems, elementList{fn, out})
 	return out, nil
 }
@@ -458,7 +505,7 @@ func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *str
 		listed = rec.Key
 	}
 	if listed != "" && t.ListedKeyWins {
-		return c.Coerce(textValue(listed), c.Field)
+		return c.Coerce(keyValue(c, listed), c.Field)
 	}
 	val, err := c.Coerce(v.Value(c), c.Field)
 	if err != nil || val != nil {
@@ -466,9 +513,9 @@ func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *str
 	}
 	switch {
 	case listed != "":
-		return c.Coerce(textValue(listed), c.Field)
+		return c.Coerce(keyValue(c, listed), c.Field)
 	case c.ElementKey && elemKey != "":
-		return c.Coerce(textValue(elemKey), c.Field)
+		return c.Coerce(keyValue(c, elemKey), c.Field)
 	case c.Param != "" && p.in.Params[c.Param] != "":
 		return c.Coerce(textValue(p.in.Params[c.Param]), c.Param)
 	}
@@ -480,6 +527,15 @@ func textValue(s string) gjson.Result {
 	return gjson.Result{Type: gjson.String, Str: s, Raw: strconv.Quote(s)}
 }
 
+// keyValue is textValue for column c, without the quoted text (Raw) only a
+// jsonb column reads.
+func keyValue(c *stream.Column, s string) gjson.Result {
+	if c.Type == stream.JSONB {
+		return textValue(s)
+	}
+	return gjson.Result{Type: gjson.String, Str: s}
+}
+
 type parentRow struct {
 	t    *stream.Table
 	vals []any
@@ -488,13 +544,12 @@ type parentRow struct {
 
 // child reads the rows of child table t from the record in view v.
 func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Record) error {
-	parent := &parentRow{t: p.root, vals: bd.root, key: bd.root[0]}
-	seq := map[string]int32{}
-	seqCol := -1
-	for i := range t.Columns {
-		if t.Columns[i].Derived == stream.DerivedSequence {
-			seqCol = i
-		}
+	p.parent = parentRow{t: p.root, vals: bd.root, key: bd.root[0]}
+	parent := &p.parent
+	var seq map[string]int32
+	seqCol := p.seqColOf(t)
+	if seqCol >= 0 {
+		seq = map[string]int32{}
 	}
 	var dedup map[string]int
 	if seqCol < 0 && t.Elements == nil {
@@ -541,6 +596,7 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 		if elems, err = p.elements(bd, t, v); err != nil {
 			break
 		}
+		rows = make([][]any, 0, len(elems))
 		for _, e := range elems {
 			vals, e2 := p.columns(t, e.View, nil, e.Key, e.Set, parent)
 			if e2 != nil {
@@ -565,7 +621,11 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 	}
 	if len(rows) > 0 || t.Replace { // a replaced parent counts without children
 		br := bd.rowsOf(t)
-		br.rows = append(br.rows, rows...)
+		if br.rows == nil {
+			br.rows = rows
+		} else {
+			br.rows = append(br.rows, rows...)
+		}
 	}
 	return nil
 }
@@ -629,6 +689,18 @@ func sameValues(a, b []any) bool {
 		}
 	}
 	return true
+}
+
+// keyOf is the map key of key values: a single text or bigint value itself
+// (a column's values are all of one type), else keyString's text.
+func keyOf(vals []any) any {
+	if len(vals) == 1 {
+		switch vals[0].(type) {
+		case string, int64:
+			return vals[0]
+		}
+	}
+	return keyString(vals)
 }
 
 // keyString renders key values as a map key: values separated by NUL,
@@ -727,6 +799,18 @@ func (p *plan) flatten(out *Batch, bundles []*bundle) {
 	}
 	root := out.table(p.root)
 	root.Rows = make([][]any, 0, len(bundles))
+	// Room for every row up front (a Merge table's count is an upper bound).
+	sizes := make(map[*stream.Table]int, len(p.fills))
+	for _, bd := range bundles {
+		for _, br := range bd.tables {
+			sizes[br.t] += len(br.rows)
+		}
+	}
+	for t, n := range sizes {
+		if tr := out.table(t); tr.Rows == nil && n > 0 {
+			tr.Rows = make([][]any, 0, n)
+		}
+	}
 	merged := map[*stream.Table]map[string]int{}
 	for _, bd := range bundles {
 		root.Rows = append(root.Rows, bd.root)
@@ -743,7 +827,7 @@ func (p *plan) flatten(out *Batch, bundles []*bundle) {
 				}
 				idx := merged[t]
 				if idx == nil {
-					idx = map[string]int{}
+					idx = make(map[string]int, sizes[t]/2)
 					merged[t] = idx
 				}
 				k := keyString(r[:len(t.Key())])

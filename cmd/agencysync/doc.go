@@ -11,10 +11,11 @@
 //	serve  notify  report    cron + HTTP and status page · run messages · `status` tables
 //	engine                   orchestrates a run: plan, lock, tasks, pages, run record
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate
+//	           check         · `agencysync check`: both interfaces against the stream declarations (no SQL)
 //	transform                service records → warehouse rows
-//	extract                  the two HTTP interfaces, quota, pacing
+//	extract  metrics         the two HTTP interfaces, quota, pacing · the Prometheus series (coverage warnings' gauge from inventory)
 //	stream   inventory       each stream declared once (endpoints, paging, cursor, tables, columns) · source fields seen, coverage warnings
-//	config logging migrations metrics progress spool
+//	config logging migrations progress spool
 //
 // migrations holds the goose files and the few statements about the schema
 // itself (its creation, the applied versions, search_path); every other SQL

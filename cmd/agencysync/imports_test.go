@@ -13,10 +13,10 @@ import (
 // layers is the drawing of doc.go: a product package may import only
 // packages of a lower layer.
 var layers = map[string]int{
-	"config": 0, "logging": 0, "migrations": 0, "metrics": 0, "progress": 0, "spool": 0, "stream": 0, "inventory": 0,
-	"extract":   1,
+	"config": 0, "logging": 0, "migrations": 0, "progress": 0, "spool": 0, "stream": 0, "inventory": 0,
+	"extract": 1, "metrics": 1,
 	"transform": 2,
-	"load":      3, "warehouse": 3,
+	"load":      3, "warehouse": 3, "check": 3,
 	"engine": 4,
 	"serve":  5, "notify": 5, "report": 5,
 	"cli":            6,

@@ -33,9 +33,9 @@ func (h *harness) micro(ctx context.Context) []Row {
 func decodeRows(m map[string]BenchSummary) []Row {
 	var rows []Row
 	for _, b := range []struct{ name, figure string }{
-		{"BenchmarkDecodeCommunicationsPage", "Decode: a 1000-row communications page (extract.DecodeCommunications)"},
+		{"BenchmarkDecodeCommunicationsPage", "Decode: a 1000-row communications page split into records (extract.SplitPage)"},
 		{"BenchmarkDecodeCommunicationsPageUniquePeople", "Decode: the same page, every participant a different person"},
-		{"BenchmarkDecodeProjectsPage", "Decode: a 1000-row projects page (extract.DecodeList)"},
+		{"BenchmarkDecodeProjectsPage", "Decode: a 1000-row projects page split into records (extract.SplitPage)"},
 	} {
 		s, ok := m[b.name]
 		if !ok {

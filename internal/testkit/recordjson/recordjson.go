@@ -1,4 +1,4 @@
-// Package recordjson renders extract's typed records as the service's
+// Package recordjson renders the typed records of package fixture as the service's
 // canonical JSON and turns them into transform batches, for tests that
 // build pages from typed fixtures: the generic transform reads only a
 // record's raw JSON, so a fixture must be one.
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/fixture"
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
@@ -42,7 +43,7 @@ func (o obj) instant(k string, t *time.Time) {
 
 // dec writes a decimal as a JSON number, or as a string when it is not one
 // (a fixture of a bad amount).
-func (o obj) dec(k string, d extract.Decimal) {
+func (o obj) dec(k string, d fixture.Decimal) {
 	switch {
 	case d == "":
 	case json.Valid([]byte(d)) && d[0] != '"':
@@ -66,7 +67,7 @@ func marshal(v any) json.RawMessage {
 	return b
 }
 
-func brandObj(b extract.Brand) obj {
+func brandObj(b fixture.Brand) obj {
 	o := obj{}
 	o.str("id", string(b.ID))
 	o.str("name", b.Name)
@@ -86,10 +87,10 @@ func brandObj(b extract.Brand) obj {
 }
 
 // Brand renders a brand of the list: {"brand_info": {...}}.
-func Brand(b extract.Brand) json.RawMessage { return marshal(obj{"brand_info": brandObj(b)}) }
+func Brand(b fixture.Brand) json.RawMessage { return marshal(obj{"brand_info": brandObj(b)}) }
 
 // BrandDetail renders a brand detail: brand_info, general_info, metadata.
-func BrandDetail(d extract.BrandDetail) json.RawMessage {
+func BrandDetail(d fixture.BrandDetail) json.RawMessage {
 	o := obj{"brand_info": brandObj(d.Brand)}
 	if d.GeneralInfo != nil {
 		o["general_info"] = d.GeneralInfo
@@ -101,7 +102,7 @@ func BrandDetail(d extract.BrandDetail) json.RawMessage {
 }
 
 // Contact renders a contact person.
-func Contact(c extract.Contact) json.RawMessage {
+func Contact(c fixture.Contact) json.RawMessage {
 	o := obj{"is_primary": c.IsPrimary}
 	o.str("id", string(c.ID))
 	o.str("first_name", c.FirstName)
@@ -114,7 +115,7 @@ func Contact(c extract.Contact) json.RawMessage {
 }
 
 // Project renders a project; its team, deliverables and history when set.
-func Project(p extract.Project) json.RawMessage {
+func Project(p fixture.Project) json.RawMessage {
 	o := obj{}
 	o.str("id", string(p.ID))
 	o.str("brand_id", string(p.BrandID))
@@ -170,7 +171,7 @@ func Project(p extract.Project) json.RawMessage {
 }
 
 // Budget renders a budget.
-func Budget(r extract.Budget) json.RawMessage {
+func Budget(r fixture.Budget) json.RawMessage {
 	o := obj{}
 	o.str("id", string(r.ID))
 	o.str("project_id", string(r.ProjectID))
@@ -184,7 +185,7 @@ func Budget(r extract.Budget) json.RawMessage {
 }
 
 // Invoice renders an invoice.
-func Invoice(r extract.Invoice) json.RawMessage {
+func Invoice(r fixture.Invoice) json.RawMessage {
 	o := obj{}
 	o.str("id", string(r.ID))
 	o.str("number", r.Number)
@@ -200,7 +201,7 @@ func Invoice(r extract.Invoice) json.RawMessage {
 }
 
 // Collection renders a collection.
-func Collection(r extract.Collection) json.RawMessage {
+func Collection(r fixture.Collection) json.RawMessage {
 	o := obj{}
 	o.str("id", string(r.ID))
 	o.str("invoice_id", string(r.InvoiceID))
@@ -212,7 +213,7 @@ func Collection(r extract.Collection) json.RawMessage {
 }
 
 // Payment renders a payment.
-func Payment(r extract.Payment) json.RawMessage {
+func Payment(r fixture.Payment) json.RawMessage {
 	o := obj{}
 	o.str("id", string(r.ID))
 	o.str("project_id", string(r.ProjectID))
@@ -227,7 +228,7 @@ func Payment(r extract.Payment) json.RawMessage {
 }
 
 // Profitability renders a profitability row.
-func Profitability(r extract.Profitability) json.RawMessage {
+func Profitability(r fixture.Profitability) json.RawMessage {
 	o := obj{}
 	o.str("level", r.Level)
 	o.str("entity_id", string(r.EntityID))
@@ -240,7 +241,7 @@ func Profitability(r extract.Profitability) json.RawMessage {
 }
 
 // AgencySummary renders a month of the agency summary.
-func AgencySummary(r extract.AgencySummary) json.RawMessage {
+func AgencySummary(r fixture.AgencySummary) json.RawMessage {
 	o := obj{}
 	o.str("period", r.Period)
 	o.dec("total_budget", r.TotalBudget)
@@ -252,7 +253,7 @@ func AgencySummary(r extract.AgencySummary) json.RawMessage {
 	return marshal(o)
 }
 
-func participant(p extract.Participant) obj {
+func participant(p fixture.Participant) obj {
 	o := obj{}
 	o.str("first_name", p.FirstName)
 	if p.LastName != nil {
@@ -271,7 +272,7 @@ func participant(p extract.Participant) obj {
 // participants renders a recipient list as the spec does: [] when empty, an
 // object keyed by platform user id when one has an id (others keyed by
 // their address), an array otherwise.
-func participants(list []extract.Participant) any {
+func participants(list []fixture.Participant) any {
 	keyed := false
 	for _, p := range list {
 		keyed = keyed || p.PlatformUserID != nil
@@ -296,7 +297,7 @@ func participants(list []extract.Participant) any {
 
 // Communication renders a communication record (without its id: rows are
 // keyed by it; see Communications).
-func Communication(c extract.Communication) json.RawMessage {
+func Communication(c fixture.Communication) json.RawMessage {
 	e := c.Email
 	o := obj{"has_attachments": 0}
 	if e.HasAttachments {
@@ -338,31 +339,31 @@ func declared(name string) *stream.Stream {
 func noKey[T any](T) string { return "" }
 
 // Brands is the batch of a brands list page.
-func Brands(list []extract.Brand, snapshot time.Time) transform.Batch {
+func Brands(list []fixture.Brand, snapshot time.Time) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("brands"), Endpoint: stream.EndpointBrands, Snapshot: snapshot},
 		records(list, noKey, Brand))
 }
 
 // BrandDetails is the batch of brand details.
-func BrandDetails(list []extract.BrandDetail, snapshot time.Time) transform.Batch {
+func BrandDetails(list []fixture.BrandDetail, snapshot time.Time) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("brands"), Endpoint: stream.EndpointBrand, Snapshot: snapshot},
 		records(list, noKey, BrandDetail))
 }
 
 // Contacts is the batch of a page of brandID's contacts.
-func Contacts(brandID extract.ID, list []extract.Contact) transform.Batch {
+func Contacts(brandID extract.ID, list []fixture.Contact) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("brands"), Endpoint: stream.EndpointBrandContacts,
 		Params: map[string]string{"brand_id": string(brandID)}}, records(list, noKey, Contact))
 }
 
 // Projects is the batch of a projects list page.
-func Projects(list []extract.Project) transform.Batch {
+func Projects(list []fixture.Project) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("projects"), Endpoint: stream.EndpointProjects},
 		records(list, noKey, Project))
 }
 
 // ProjectDetails is the batch of project details.
-func ProjectDetails(list []extract.Project) transform.Batch {
+func ProjectDetails(list []fixture.Project) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("projects"), Endpoint: stream.EndpointProject},
 		records(list, noKey, Project))
 }
@@ -372,38 +373,38 @@ func financeBatch(endpoint string, recs []stream.Record, params map[string]strin
 }
 
 // Budgets is the batch of a budgets page.
-func Budgets(list []extract.Budget) transform.Batch {
+func Budgets(list []fixture.Budget) transform.Batch {
 	return financeBatch(stream.EndpointBudgets, records(list, noKey, Budget), nil)
 }
 
 // Invoices is the batch of an invoices page.
-func Invoices(list []extract.Invoice) transform.Batch {
+func Invoices(list []fixture.Invoice) transform.Batch {
 	return financeBatch(stream.EndpointInvoices, records(list, noKey, Invoice), nil)
 }
 
 // Collections is the batch of a collections page.
-func Collections(list []extract.Collection) transform.Batch {
+func Collections(list []fixture.Collection) transform.Batch {
 	return financeBatch(stream.EndpointCollections, records(list, noKey, Collection), nil)
 }
 
 // Payments is the batch of a payments page.
-func Payments(list []extract.Payment) transform.Batch {
+func Payments(list []fixture.Payment) transform.Batch {
 	return financeBatch(stream.EndpointPayments, records(list, noKey, Payment), nil)
 }
 
 // Profitabilities is the batch of profitability rows (each names its level).
-func Profitabilities(list []extract.Profitability) transform.Batch {
+func Profitabilities(list []fixture.Profitability) transform.Batch {
 	return financeBatch(stream.EndpointProfitability, records(list, noKey, Profitability), nil)
 }
 
 // AgencySummaries is the batch of agency summary months.
-func AgencySummaries(list []extract.AgencySummary) transform.Batch {
+func AgencySummaries(list []fixture.AgencySummary) transform.Batch {
 	return financeBatch(stream.EndpointAgencySummary, records(list, noKey, AgencySummary), nil)
 }
 
 // Communications is the batch of a communications page, rows keyed by
 // record id.
-func Communications(list []extract.Communication) transform.Batch {
+func Communications(list []fixture.Communication) transform.Batch {
 	return transform.Records(transform.Input{Stream: declared("communications"), Endpoint: stream.EndpointCommunications},
-		records(list, func(c extract.Communication) string { return strconv.FormatInt(c.RecordID, 10) }, Communication))
+		records(list, func(c fixture.Communication) string { return strconv.FormatInt(c.RecordID, 10) }, Communication))
 }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/check"
+	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
+	"github.com/agencysync/agencysync/warehouse"
+)
+
+// runCheck is `agencysync check [--json] [--streams a,b]`: the connection and
+// contract test of both interfaces (package check).
+func runCheck(ctx context.Context, a *app, args []string) error {
+	fs := newFlags("check", a)
+	asJSON := fs.Bool("json", false, "print the report as JSON (shape documented in the README)")
+	streams := fs.String("streams", "", "comma-separated streams to check: "+strings.Join(engine.AllStreams, ",")+" (default all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("check takes no arguments, got %q", fs.Args())
+	}
+	sel, err := engine.ParseStreams(*streams)
+	if err != nil {
+		return usagef("--streams: %v", err)
+	}
+	var need config.Need
+	for _, s := range sel {
+		if s == engine.StreamCommunications {
+			need |= config.NeedComms
+		} else {
+			need |= config.NeedMain
+		}
+	}
+	if err := a.cfg.Require(need); err != nil {
+		return err
+	}
+	decl, err := stream.Apply(stream.FieldMap(a.cfg.FieldMap))
+	if err != nil {
+		return &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
+	}
+	decl = slices.DeleteFunc(decl, func(s *stream.Stream) bool { return !slices.Contains(sel, s.Name) })
+
+	// The quota ledger counts every request, as in a run.
+	w, err := a.openWarehouse(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if a.cfg.AutoMigrate {
+		err = warehouse.Migrate(ctx, w.Pool, w.Schema, a.log)
+	} else {
+		err = requireMigrated(ctx, w)
+	}
+	if err != nil {
+		return err
+	}
+	ledger, clock, err := a.ledger(ctx, w)
+	if err != nil {
+		return err
+	}
+	tally := check.NewTally()
+	opts := a.clientOptions(ledger, clock)
+	opts.Hook, opts.MaxAttempts = tally.Observe, check.PerEndpoint
+	c, err := extract.New(opts)
+	if err != nil {
+		return err
+	}
+	day := ledger.Today()
+	spent, err := ledger.Spent(ctx, day)
+	if err != nil {
+		return err
+	}
+	plan := engine.MakePlan(day, a.cfg.DailyQuota, float64(a.cfg.QuotaReserve), spent, nil, nil)
+	budget := plan.Budget
+	rep, err := check.Run(ctx, check.Options{
+		Client: c, Tally: tally, Streams: decl, Budget: budget, Logger: a.log,
+		Comms: extract.CommsQuery{DomainID: a.cfg.CommsDomainID, UserIDs: a.cfg.CommsUserIDs, BrandURL: a.cfg.CommsBrandURL, WithMessage: "0"},
+		Today: clock.Now().In(a.cfg.CommsTZ.Location), Since: a.cfg.CommsStartDate.Time,
+	})
+	if err != nil {
+		return err
+	}
+	// Keep the service clock's offset, as a run does: the requests were
+	// counted on the service's day, and the next command reads that day.
+	if off, known := clock.Offset(); known {
+		if err := ledger.SaveClockOffset(ctx, off); err != nil {
+			a.log.Warn("could not keep the service clock's offset", zap.Error(err))
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write check report: %w", err)
+		}
+	} else if err := check.WriteTable(a.env.Stdout, rep); err != nil {
+		return err
+	}
+	switch rep.Outcome {
+	case check.OutcomeOK:
+		return nil
+	case check.OutcomeUnauthorized:
+		return &exitError{code: ExitCredential, err: rep.Err()}
+	case check.OutcomeBudget:
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("%w (%d of the day's %d requests spent, %d kept in reserve): endpoints were left unasked; run check again after the quota day resets",
+			check.ErrBudgetSpent, plan.Spent, plan.DailyQuota, plan.Reserve)}
+	case check.OutcomeMismatch:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("the service's records do not match the mapping: %d mapped fields missing or unreadable (see the report)", rep.Failing())}
+	}
+	return &exitError{code: ExitFailure, err: fmt.Errorf("%d endpoints failed (see the report)", rep.Count(check.OutcomeFailed)+rep.Count(check.OutcomeForbidden))}
+}

@@ -1,0 +1,89 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+)
+
+// listPath is the configured path of a list endpoint of the main interface.
+func (c *Client) listPath(endpoint string) (string, bool) {
+	switch endpoint {
+	case EndpointBrands:
+		return c.paths.Brands, true
+	case EndpointBrandContacts:
+		return c.paths.BrandContacts, true
+	case EndpointProjects:
+		return c.paths.Projects, true
+	case EndpointBudgets:
+		return c.paths.Budgets, true
+	case EndpointInvoices:
+		return c.paths.Invoices, true
+	case EndpointCollections:
+		return c.paths.Collections, true
+	case EndpointPayments:
+		return c.paths.Payments, true
+	case EndpointProfitability:
+		return c.paths.Profitability, true
+	case EndpointAgencySummary:
+		return c.paths.AgencySummary, true
+	}
+	return "", false
+}
+
+// objectPath is the configured path of a single-object endpoint.
+func (c *Client) objectPath(endpoint string) (string, bool) {
+	switch endpoint {
+	case EndpointBrand:
+		return c.paths.Brand, true
+	case EndpointProject:
+		return c.paths.Project, true
+	}
+	return "", false
+}
+
+// ListPage fetches page `page` (1-based) of a list endpoint of the main
+// interface (an Endpoint* name), perPage rows asked, with the extra query
+// parameters q (for brand_contacts, q's "id" fills the path's {id} and is
+// not sent as a parameter), and splits it generically (SplitPage): records
+// as received, the envelope named, the paging fields answered. Pacing,
+// budget, quota counting, retries and typed errors are those of every call.
+func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, page, perPage int) (*Page, error) {
+	path, ok := c.listPath(endpoint)
+	if !ok {
+		return nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
+	}
+	if c.base == "" {
+		return nil, fmt.Errorf("fetch %s: %w: BaseURL is not set", endpoint, ErrNotConfigured)
+	}
+	v := url.Values{}
+	for k, vs := range q {
+		if k != "id" {
+			v[k] = vs
+		}
+	}
+	if id := q.Get("id"); id != "" {
+		path = fillID(path, ID(id))
+	}
+	p, _, err := fetchList(c, ctx, endpoint, path, v, max(page, 1), min(max(perPage, 1), 1000))
+	return p, err
+}
+
+// Object fetches a single-object endpoint (EndpointBrand, EndpointProject)
+// for id and returns the object as received (SplitObject).
+func (c *Client) Object(ctx context.Context, endpoint string, id ID) (json.RawMessage, error) {
+	path, ok := c.objectPath(endpoint)
+	if !ok {
+		return nil, fmt.Errorf("fetch %s: not a single-object endpoint", endpoint)
+	}
+	rec, err := c.detail(ctx, endpoint, path, id)
+	return rec.Raw, err
+}
+
+// CommunicationsRecords fetches page `page` (1-based) of the communications
+// listing for q, like ListPage (CommunicationsPage under the name check
+// uses).
+func (c *Client) CommunicationsRecords(ctx context.Context, q CommsQuery, page int) (*Page, error) {
+	return c.CommunicationsPage(ctx, q, page)
+}
