@@ -57,13 +57,8 @@ type harness struct {
 	realClock bool
 }
 
-func smallSandbox() sandbox.Options {
-	o := sandbox.DefaultOptions()
-	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
-	o.NoLimits = true
-	o.AdminToken = "admin"
-	return o
-}
+// smallSandbox is the small agency (sandbox.SmallOptions).
+func smallSandbox() sandbox.Options { return sandbox.SmallOptions() }
 
 func newHarness(t *testing.T, o sandbox.Options, tune func(*Settings)) *harness {
 	t.Helper()
