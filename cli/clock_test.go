@@ -79,25 +79,8 @@ func TestQuotaDayIsTheServicesDay(t *testing.T) {
 	}
 }
 
-func quotaRows(t *testing.T, pool interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, schema string) map[string]int64 {
+// quotaRows is the quota ledger's requests by day.
+func quotaRows(t *testing.T, pool warehousetest.Querier, schema string) map[string]int64 {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT day::text, requests FROM "+pgx.Identifier{schema, "api_quota_usage"}.Sanitize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for rows.Next() {
-		var d string
-		var n int64
-		if err := rows.Scan(&d, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[d] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return warehousetest.Counts[int64](t, pool, "SELECT day::text, requests FROM "+pgx.Identifier{schema, "api_quota_usage"}.Sanitize())
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,32 +9,14 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a command writing while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // freeAddr returns a loopback address nobody listens on (HTTP_ADDR refuses port 0).
 func freeAddr(t *testing.T) string {
@@ -58,7 +39,7 @@ func serveUntilReady(t *testing.T, vars map[string]string, probes int, args ...s
 	vars["HTTP_ADDR"] = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
+	var out, errb childproc.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, ReadFile: os.ReadFile,
 		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
 	done := make(chan int, 1)

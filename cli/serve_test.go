@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
@@ -76,7 +77,7 @@ func TestServeMetricsFromTheStart(t *testing.T) {
 	vars["HTTP_ADDR"] = addr
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var out, errb lockedBuffer
+	var out, errb childproc.Buffer
 	env := Env{Stdout: &out, Stderr: &errb, ReadFile: os.ReadFile,
 		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
 	done := make(chan int, 1)

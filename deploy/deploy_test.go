@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -266,7 +266,7 @@ func TestSecretsOnlyAsFiles(t *testing.T) {
 			switch {
 			case mounted && allowed[e.Value]:
 			case mounted:
-				t.Errorf("%s: %s=%s is not a secret it mounts (%v)", e.Source, e.Name, e.Value, keys(allowed))
+				t.Errorf("%s: %s=%s is not a secret it mounts (%v)", e.Source, e.Name, e.Value, slices.Sorted(maps.Keys(allowed)))
 			default:
 				if _, err := os.Stat(filepath.Join(repo, e.Value)); err != nil {
 					t.Errorf("%s: %s=%s: %v", e.Source, e.Name, e.Value, err)
@@ -295,15 +295,6 @@ func TestSecretsOnlyAsFiles(t *testing.T) {
 			t.Errorf("%s assigns a secret: %q", f, m)
 		}
 	}
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // --- Kubernetes ----------------------------------------------------------------
@@ -588,7 +579,7 @@ func TestCompose(t *testing.T) {
 		}
 	}
 	if len(services) != len(want) {
-		t.Errorf("services %v, want %v", keysOf(services), keysOf(want))
+		t.Errorf("services %v, want %v", slices.Sorted(maps.Keys(services)), slices.Sorted(maps.Keys(want)))
 	}
 	_, stages := parseDockerfile(t)
 	for name, svc := range services {
@@ -666,15 +657,6 @@ func TestCompose(t *testing.T) {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
-}
-
-func keysOf[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // --- probes and metrics are served ---------------------------------------------

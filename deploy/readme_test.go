@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/http"
 	"regexp"
@@ -335,7 +336,7 @@ WHERE sender_platform_user_id IS NOT NULL AND email_at >= now() - interval '30 d
 			t.Fatal("the sandbox has no overdue invoice left to find")
 		}
 		if !mapsEqual(got, want) {
-			t.Errorf("overdue invoices %v, want %v", keys(got), keys(want))
+			t.Errorf("overdue invoices %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
 	},
 	"Projects past deadline with open deliverables": func(t *testing.T, s *synced, rows []map[string]any) {
@@ -353,7 +354,7 @@ WHERE p._deleted_at IS NULL AND p.closed_at IS NULL AND p.deadline < current_dat
 			want[text(r["project_id"])] = true
 		}
 		if !mapsEqual(got, want) || len(got) == 0 {
-			t.Errorf("late projects %v, want %v (and at least the one made late)", keys(got), keys(want))
+			t.Errorf("late projects %v, want %v (and at least the one made late)", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
 	},
 	"Brand finances": func(t *testing.T, s *synced, rows []map[string]any) {

@@ -33,46 +33,10 @@ type clockProcess struct {
 }
 
 func (h *harness) newClockProcess(apiURL string, per int) *clockProcess {
-	t := h.t
-	ctx := context.Background()
 	core, logs := observer.New(zapcore.InfoLevel)
-	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
 	clock := extract.NewServiceClock(time.Now)
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if off, known, err := ledger.ClockOffset(ctx); err != nil {
-		t.Fatal(err)
-	} else if known {
-		clock.SetOffset(off)
-	}
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if apiURL == "" {
-		apiURL = h.sb.APIURL()
-	}
-	var eng *Engine
-	client, err := extract.New(extract.Options{
-		BaseURL: apiURL, APIKey: h.opts.APIKey, CommsURL: h.sb.CommsURL(), CommsKey: h.opts.CommsKey,
-		RateLimit: 500, PerPage: per, Counter: ledger, Logger: log, Clock: clock, Timeout: 2 * time.Second,
-		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
-		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := make([]int64, h.opts.Users)
-	for i := range users {
-		users[i] = int64(i + 1)
-	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
-		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock.Now}
-	if eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: clock, Logger: log}, s); err != nil {
-		t.Fatal(err)
-	}
+	eng, ledger := h.wire(wiring{apiURL: apiURL, perPage: per, timeout: 2 * time.Second, clock: clock,
+		log: zap.New(zapcore.NewTee(zaptest.NewLogger(h.t).Core(), core))})
 	return &clockProcess{eng: eng, clock: clock, logs: logs, ledger: ledger}
 }
 

@@ -175,15 +175,8 @@ func newMailHarness(t *testing.T, srv *mailServer, tune func(*Settings)) *mailHa
 func (h *mailHarness) engine() *Engine {
 	t := h.t
 	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := func() time.Time { return h.now }
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
 	client, err := extract.New(extract.Options{BaseURL: h.url, APIKey: "k", CommsURL: h.url, CommsKey: "ck", PerPage: h.perReq,
 		RateLimit: 2000, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond, MaxAttempts: 2})
 	if err != nil {
@@ -203,11 +196,7 @@ func (h *mailHarness) engine() *Engine {
 
 func (h *mailHarness) run(ctx context.Context) *Result {
 	h.t.Helper()
-	res, err := h.engine().Run(ctx, Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
-	if err != nil {
-		h.t.Fatalf("Run: %v", err)
-	}
-	return res
+	return runEngine(ctx, h.t, h.engine(), Request{Streams: []string{StreamCommunications}})
 }
 
 // landed lists the e-mail ids in the warehouse, ascending.
@@ -226,14 +215,7 @@ func (h *mailHarness) landed() []int64 {
 
 // missing lists the server's ids the warehouse lacks.
 func (h *mailHarness) missing() []int64 {
-	got := h.landed()
-	var out []int64
-	for _, id := range h.srv.ids() {
-		if _, ok := slices.BinarySearch(got, id); !ok {
-			out = append(out, id)
-		}
-	}
-	return out
+	return missingIDs(h.landed(), h.srv.ids())
 }
 
 func (h *mailHarness) cursor() commsCursor {
@@ -274,21 +256,7 @@ func TestCancelWhileAPageIsInFlightKeepsTheRangeOpen(t *testing.T) {
 					windowed(v.window)(s)
 					s.NoPrefetch = v.noPrefetch
 				})
-				ctx, cancel := context.WithCancel(context.Background())
-				var blocked atomic.Bool
-				srv.before = func(r *http.Request, _ int, page int) {
-					if page == 3 && blocked.CompareAndSwap(false, true) {
-						// Wait until page 2 has committed, so the page loop
-						// is waiting for this page, then stop the run.
-						for h.committedPages() < 2 {
-							time.Sleep(2 * time.Millisecond)
-						}
-						cancel()
-						<-r.Context().Done()
-					}
-				}
-				res := h.run(ctx)
-				cancel()
+				res := h.runCancelledAt(3)
 				if res.Status == StatusSucceeded {
 					t.Fatalf("try %d: a cancelled run ended succeeded (notes %v)", try, res.Notes)
 				}
@@ -310,6 +278,26 @@ func TestCancelWhileAPageIsInFlightKeepsTheRangeOpen(t *testing.T) {
 	}
 }
 
+// runCancelledAt runs the engine and cancels the run when page is first
+// asked, once the pages before it have committed (so the page loop waits
+// for that page); the request is left hanging until the run gives it up.
+func (h *mailHarness) runCancelledAt(page int) *Result {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asked atomic.Bool
+	h.srv.before = func(r *http.Request, _ int, p int) {
+		if p == page && asked.CompareAndSwap(false, true) {
+			for h.committedPages() < page-1 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			cancel()
+			<-r.Context().Done()
+		}
+	}
+	return h.run(ctx)
+}
+
 // committedPages is the backfill's pages committed in its current range.
 func (h *mailHarness) committedPages() int {
 	var raw []byte
@@ -327,17 +315,28 @@ func (h *mailHarness) committedPages() int {
 
 // TestRecordsDeletedMidRangeAreNotSkipped: five e-mails already loaded are
 // deleted between pages 2 and 3; the rest shift toward the start, so page 3
-// under the new layout starts five records later. Every record must land.
+// under the new layout starts five records later. Every record must land —
+// one page at a time, with the next page prefetched, or with pages 3 and
+// later fetched ahead (the records shifted toward the start are found by
+// stepping back, as with one page at a time).
 func TestRecordsDeletedMidRangeAreNotSkipped(t *testing.T) {
-	for _, prefetchOff := range []bool{false, true} {
-		t.Run(fmt.Sprintf("noPrefetch=%v", prefetchOff), func(t *testing.T) {
+	for _, v := range []struct {
+		name       string
+		noPrefetch bool
+		inFlight   int // pages fetched at a time through the spool (0: none)
+	}{
+		{"noPrefetch=false", false, 0},
+		{"noPrefetch=true", true, 0},
+		{"fetched ahead", false, 4},
+	} {
+		t.Run(v.name, func(t *testing.T) {
 			srv := newMailServer(50, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
 			srv.perCap = 10
 			all := srv.ids()
 			var once sync.Once
 			var h *mailHarness
 			srv.before = func(r *http.Request, _ int, page int) {
-				if page == 3 {
+				if page >= 3 {
 					// Pages may be asked several at a time: the records go
 					// once page 2 is in (committed), as the test says.
 					for h.committedPages() < 2 && r.Context().Err() == nil {
@@ -346,13 +345,16 @@ func TestRecordsDeletedMidRangeAreNotSkipped(t *testing.T) {
 					once.Do(func() { srv.remove(all[2], all[5], all[8], all[12], all[17]) })
 				}
 			}
-			h = newMailHarness(t, srv, func(s *Settings) { s.NoPrefetch = prefetchOff })
-			res := h.run(context.Background())
-			got := h.landed()
-			for _, id := range all {
-				if _, ok := slices.BinarySearch(got, id); !ok {
-					t.Errorf("record %d skipped (status %s)", id, res.Status)
+			dir := filepath.Join(t.TempDir(), "spool")
+			h = newMailHarness(t, srv, func(s *Settings) {
+				s.NoPrefetch = v.noPrefetch
+				if v.inFlight > 0 {
+					s.SpoolDir, s.MaxInFlight = dir, v.inFlight
 				}
+			})
+			res := h.run(context.Background())
+			if miss := missingIDs(h.landed(), all); len(miss) > 0 {
+				t.Errorf("records %v skipped (status %s)", miss, res.Status)
 			}
 			if res.Status != StatusSucceeded {
 				t.Errorf("status %s, err %v", res.Status, res.Err)
@@ -410,18 +412,7 @@ func TestPerPageChangeBetweenRunsLosesNothing(t *testing.T) {
 			srv := newMailServer(80, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
 			srv.perForce = v.before
 			h := newMailHarness(t, srv, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			srv.before = func(r *http.Request, _ int, page int) {
-				if page == 4 {
-					for h.committedPages() < 3 {
-						time.Sleep(2 * time.Millisecond)
-					}
-					cancel()
-					<-r.Context().Done()
-				}
-			}
-			res := h.run(ctx)
-			cancel()
+			res := h.runCancelledAt(4)
 			if res.Status == StatusSucceeded {
 				t.Fatalf("cancelled run succeeded")
 			}
@@ -703,35 +694,51 @@ func TestSpoolResumeWithPrefetchSharesNoCursor(t *testing.T) {
 // TestMailArrivingDuringARangeIsNotInstability: new e-mails (higher ids)
 // arrive at the end of the range between every two page requests, as today's
 // mail does during a long backfill. Nothing shifts at the pager's position:
-// the range must complete, every record must land, and the re-requests the
-// changed totals cause must stay within one per page.
+// the range must complete and every record must land, one page at a time or
+// several fetched ahead; the re-requests the changed totals cause must stay
+// within one per page, plus the requests then in flight for pages fetched
+// ahead under a layout that changed.
 func TestMailArrivingDuringARangeIsNotInstability(t *testing.T) {
-	srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
-	srv.perCap = 10
-	var next atomic.Int64 // pages may be asked several at a time
-	next.Store(100000)
-	srv.before = func(*http.Request, int, int) {
-		srv.add(next.Add(1), mailNow.Add(-time.Minute))
-	}
-	h := newMailHarness(t, srv, nil)
-	res := h.run(context.Background())
-	if res.Status != StatusSucceeded {
-		t.Fatalf("status %s err %v", res.Status, res.Err)
-	}
-	srv.before = nil
-	n := int(srv.requests.Load())
-	pages := (len(srv.ids()) + 9) / 10
-	// Mail that arrived after the range's last page was answered is the
-	// next increment's.
-	h.now = h.now.Add(time.Hour)
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("next run: %s %v", res.Status, res.Err)
-	}
-	if miss := h.missing(); len(miss) > 0 {
-		t.Fatalf("%d records missing: %v", len(miss), miss)
-	}
-	t.Logf("%d requests for %d pages (%.2f×) while mail kept arriving", n, pages, float64(n)/float64(pages))
-	if n > 2*pages {
-		t.Errorf("%d requests for %d pages: more than one re-request per page", n, pages)
+	for _, c := range []struct {
+		name     string
+		inFlight int // pages fetched at a time (0: one, no spool)
+	}{
+		{"one page at a time", 0},
+		{"fetched ahead", 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
+			srv.perCap = 10
+			var next atomic.Int64 // pages may be asked several at a time
+			next.Store(100000)
+			srv.before = func(*http.Request, int, int) {
+				srv.add(next.Add(1), mailNow.Add(-time.Minute))
+			}
+			var tune func(*Settings)
+			if c.inFlight > 0 {
+				dir := filepath.Join(t.TempDir(), "spool")
+				tune = func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, c.inFlight }
+			}
+			h := newMailHarness(t, srv, tune)
+			if res := h.run(context.Background()); res.Status != StatusSucceeded {
+				t.Fatalf("status %s err %v", res.Status, res.Err)
+			}
+			srv.before = nil
+			n := int(srv.requests.Load())
+			pages := (len(srv.ids()) + 9) / 10
+			// Mail that arrived after the range's last page was answered is the
+			// next increment's.
+			h.now = h.now.Add(time.Hour)
+			if res := h.run(context.Background()); res.Status != StatusSucceeded {
+				t.Fatalf("next run: %s %v", res.Status, res.Err)
+			}
+			if miss := h.missing(); len(miss) > 0 {
+				t.Fatalf("%d records missing: %v", len(miss), miss)
+			}
+			t.Logf("%d requests for %d pages (%.2f×) while mail kept arriving, %d in flight", n, pages, float64(n)/float64(pages), c.inFlight)
+			if n > 2*pages+c.inFlight {
+				t.Errorf("%d requests for %d pages: more than one re-request per page and the %d in flight", n, pages, c.inFlight)
+			}
+		})
 	}
 }

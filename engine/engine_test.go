@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/extract"
@@ -56,13 +57,8 @@ type harness struct {
 	realClock bool
 }
 
-func smallSandbox() sandbox.Options {
-	o := sandbox.DefaultOptions()
-	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
-	o.NoLimits = true
-	o.AdminToken = "admin"
-	return o
-}
+// smallSandbox is the small agency (sandbox.SmallOptions).
+func smallSandbox() sandbox.Options { return sandbox.SmallOptions() }
 
 func newHarness(t *testing.T, o sandbox.Options, tune func(*Settings)) *harness {
 	t.Helper()
@@ -81,24 +77,60 @@ func newHarnessOn(t *testing.T, o sandbox.Options, pool *pgxpool.Pool, schema st
 // engine builds an engine on the harness's sandbox and schema (a second
 // one plays a second worker).
 func (h *harness) engine(tune func(*Settings)) *Engine {
+	eng, _ := h.wire(wiring{tune: tune})
+	return eng
+}
+
+// wiring is what the engines the tests build differ in. Its zero value is
+// harness.engine's: the sandbox's addresses (h.apiURL for the main
+// interface when set), 500 requests/s, the sandbox's clock (the real one with
+// h.realClock), a daily quota of 10000 and the test's logs.
+type wiring struct {
+	apiURL, commsURL string // the interfaces' addresses ("" the default)
+	rate             float64
+	perPage          int
+	timeout          time.Duration
+	dailyQuota       int
+	spoolDir         string
+	// clock is a service clock the ledger, client and engine read, seeded
+	// with the offset the warehouse kept, as `agencysync run` wires it.
+	clock *extract.ServiceClock
+	log   *zap.Logger
+	tune  func(*Settings)
+}
+
+// wire builds an engine on the harness's sandbox and schema as w says, and
+// returns it with its ledger.
+func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 	t := h.t
-	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	log := w.log
+	if log == nil {
+		log = zaptest.NewLogger(t)
 	}
-	clock := h.sb.Now
-	if h.realClock {
-		clock = time.Now
+	now := h.sb.Now
+	switch {
+	case w.clock != nil:
+		now = w.clock.Now
+	case h.realClock:
+		now = time.Now
 	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, now)
+	if w.clock != nil {
+		off, known, err := ledger.ClockOffset(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if known {
+			w.clock.SetOffset(off)
+		}
 	}
 	var eng *Engine
 	client, err := extract.New(extract.Options{
-		BaseURL: cmp.Or(h.apiURL, h.sb.APIURL()), APIKey: h.opts.APIKey, CommsURL: h.sb.CommsURL(), CommsKey: h.opts.CommsKey,
-		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		BaseURL: cmp.Or(w.apiURL, h.apiURL, h.sb.APIURL()), APIKey: h.opts.APIKey,
+		CommsURL: cmp.Or(w.commsURL, h.sb.CommsURL()), CommsKey: h.opts.CommsKey,
+		RateLimit: cmp.Or(w.rate, 500), PerPage: w.perPage, Timeout: w.timeout, Clock: w.clock, Counter: ledger, Logger: log,
+		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
 		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
 	})
 	if err != nil {
@@ -108,26 +140,57 @@ func (h *harness) engine(tune func(*Settings)) *Engine {
 	for i := range users {
 		users[i] = int64(i + 1)
 	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
-		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock}
-	if tune != nil {
-		tune(&s)
+	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users, StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1),
+		DailyQuota: cmp.Or(w.dailyQuota, 10000), QuotaReserve: 0.05, Now: now, SpoolDir: w.spoolDir}
+	if w.tune != nil {
+		w.tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: w.clock, Metrics: metrics.New(nil), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eng
+	return eng, ledger
 }
 
 func (h *harness) run(req Request) *Result {
 	h.t.Helper()
+	return runEngine(context.Background(), h.t, h.eng, req)
+}
+
+// serveAPI puts handler in front of the engine as the main interface (a
+// test server until the test ends) and rebuilds the engine on it.
+func (h *harness) serveAPI(handler http.Handler) {
+	srv := httptest.NewServer(handler)
+	h.t.Cleanup(srv.Close)
+	h.apiURL = srv.URL
+	h.eng = h.engine(nil)
+}
+
+// storeAndLedger opens the load store and the quota ledger on schema, the
+// ledger counting quota days on now's clock.
+func storeAndLedger(t *testing.T, pool *pgxpool.Pool, schema string, log *zap.Logger, now func() time.Time) (*load.Store, *load.Ledger) {
+	t.Helper()
+	store, err := load.New(pool, load.Config{Schema: schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := load.NewLedger(pool, schema, time.UTC, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, ledger
+}
+
+// runEngine runs eng (a test trigger unless req names one) and fails the
+// test when the run cannot start.
+func runEngine(ctx context.Context, t *testing.T, eng *Engine, req Request) *Result {
+	t.Helper()
 	if req.Trigger == "" {
 		req.Trigger = TriggerTest
 	}
-	res, err := h.eng.Run(context.Background(), req)
+	res, err := eng.Run(ctx, req)
 	if err != nil {
-		h.t.Fatalf("Run: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	return res
 }
@@ -837,10 +900,7 @@ func TestUndecodableDetailIsRejected(t *testing.T) {
 		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		return nil
 	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(srv.Close)
-	h.apiURL = srv.URL
-	h.eng = h.engine(nil)
+	h.serveAPI(proxy)
 	res := h.run(Request{Streams: []string{StreamProjects}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("run %s: %v", res.Status, res.Err)

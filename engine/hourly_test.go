@@ -2,20 +2,12 @@ package engine
 
 import (
 	"context"
-	"maps"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
-	"github.com/agencysync/agencysync/load"
 )
 
 // pageLog records the pages a dayMailServer served (not the per_page=1
@@ -48,34 +40,11 @@ func (l *pageLog) len() int {
 func newHourlyHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, per int) (*dayMailHarness, *pageLog) {
 	t.Helper()
 	pl := &pageLog{}
-	h := &dayMailHarness{t: t, srv: &dayMailServer{mails: maps.Clone(mails)}}
+	h := newDayMailHarnessPaged(t, mails, start, now, per, nil)
 	h.srv.beforePage = func(_ *dayMailServer, start, end string, page, perPage int) {
 		if perPage > 1 {
 			pl.add(start, end, page)
 		}
-	}
-	h.now.Store(now.UnixNano())
-	ts := httptest.NewServer(h.srv)
-	t.Cleanup(ts.Close)
-	h.pool, h.schema = warehousetest.Schema(t)
-	log := zaptest.NewLogger(t)
-	clock := func() time.Time { return time.Unix(0, h.now.Load()).UTC() }
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := extract.New(extract.Options{BaseURL: ts.URL, APIKey: "k", CommsURL: ts.URL, CommsKey: "ck", RateLimit: 1000,
-		PerPage: per, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Settings{Schema: h.schema, DomainID: 1, UserIDs: []int64{1}, StartDate: start, DailyQuota: 10000, Now: clock}
-	if h.eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Logger: log}, s); err != nil {
-		t.Fatal(err)
 	}
 	return h, pl
 }

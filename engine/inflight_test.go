@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,15 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/metrics"
 )
 
 // flightRecorder is a hand-written server in front of one sandbox listener:
@@ -118,40 +110,8 @@ func pacedHarness(t *testing.T, rate float64, latency time.Duration, brands, pro
 	h := newHarness(t, o, tune)
 	api := newFlightRecorder(t, h.sb.APIURL(), latency)
 	comms := newFlightRecorder(t, h.sb.CommsURL(), latency)
-	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, h.sb.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eng *Engine
-	client, err := extract.New(extract.Options{
-		BaseURL: api.srv.URL, APIKey: h.opts.APIKey, CommsURL: comms.srv.URL, CommsKey: h.opts.CommsKey,
-		RateLimit: rate, PerPage: 100, Counter: ledger, Logger: log,
-		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
-		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := make([]int64, h.opts.Users)
-	for i := range users {
-		users[i] = int64(i + 1)
-	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
-		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 1_000_000, QuotaReserve: 0.05, Now: h.sb.Now,
-		SpoolDir: filepath.Join(t.TempDir(), "spool")}
-	if tune != nil {
-		tune(&s)
-	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eng = eng
+	h.eng, _ = h.wire(wiring{apiURL: api.srv.URL, commsURL: comms.srv.URL, rate: rate, perPage: 100,
+		dailyQuota: 1_000_000, spoolDir: filepath.Join(t.TempDir(), "spool"), tune: tune})
 	return h, api, comms
 }
 
@@ -223,70 +183,5 @@ func TestOneRequestInFlightAtTheDefaultLimit(t *testing.T) {
 	}
 	if st := h.sb.Stats(); st.RateLimited != 0 {
 		t.Errorf("the sandbox answered %d genuine 429s", st.RateLimited)
-	}
-}
-
-// Mail arriving at the end of a range while its pages are fetched several
-// at a time: every record lands, and the pages fetched ahead under a layout
-// that changed cost at most the requests then in flight on top of what one
-// page at a time costs (at most one re-request a page).
-func TestMailArrivingWhilePagesAreFetchedAhead(t *testing.T) {
-	t.Parallel()
-	const inFlight = 8
-	srv := newMailServer(300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 59)
-	srv.perCap = 10
-	var next atomic.Int64
-	next.Store(100000)
-	srv.before = func(*http.Request, int, int) { srv.add(next.Add(1), mailNow.Add(-time.Minute)) }
-	dir := filepath.Join(t.TempDir(), "spool")
-	h := newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, inFlight })
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("status %s err %v", res.Status, res.Err)
-	}
-	srv.before = nil
-	n := int(srv.requests.Load())
-	pages := (len(srv.ids()) + 9) / 10
-	h.now = h.now.Add(time.Hour)
-	if res := h.run(context.Background()); res.Status != StatusSucceeded {
-		t.Fatalf("next run: %s %v", res.Status, res.Err)
-	}
-	if miss := h.missing(); len(miss) > 0 {
-		t.Fatalf("%d records missing: %v", len(miss), miss)
-	}
-	t.Logf("%d requests for %d pages while mail kept arriving, %d in flight", n, pages, inFlight)
-	if n > 2*pages+inFlight {
-		t.Errorf("%d requests for %d pages: more than one re-request per page and the %d in flight", n, pages, inFlight)
-	}
-}
-
-// Records deleted once page 2 is in, while pages 3 and later are fetched
-// ahead: every record lands (the records shifted toward the start are found
-// by stepping back, as with one page at a time).
-func TestRecordsDeletedWhilePagesAreFetchedAhead(t *testing.T) {
-	t.Parallel()
-	srv := newMailServer(50, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
-	srv.perCap = 10
-	all := srv.ids()
-	var once sync.Once
-	var h *mailHarness
-	srv.before = func(r *http.Request, _ int, page int) {
-		if page >= 3 {
-			for h.committedPages() < 2 && r.Context().Err() == nil {
-				time.Sleep(2 * time.Millisecond)
-			}
-			once.Do(func() { srv.remove(all[2], all[5], all[8], all[12], all[17]) })
-		}
-	}
-	dir := filepath.Join(t.TempDir(), "spool")
-	h = newMailHarness(t, srv, func(s *Settings) { s.SpoolDir, s.MaxInFlight = dir, 4 })
-	res := h.run(context.Background())
-	got := h.landed()
-	for _, id := range all {
-		if _, ok := slices.BinarySearch(got, id); !ok {
-			t.Errorf("record %d skipped (status %s)", id, res.Status)
-		}
-	}
-	if res.Status != StatusSucceeded {
-		t.Errorf("status %s, err %v", res.Status, res.Err)
 	}
 }

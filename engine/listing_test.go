@@ -2,8 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +17,7 @@ func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
 	var mode atomic.Int32 // 0: 3 brands, 1: 2 rows of a claimed 3, 2: 2 brands
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		brand := func(id int) string {
 			return fmt.Sprintf(`{"brand_info":{"id":"%d","name":"Brand %d","status":"active"}}`, id, id)
@@ -28,14 +28,7 @@ func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
 				http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 				return
 			}
-			switch mode.Load() {
-			case 0:
-				fmt.Fprintf(w, `{"data":[%s,%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2), brand(3))
-			case 1:
-				fmt.Fprintf(w, `{"data":[%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2))
-			default:
-				fmt.Fprintf(w, `{"data":[%s,%s],"total":2,"per_page":1000,"current_page":1,"last_page":1}`, brand(1), brand(2))
-			}
+			writeListing(w, mode.Load(), brand(1), brand(2), brand(3))
 		case strings.HasSuffix(p, "/contacts"):
 			fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
 		case strings.HasPrefix(p, "/v1/brands/"):
@@ -45,9 +38,6 @@ func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
 			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 		}
 	}))
-	t.Cleanup(srv.Close)
-	h.apiURL = srv.URL
-	h.eng = h.engine(nil)
 	live := func() int {
 		return h.count("SELECT count(*) FROM " + h.table("brands") + " WHERE _deleted_at IS NULL")
 	}
@@ -84,7 +74,7 @@ func TestShortContactListSoftDeletesNothing(t *testing.T) {
 	h := newHarness(t, smallSandbox(), nil)
 	var mode atomic.Int32 // 0: 3 contacts, 1: 2 rows of a claimed 3, 2: 2 contacts
 	var brandStatus atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		contact := func(id int) string {
 			return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id)
@@ -95,23 +85,13 @@ func TestShortContactListSoftDeletesNothing(t *testing.T) {
 		case p == "/v1/brands":
 			fmt.Fprintf(w, `{"data":[{"brand_info":{"id":"1","name":"Brand 1","status":%q}}],"total":1,"per_page":1000,"current_page":1,"last_page":1}`, status)
 		case p == "/v1/brands/1/contacts":
-			switch mode.Load() {
-			case 0:
-				fmt.Fprintf(w, `{"data":[%s,%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2), contact(3))
-			case 1:
-				fmt.Fprintf(w, `{"data":[%s,%s],"total":3,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2))
-			default:
-				fmt.Fprintf(w, `{"data":[%s,%s],"total":2,"per_page":1000,"current_page":1,"last_page":1}`, contact(1), contact(2))
-			}
+			writeListing(w, mode.Load(), contact(1), contact(2), contact(3))
 		case p == "/v1/brands/1":
 			fmt.Fprintf(w, `{"brand_info":{"id":"1","name":"Brand 1","status":%q},"general_info":{},"metadata":{}}`, status)
 		default:
 			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 		}
 	}))
-	t.Cleanup(srv.Close)
-	h.apiURL = srv.URL
-	h.eng = h.engine(nil)
 	live := func() int {
 		return h.count("SELECT count(*) FROM " + h.table("brand_contacts") + " WHERE _deleted_at IS NULL")
 	}
@@ -132,4 +112,19 @@ func TestShortContactListSoftDeletesNothing(t *testing.T) {
 	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 2 {
 		t.Fatalf("honest list of 2: run %s (%v), %d live contacts, want 2", res.Status, res.Err, live())
 	}
+}
+
+// writeListing answers a one-page list of three rows as mode says: 0 all
+// three; 1 the first two under a total of three (a listing that lies about
+// its paging); 2 the first two, honestly.
+func writeListing(w io.Writer, mode int32, a, b, c string) {
+	rows, total := []string{a, b, c}, 3
+	switch mode {
+	case 0:
+	case 1:
+		rows = rows[:2]
+	default:
+		rows, total = rows[:2], 2
+	}
+	fmt.Fprintf(w, `{"data":[%s],"total":%d,"per_page":1000,"current_page":1,"last_page":1}`, strings.Join(rows, ","), total)
 }

@@ -12,49 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/metrics"
 )
-
-// engineVia builds an engine like harness.engine whose client reaches the
-// communications endpoint at commsURL (a proxy in front of the sandbox).
-func (h *harness) engineVia(commsURL string) *Engine {
-	t := h.t
-	log := zaptest.NewLogger(t)
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, h.sb.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eng *Engine
-	client, err := extract.New(extract.Options{
-		BaseURL: h.sb.APIURL(), APIKey: h.opts.APIKey, CommsURL: commsURL, CommsKey: h.opts.CommsKey,
-		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
-		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := make([]int64, h.opts.Users)
-	for i := range users {
-		users[i] = int64(i + 1)
-	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users,
-		StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: h.sb.Now}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng
-}
 
 // TestDeeplyNestedEmailLandsOrIsRejectedAlone: on the first communications
 // page, one e-mail carries a member nested 700 levels (jsonb stores it: it
@@ -103,7 +61,7 @@ func TestDeeplyNestedEmailLandsOrIsRejectedAlone(t *testing.T) {
 	}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
-	h.eng = h.engineVia(srv.URL)
+	h.eng, _ = h.wire(wiring{commsURL: srv.URL})
 
 	res := h.run(Request{Streams: []string{StreamCommunications}})
 	if modified.Load() == 0 {

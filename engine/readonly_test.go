@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
-	"github.com/agencysync/agencysync/load"
 )
 
 // TestEngineWithoutClientOnlyReads: an engine built without a client (the
@@ -17,23 +15,16 @@ import (
 // warehouse, and refuses to run a sync instead of failing on a nil client.
 func TestEngineWithoutClientOnlyReads(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool, schema := warehousetest.Schema(t)
 	log := zaptest.NewLogger(t)
-	store, err := load.New(pool, load.Config{Schema: schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := func() time.Time { return time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC) }
-	ledger, err := load.NewLedger(pool, schema, time.UTC, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, pool, schema, log, now)
 	eng, err := New(Deps{Pool: pool, Store: store, Ledger: ledger, Logger: log},
 		Settings{Schema: schema, DailyQuota: 10000, QuotaReserve: 0.05, StartDate: now().AddDate(0, -1, 0), Now: now})
 	if err != nil {
 		t.Fatalf("New without a client: %v", err)
 	}
+	ctx := t.Context()
 	rep, err := eng.Status(ctx, 5)
 	if err != nil || rep.Schema != schema || rep.QuotaLeft != 9500 {
 		t.Fatalf("Status = %+v, %v; want schema %s with 9500 requests left", rep, err, schema)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
-	"github.com/agencysync/agencysync/load"
 )
 
 // dayMailServer is a hand-written communications endpoint: e-mails by id with
@@ -121,6 +120,13 @@ type dayMailHarness struct {
 
 func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *dayMailHarness {
 	t.Helper()
+	return newDayMailHarnessPaged(t, mails, start, now, 5, tune)
+}
+
+// newDayMailHarnessPaged is a dayMailHarness whose client asks pages of per
+// records.
+func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now time.Time, per int, tune func(*Settings)) *dayMailHarness {
+	t.Helper()
 	h := &dayMailHarness{t: t, srv: &dayMailServer{mails: maps.Clone(mails)}}
 	h.now.Store(now.UnixNano())
 	ts := httptest.NewServer(h.srv)
@@ -128,16 +134,9 @@ func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.
 	h.pool, h.schema = warehousetest.Schema(t)
 	log := zaptest.NewLogger(t)
 	clock := func() time.Time { return time.Unix(0, h.now.Load()).UTC() }
-	store, err := load.New(h.pool, load.Config{Schema: h.schema, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := load.NewLedger(h.pool, h.schema, time.UTC, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
 	client, err := extract.New(extract.Options{BaseURL: ts.URL, APIKey: "k", CommsURL: ts.URL, CommsKey: "ck", RateLimit: 1000,
-		PerPage: 5, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
+		PerPage: per, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +152,7 @@ func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.
 
 func (h *dayMailHarness) run(req Request) *Result {
 	h.t.Helper()
-	if req.Trigger == "" {
-		req.Trigger = TriggerTest
-	}
-	res, err := h.eng.Run(context.Background(), req)
-	if err != nil {
-		h.t.Fatalf("Run: %v", err)
-	}
-	return res
+	return runEngine(context.Background(), h.t, h.eng, req)
 }
 
 func (h *dayMailHarness) ids(where string) []int64 {

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -40,23 +41,24 @@ func fieldMap(fs []Field) map[string]Field {
 	return m
 }
 
+// observed is what TestObserve expects of a field path: the JSON types seen
+// and in how many records.
+type observed struct {
+	types []string
+	count int64
+}
+
 func TestObserve(t *testing.T) {
 	tests := []struct {
 		name    string
 		records []string
-		want    map[string]struct {
-			types []string
-			count int64
-		}
-		absent []string
+		want    map[string]observed
+		absent  []string
 	}{
 		{
 			name:    "project detail: top level, nested objects and array elements",
 			records: []string{projectDetail, projectPHP},
-			want: map[string]struct {
-				types []string
-				count int64
-			}{
+			want: map[string]observed{
 				"name":            {[]string{TypeString}, 2},
 				"closed_at":       {[]string{TypeBoolean, TypeNull}, 2},
 				"budget":          {[]string{TypeArray, TypeObject}, 2},
@@ -75,10 +77,7 @@ func TestObserve(t *testing.T) {
 		{
 			name:    "communications: e-mail fields and user objects of every recipient shape",
 			records: []string{commsRow, commsPHP},
-			want: map[string]struct {
-				types []string
-				count int64
-			}{
+			want: map[string]observed{
 				"email":                   {[]string{TypeObject}, 2},
 				"email.type_id":           {[]string{TypeBoolean, TypeNumber}, 2},
 				"email.size":              {[]string{TypeNumber, TypeString}, 2},
@@ -97,10 +96,7 @@ func TestObserve(t *testing.T) {
 		{
 			name:    "brand detail: three names at most, deeper values typed but not entered",
 			records: []string{brandDetail},
-			want: map[string]struct {
-				types []string
-				count int64
-			}{
+			want: map[string]observed{
 				"brand_info.financial_summary":          {[]string{TypeObject}, 1},
 				"brand_info.financial_summary.invoiced": {[]string{TypeNumber}, 1},
 				"metadata.tags":                         {[]string{TypeArray}, 1},
@@ -112,10 +108,7 @@ func TestObserve(t *testing.T) {
 		{
 			name:    "a record that is not an object has no fields",
 			records: []string{`[1,2]`, `"x"`},
-			want: map[string]struct {
-				types []string
-				count int64
-			}{},
+			want:    map[string]observed{},
 		},
 	}
 	for _, tc := range tests {
@@ -131,7 +124,7 @@ func TestObserve(t *testing.T) {
 			for p, w := range tc.want {
 				f, ok := got[p]
 				if !ok {
-					t.Errorf("%s not observed; got %v", p, keys(got))
+					t.Errorf("%s not observed; got %v", p, slices.Sorted(maps.Keys(got)))
 					continue
 				}
 				if !slices.Equal(f.Types, w.types) || f.Count != w.count {
@@ -144,19 +137,10 @@ func TestObserve(t *testing.T) {
 				}
 			}
 			if len(tc.want) == 0 && len(got) != 0 {
-				t.Errorf("fields %v", keys(got))
+				t.Errorf("fields %v", slices.Sorted(maps.Keys(got)))
 			}
 		})
 	}
-}
-
-func keys(m map[string]Field) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func TestObserveFilledAndMerge(t *testing.T) {

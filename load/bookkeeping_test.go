@@ -17,7 +17,6 @@ import (
 func TestLiveRowsAndRejects(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	ctx := context.Background()
 	b := fullBatch()
 	b.Rejects = []transform.Reject{
 		{Stream: "brands", Key: "99", Payload: json.RawMessage(`{"id":99}`), Error: "no name"},
@@ -25,9 +24,8 @@ func TestLiveRowsAndRejects(t *testing.T) {
 		{Stream: "communications", Key: "5", Payload: json.RawMessage(`{}`), Error: "bad date"},
 	}
 	commit(t, s, Page{Batch: b})
-	if _, err := pool.Exec(ctx, "UPDATE "+qualified(schema, "brands")+" SET _deleted_at = now() WHERE brand_id = '43'"); err != nil {
-		t.Fatal(err)
-	}
+	execSQL(t, pool, "UPDATE "+qualified(schema, "brands")+" SET _deleted_at = now() WHERE brand_id = '43'")
+	ctx := t.Context()
 	for _, c := range []struct {
 		table string
 		scope map[string]any
@@ -147,10 +145,7 @@ func TestRunsBookkeeping(t *testing.T) {
 	ctx := context.Background()
 	runs := qualified(schema, "sync_runs")
 	for i, st := range []string{"succeeded", "failed", "skipped", "partial", "running"} {
-		if _, err := pool.Exec(ctx, "INSERT INTO "+runs+" (run_id, trigger, status, started_at) VALUES (gen_random_uuid(), 'run', $1, now() - $2 * interval '1 hour')",
-			st, 5-i); err != nil {
-			t.Fatal(err)
-		}
+		execSQL(t, pool, "INSERT INTO "+runs+" (run_id, trigger, status, started_at) VALUES (gen_random_uuid(), 'run', $1, now() - $2 * interval '1 hour')", st, 5-i)
 	}
 	starts, err := s.UnfinishedRunStarts(ctx)
 	if err != nil || len(starts) != 3 || !starts[0].Before(starts[1]) || !starts[1].Before(starts[2]) {

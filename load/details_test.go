@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A simulated quarter of nightly runs over 4 400 entities (400 brands, 4 000
@@ -19,11 +20,7 @@ import (
 // share.
 func TestDetailRefreshStaggeredOverDays(t *testing.T) {
 	t.Parallel()
-	pool, schema := warehousetestSchema(t)
-	ds, err := NewDetailState(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, pool := detailStateOnSchema(t)
 	ctx := context.Background()
 	const (
 		maxAgeDays = 30
@@ -136,15 +133,23 @@ func TestDetailRefreshStaggeredOverDays(t *testing.T) {
 
 func TestDetailRefreshNeedsAPositiveMaxAge(t *testing.T) {
 	t.Parallel()
-	pool, schema := warehousetestSchema(t)
-	ds, err := NewDetailState(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, pool := detailStateOnSchema(t)
 	if _, err := ds.Due(context.Background(), pool, "brands", RefreshPolicy{Now: time.Now()}); !errors.Is(err, ErrBadMaxAge) {
 		t.Errorf("Due without a max age: %v, want ErrBadMaxAge", err)
 	}
 	if _, err := NewDetailState(""); err == nil {
 		t.Error("NewDetailState accepted an empty schema")
 	}
+}
+
+// detailStateOnSchema returns a DetailState on a fresh, migrated schema and
+// the pool it is read through.
+func detailStateOnSchema(t *testing.T) (*DetailState, *pgxpool.Pool) {
+	t.Helper()
+	pool, schema := warehousetestSchema(t)
+	ds, err := NewDetailState(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds, pool
 }

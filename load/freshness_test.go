@@ -1,7 +1,6 @@
 package load
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -13,9 +12,7 @@ import (
 func TestFreshnessDefinition(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	ctx := context.Background()
-	st := qualified(schema, "sync_state")
-	if _, err := pool.Exec(ctx, `INSERT INTO `+st+` (stream, partition, last_success_at) VALUES
+	execSQL(t, pool, `INSERT INTO `+qualified(schema, "sync_state")+` (stream, partition, last_success_at) VALUES
 	('brands', 'list', now() - interval '10 seconds'),
 	('brands', 'details', now() - interval '3 days'),
 	('finance', 'budgets', now() - interval '20 seconds'),
@@ -24,10 +21,8 @@ func TestFreshnessDefinition(t *testing.T) {
 	('communications', 'backfill', now() - interval '9 days'),
 	('communications', 'verify', NULL),
 	('projects', 'list', NULL),
-	('projects', 'details', now())`); err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := s.Freshness(ctx)
+	('projects', 'details', now())`)
+	fresh, err := s.Freshness(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

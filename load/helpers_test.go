@@ -106,6 +106,15 @@ func specByName(t testing.TB, name string) *spec {
 	return nil
 }
 
+// execSQL runs one statement of a test's own set-up on pool, failing the
+// test when it fails.
+func execSQL(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
 func queryInt(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64

@@ -23,9 +23,8 @@ import (
 // The write path's column lists must match the migrated tables exactly.
 func TestSpecsMatchSchema(t *testing.T) {
 	t.Parallel()
-	_, pool, schema := newStore(t)
-	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT c.table_name, c.column_name, format_type(a.atttypid, a.atttypmod)
+	pool, schema := warehousetestSchema(t)
+	rows, err := pool.Query(t.Context(), `SELECT c.table_name, c.column_name, format_type(a.atttypid, a.atttypmod)
 FROM information_schema.columns c
 JOIN pg_attribute a ON a.attrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND a.attname = c.column_name
 JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
@@ -281,9 +280,6 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	budget := func(id string) fixture.Budget {
-		return fixture.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
-	}
 	deleted := func() string {
 		return queryText(t, pool, "SELECT coalesce(string_agg(budget_id, ',' ORDER BY budget_id), '') FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL")
 	}
@@ -360,6 +356,30 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	}
 	if _, err := s.NewListing("email_recipients", nil); err == nil {
 		t.Error("NewListing accepted a table without soft deletes")
+	}
+}
+
+// TestShortListingDeletesNothing: a listing that saw fewer distinct rows
+// than the service announced (Expect) soft-deletes nothing, even when asked
+// to end; MarkDeleted refuses with ErrShortListing.
+func TestShortListingDeletesNothing(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	l, _ := s.NewListing("budgets", nil)
+	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b3")}), Listing: l, EndsListing: true})
+
+	l, _ = s.NewListing("budgets", nil)
+	l.Expect(3)
+	l.Expect(2) // the largest total counts
+	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b1")}), Listing: l, EndsListing: true})
+	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL"); n != 0 || len(c.SkippedDeletions) != 1 {
+		t.Fatalf("short listing: %d deleted, skipped %v", n, c.SkippedDeletions)
+	}
+	if !l.Short() || l.Seen() != 2 || l.Expected() != 3 {
+		t.Fatalf("Short %v Seen %d Expected %d", l.Short(), l.Seen(), l.Expected())
+	}
+	if _, err := s.MarkDeleted(context.Background(), nil, l); !errors.Is(err, ErrShortListing) || !errors.Is(err, ErrIncompleteListing) {
+		t.Fatalf("MarkDeleted = %v, want ErrShortListing", err)
 	}
 }
 
@@ -743,4 +763,9 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 1 {
 		t.Errorf("team rows = %d", n)
 	}
+}
+
+// budget is a budget record with key id, as a listing page carries it.
+func budget(id string) fixture.Budget {
+	return fixture.Budget{ID: extract.ID(id), Amount: "100", Currency: "RON", Raw: json.RawMessage(`{"id":"` + id + `"}`)}
 }

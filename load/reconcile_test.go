@@ -1,7 +1,6 @@
 package load
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -14,19 +13,15 @@ import (
 // ahead, and that soft-deleted e-mails are not counted.
 func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	t.Parallel()
-	_, pool, schema := newStore(t)
-	ctx := context.Background()
-	ins := emailInserter(t, pool, schema)
-	ins(1, "2025-03-01T00:00:00Z", false)
-	ins(2, "2025-03-01T22:30:00Z", false) // 2025-03-02 00:30 in Bucharest
-	ins(3, "2025-03-02T12:00:00Z", false)
-	ins(4, "2025-03-02T13:00:00Z", true)  // soft-deleted: not counted
-	ins(5, "2025-03-03T23:59:59Z", false) // outside 03-01..03-02 in UTC; 03-04 in Bucharest
-	ins(6, "2025-02-28T23:00:00Z", false) // 02-28 in UTC; 03-01 01:00 in Bucharest
-	rc, err := NewReconciler(pool, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, pool, schema := reconcilerOver(t,
+		storedEmail{id: 1, at: "2025-03-01T00:00:00Z"},
+		storedEmail{id: 2, at: "2025-03-01T22:30:00Z"}, // 2025-03-02 00:30 in Bucharest
+		storedEmail{id: 3, at: "2025-03-02T12:00:00Z"},
+		storedEmail{id: 4, at: "2025-03-02T13:00:00Z", deleted: true}, // soft-deleted: not counted
+		storedEmail{id: 5, at: "2025-03-03T23:59:59Z"},                // outside 03-01..03-02 in UTC; 03-04 in Bucharest
+		storedEmail{id: 6, at: "2025-02-28T23:00:00Z"},                // 02-28 in UTC; 03-01 01:00 in Bucharest
+	)
+	ctx := t.Context()
 	from, to := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
 	got, err := rc.EmailDayCounts(ctx, from, to, time.UTC, nil)
 	if err != nil {
@@ -67,20 +62,16 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 // e-mails do not count.
 func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	t.Parallel()
-	_, pool, schema := newStore(t)
-	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	emails, rejects := qualified(schema, "emails"), qualified(schema, "rejected_records")
-	for id, at := range map[int64]string{9: "2025-03-01T08:00:00Z", 11: "2025-03-01T20:00:00Z", 20: "2025-03-02T08:00:00Z", 30: "2025-03-03T08:00:00Z"} {
-		exec("INSERT INTO "+emails+" (record_id, subject, email_at, raw) VALUES ($1, 's', $2, '{}')", id, at)
-	}
+	ctx := t.Context()
+	rc, pool, schema := reconcilerOver(t,
+		storedEmail{id: 9, at: "2025-03-01T08:00:00Z"},
+		storedEmail{id: 11, at: "2025-03-01T20:00:00Z"},
+		storedEmail{id: 20, at: "2025-03-02T08:00:00Z"},
+		storedEmail{id: 30, at: "2025-03-03T08:00:00Z"},
+	)
 	rej := func(key, payload string) {
-		exec("INSERT INTO "+rejects+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload)
+		t.Helper()
+		execSQL(t, pool, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload)
 	}
 	rej("10", `{"email":{"email_at":"yesterday"}}`)               // between 9 and 11: 03-01
 	rej("15", `{"email":{"email_at":"yesterday"}}`)               // between 11 (03-01) and 20 (03-02): nowhere
@@ -88,10 +79,6 @@ func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	rej("30", `{"email":{"email_at":"2025-03-02T23:00:00Z"}}`)    // a live e-mail: not counted twice
 	rej("h:abc", `{"email":{"email_at":"2025-03-01T01:00:00Z"}}`) // hash key, readable: 03-01
 	rej("12", `{"email":{"email_at":"2025-03-01T02:00:00Z"}}`)    // skipped by the caller
-	rc, err := NewReconciler(pool, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := rc.EmailDayCounts(ctx, time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC), time.UTC, []string{"12"})
 	if err != nil {
 		t.Fatal(err)
@@ -101,22 +88,68 @@ func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	}
 }
 
-// emailInserter returns a function that inserts an e-mail with id at an
-// RFC 3339 instant, soft-deleted at that instant when deleted is true.
-func emailInserter(t *testing.T, pool *pgxpool.Pool, schema string) func(id int64, at string, deleted bool) {
+// TestMaxEmailIDOfAWindow: the highest id of the live e-mails in a window,
+// soft-deleted and out-of-window e-mails left out; 0 for an empty window;
+// an error for a window that ends before it starts.
+func TestMaxEmailIDOfAWindow(t *testing.T) {
+	t.Parallel()
+	rc, _, _ := reconcilerOver(t,
+		storedEmail{id: 10, at: "2025-03-01T00:00:00Z"},
+		storedEmail{id: 12, at: "2025-03-01T23:59:59Z"},
+		storedEmail{id: 14, at: "2025-03-01T23:00:00Z", deleted: true},
+		storedEmail{id: 16, at: "2025-03-02T00:00:00Z"}, // the next day
+	)
+	d := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		start, end time.Time
+		want       int64
+	}{
+		{d, d.AddDate(0, 0, 1), 12},
+		{d, d.AddDate(0, 0, 2), 16},
+		{d.AddDate(0, 0, 5), d.AddDate(0, 0, 6), 0},
+	} {
+		got, err := rc.MaxEmailID(t.Context(), c.start, c.end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("MaxEmailID(%s, %s) = %d, want %d", c.start, c.end, got, c.want)
+		}
+	}
+	if _, err := rc.MaxEmailID(t.Context(), d, d); err == nil {
+		t.Error("MaxEmailID of an empty window: no error")
+	}
+}
+
+// storedEmail is an e-mail row a reconciler test starts from: its id, its
+// RFC 3339 instant, and whether it is soft-deleted (at that instant).
+type storedEmail struct {
+	id      int64
+	at      string
+	deleted bool
+}
+
+// reconcilerOver returns a Reconciler on a fresh schema whose emails table
+// holds the given e-mails, with the pool and schema under it.
+func reconcilerOver(t *testing.T, emails ...storedEmail) (*Reconciler, *pgxpool.Pool, string) {
 	t.Helper()
-	return func(id int64, at string, deleted bool) {
-		t.Helper()
-		ts, err := time.Parse(time.RFC3339, at)
+	pool, schema := warehousetestSchema(t)
+	for _, e := range emails {
+		ts, err := time.Parse(time.RFC3339, e.at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var del any
-		if deleted {
+		if e.deleted {
 			del = ts
 		}
-		if _, err := pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO %s (record_id, subject, email_at, raw, _deleted_at) VALUES ($1, 's', $2, '{}', $3)`, qualified(schema, "emails")), id, ts, del); err != nil {
+		if _, err := pool.Exec(t.Context(), fmt.Sprintf(`INSERT INTO %s (record_id, subject, email_at, raw, _deleted_at) VALUES ($1, 's', $2, '{}', $3)`, qualified(schema, "emails")), e.id, ts, del); err != nil {
 			t.Fatal(err)
 		}
 	}
+	rc, err := NewReconciler(pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, pool, schema
 }

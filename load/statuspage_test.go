@@ -1,7 +1,6 @@
 package load
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,19 +8,17 @@ import (
 
 func TestLedgerHistoryFillsEmptyDays(t *testing.T) {
 	t.Parallel()
-	_, pool, schema := newStore(t)
-	ctx := context.Background()
+	pool, schema := warehousetestSchema(t)
+	// 7 requests today, 3 four days ago, 5 forty days ago (outside the window).
+	for day, n := range map[string]int{"2026-03-10": 7, "2026-03-06": 3, "2026-01-29": 5} {
+		execSQL(t, pool, "INSERT INTO "+qualified(schema, "api_quota_usage")+" (day, requests) VALUES ($1::date, $2)", day, n)
+	}
 	now := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
 	l, err := NewLedger(pool, schema, time.UTC, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 7 requests today, 3 four days ago, 5 forty days ago (outside the window).
-	for day, n := range map[string]int{"2026-03-10": 7, "2026-03-06": 3, "2026-01-29": 5} {
-		if _, err := pool.Exec(ctx, "INSERT INTO "+qualified(schema, "api_quota_usage")+" (day, requests) VALUES ($1::date, $2)", day, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx := t.Context()
 	got, err := l.History(ctx, 30)
 	if err != nil {
 		t.Fatal(err)
@@ -60,13 +57,9 @@ func TestLedgerHistoryFillsEmptyDays(t *testing.T) {
 func TestPreviousRunStatus(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	ctx := context.Background()
-	runs := qualified(schema, "sync_runs")
 	insert := func(id, status string, started string) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, "INSERT INTO "+runs+" (run_id, trigger, status, started_at) VALUES ($1::uuid, 'test', $2, $3::timestamptz)", id, status, started); err != nil {
-			t.Fatal(err)
-		}
+		execSQL(t, pool, "INSERT INTO "+qualified(schema, "sync_runs")+" (run_id, trigger, status, started_at) VALUES ($1::uuid, 'test', $2, $3::timestamptz)", id, status, started)
 	}
 	const (
 		a = "00000000-0000-0000-0000-00000000000a"
@@ -78,6 +71,7 @@ func TestPreviousRunStatus(t *testing.T) {
 	insert(b, RunSkipped, "2026-03-01 11:00Z")
 	insert(c, RunSucceeded, "2026-03-01 12:00Z")
 	insert(d, RunRunning, "2026-03-01 13:00Z")
+	ctx := t.Context()
 	for id, want := range map[string]string{a: "", b: RunFailed, c: RunFailed, d: RunSucceeded} {
 		got, err := s.PreviousRunStatus(ctx, id)
 		if err != nil {

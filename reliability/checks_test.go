@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -156,21 +157,5 @@ func ledgerTotal(t *testing.T, pool *pgxpool.Pool, schema string) int {
 // runStatuses counts sync_runs rows by status.
 func runStatuses(t *testing.T, pool *pgxpool.Pool, schema string) map[string]int {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "SELECT status, count(*) FROM "+pgx.Identifier{schema, "sync_runs"}.Sanitize()+" GROUP BY status")
-	if err != nil {
-		t.Fatalf("read sync_runs: %v", err)
-	}
-	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[s] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return warehousetest.Counts[int](t, pool, "SELECT status, count(*) FROM "+pgx.Identifier{schema, "sync_runs"}.Sanitize()+" GROUP BY status")
 }

@@ -17,7 +17,6 @@ import (
 // not count.
 func TestChecksumDetectsTampering(t *testing.T) {
 	sc := newScenario(t, 0, "the comparison with the truth detects tampering")
-	t.Parallel()
 	o := defaultSandbox()
 	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 2000
 	r := newRig(t, sc, o)
@@ -55,7 +54,6 @@ func TestChecksumDetectsTampering(t *testing.T) {
 // sides; TestOracleSharesNothingWithTheWorker holds it to that.)
 func TestOracleCatchesPlantedTransformBugs(t *testing.T) {
 	sc := newScenario(t, 0, "the oracle catches planted transform bugs")
-	t.Parallel()
 	o := defaultSandbox()
 	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 2000
 	r := newRig(t, sc, o)

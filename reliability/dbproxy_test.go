@@ -5,11 +5,14 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agencysync/agencysync/warehouse"
 )
 
 // dbProxy forwards TCP connections to a PostgreSQL server. The worker
@@ -135,4 +138,48 @@ func terminateWorker(t *testing.T, pool *pgxpool.Pool, p *dbProxy) int {
 		t.Fatalf("terminate the worker's sessions: %v", err)
 	}
 	return n
+}
+
+// privateCluster is a PostgreSQL cluster of the test's own on a fresh data
+// folder: a test that restarts or crashes the server must not disturb the
+// others. The test stops the server it last started and removes the folder.
+type privateCluster struct {
+	*warehouse.LocalCluster
+	t   *testing.T
+	dir string
+}
+
+func startPrivateCluster(t *testing.T) *privateCluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agencysync-reliability-pgdata-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c := &privateCluster{t: t, dir: dir}
+	c.start("start a private cluster")
+	t.Cleanup(func() { _ = c.Stop() })
+	return c
+}
+
+// start starts the server on the cluster's data folder (again, after a
+// stop or a crash); what says what for the failure.
+func (c *privateCluster) start(what string) {
+	c.t.Helper()
+	lc, err := warehouse.StartLocal(context.Background(), warehouse.LocalOptions{DataDir: c.dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
+	if err != nil {
+		c.t.Fatalf("%s: %v", what, err)
+	}
+	c.LocalCluster = lc
+}
+
+// connect opens a pool of four connections on the running server,
+// statements limited to a minute; the caller closes it.
+func (c *privateCluster) connect() *pgxpool.Pool {
+	c.t.Helper()
+	pool, err := warehouse.Connect(context.Background(), c.DSN(), warehouse.PoolOptions{MaxConns: 4, StatementTimeout: time.Minute})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return pool
 }

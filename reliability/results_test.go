@@ -63,10 +63,11 @@ type resultRow struct {
 	took    time.Duration
 }
 
-// newScenario registers scenario num. Call it before t.Parallel, so that
-// TestS10Secrets, whose parallel part starts after every test's serial part,
-// counts it. When the test ends its result row is stored (and the results
-// file rewritten, if AGENCYSYNC_RESULTS is set).
+// newScenario registers scenario num, then lets the test run in parallel
+// with the others: registered before, it is counted by TestS10Secrets, whose
+// parallel part starts after every test's serial part. When the test ends
+// its result row is stored (and the results file rewritten, if
+// AGENCYSYNC_RESULTS is set).
 //
 // Number 0 is a test of the suite itself: audited, but not in the table.
 func newScenario(t *testing.T, num int, title string) *scenario {
@@ -76,6 +77,7 @@ func newScenario(t *testing.T, num int, title string) *scenario {
 		scenarios.Add(1)
 		t.Cleanup(scenarios.Done) // runs last: after the audit of sync_runs
 	}
+	defer t.Parallel()
 	if num == 0 {
 		return s
 	}

@@ -36,7 +36,6 @@ func killSeed(t *testing.T) int64 {
 // requests used stay within the minimum plus one page per kill.
 func TestS01CrashResume(t *testing.T) {
 	sc := newScenario(t, 1, "Crash and resume: SIGKILL at random moments of a backfill")
-	t.Parallel()
 	sz := currentSizes()
 	seed := killSeed(t)
 	t.Logf("kill seed %d (replay with AGENCYSYNC_SEED=%d)", seed, seed)

@@ -16,7 +16,6 @@ import (
 // connections. One run converges to the truth and records its retries.
 func TestS02Faults(t *testing.T) {
 	sc := newScenario(t, 2, "Faults: 500, HTML 502, truncated, slow, spurious 429, dropped")
-	t.Parallel()
 	sz := currentSizes()
 	o := defaultSandbox()
 	o.Emails = sz.faultEmails

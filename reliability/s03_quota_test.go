@@ -25,7 +25,6 @@ func (r *rig) newQuotaDay(advance time.Duration) {
 // nothing is lost.
 func TestS03Quota(t *testing.T) {
 	sc := newScenario(t, 3, "Quota: the budget stops the run before the service does; next day completes")
-	t.Parallel()
 	sz := currentSizes()
 	const quota = 40
 	// One request in flight, as at the default limit of 10/s: with n in

@@ -12,7 +12,6 @@ import (
 // no "Rate limit exceeded".
 func TestS04Rate(t *testing.T) {
 	sc := newScenario(t, 4, "Rate: the default 10/s over a whole backfill")
-	t.Parallel()
 	sz := currentSizes()
 	o := defaultSandbox()
 	o.NoLimits = false // the sandbox enforces 10/s and the daily quota

@@ -17,7 +17,6 @@ import (
 // run adds no duplicate reject.
 func TestS05BadRecords(t *testing.T) {
 	sc := newScenario(t, 5, "Bad records: 1% malformed land in rejected_records")
-	t.Parallel()
 	sz := currentSizes()
 	o := defaultSandbox()
 	o.Emails = sz.badEmails

@@ -18,7 +18,6 @@ import (
 // reflects each; the brand's return undeletes it.
 func TestS06Changes(t *testing.T) {
 	sc := newScenario(t, 6, "Changes: new, late-edited, changed, deleted and restored records")
-	t.Parallel()
 	sz := currentSizes()
 	o := defaultSandbox()
 	o.Emails, o.Brands, o.ProjectsPerBrand = sz.changeEmails, 6, 4

@@ -16,7 +16,6 @@ import (
 // starts while the first is known to be mid-run.
 func TestS07Concurrency(t *testing.T) {
 	sc := newScenario(t, 7, "Concurrency: two workers at once, one runs, one skips")
-	t.Parallel()
 	o := defaultSandbox()
 	o.Brands, o.ProjectsPerBrand, o.Latency = 4, 3, 20*time.Millisecond
 	r := newRig(t, sc, o)

@@ -13,14 +13,18 @@ import (
 // of the main interface, each reported.
 func TestS08Credentials(t *testing.T) {
 	sc := newScenario(t, 8, "Credentials: revoked key exits 3 after one request; foreign key 403 per stream")
-	t.Parallel()
-
-	t.Run("revoked", func(t *testing.T) {
+	// smallRig is a parallel part of the scenario on a sandbox of 4 brands
+	// and 12 projects.
+	smallRig := func(t *testing.T) (*scenario, *rig) {
 		t.Parallel()
 		sc := sc.in(t)
 		o := defaultSandbox()
 		o.Brands, o.ProjectsPerBrand = 4, 3
-		r := newRig(t, sc, o)
+		return sc, newRig(t, sc, o)
+	}
+
+	t.Run("revoked", func(t *testing.T) {
+		sc, r := smallRig(t)
 		res := r.run(map[string]string{"AGENCY_API_KEY": revokedKey, "AGENCY_COMMS_KEY": revokedKey})
 		st := r.sb.stats()
 		if res.code != 3 {
@@ -49,11 +53,7 @@ func TestS08Credentials(t *testing.T) {
 	})
 
 	t.Run("foreign", func(t *testing.T) {
-		t.Parallel()
-		sc := sc.in(t)
-		o := defaultSandbox()
-		o.Brands, o.ProjectsPerBrand = 4, 3
-		r := newRig(t, sc, o)
+		sc, r := smallRig(t)
 		res := r.run(map[string]string{"AGENCY_API_KEY": foreignKey})
 		st := r.sb.stats()
 		if res.code != 1 || res.status() != "failed" {

@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 // converges to the truth.
 func TestS09DatabaseTrouble(t *testing.T) {
 	sc := newScenario(t, 9, "Database trouble: sessions terminated, server restarted mid-run")
-	t.Parallel()
 	sz := currentSizes()
 	options := func() sandboxOptions {
 		o := defaultSandbox()
@@ -105,21 +103,8 @@ func TestS09DatabaseTrouble(t *testing.T) {
 		// proxy follows it to its new port.
 		t.Parallel()
 		sc := sc.in(t)
-		ctx := context.Background()
-		dir, err := os.MkdirTemp("", "agencysync-reliability-pgdata-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-		cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
-		if err != nil {
-			t.Fatalf("start a private cluster for the restart: %v", err)
-		}
-		t.Cleanup(func() { _ = cluster.Stop() })
-		pool, err := warehouse.Connect(ctx, cluster.DSN(), warehouse.PoolOptions{MaxConns: 4, StatementTimeout: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cluster := startPrivateCluster(t)
+		pool := cluster.connect()
 		t.Cleanup(func() { pool.Close() })
 		const schema = "reliability_restart"
 		t.Cleanup(func() { auditRuns(t, pool, schema) })
@@ -136,13 +121,9 @@ func TestS09DatabaseTrouble(t *testing.T) {
 			if err := cluster.Stop(); err != nil {
 				t.Fatalf("stop the server: %v", err)
 			}
-			if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true}); err != nil {
-				t.Fatalf("start the server again: %v", err)
-			}
+			cluster.start("start the server again")
 			proxy.setTarget(hostPort(t, cluster.DSN()))
-			if pool, err = warehouse.Connect(ctx, cluster.DSN(), warehouse.PoolOptions{MaxConns: 4, StatementTimeout: time.Minute}); err != nil {
-				t.Fatal(err)
-			}
+			pool = cluster.connect()
 			down = time.Since(start)
 		})
 		if !hit {

@@ -16,7 +16,6 @@ import (
 // verdict over everything.
 func TestS10Secrets(t *testing.T) {
 	sc := newScenario(t, 10, "Secrets: no key in any output or sync_runs row, across all scenarios")
-	t.Parallel()
 	o := defaultSandbox()
 	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 3000
 	o.Extra = []string{"--fault-500", "0.05", "--fault-drop", "0.03", "--fault-429", "0.03"}

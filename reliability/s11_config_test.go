@@ -75,7 +75,6 @@ var freeForm = map[string]string{
 // before touching the database or the service.
 func TestS11BadConfiguration(t *testing.T) {
 	sc := newScenario(t, 11, "Bad configuration: each malformed variable exits 2 naming it")
-	t.Parallel()
 	// A complete, valid configuration; the database and the service are
 	// unreachable, so a value that slipped through would exit 1, not 2.
 	valid := map[string]string{

@@ -170,22 +170,18 @@ func (s *sandboxProc) twists(body map[string]any) {
 }
 
 // storedCount is the number of rows of emails (0 before the table exists).
-func (r *rig) storedCount() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var n int
-	if err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{r.schema, "emails"}.Sanitize()).Scan(&n); err != nil {
-		return 0
-	}
-	return n
-}
+func (r *rig) storedCount() int { return r.rows("emails") }
 
 // runCount is the number of rows in sync_runs (0 before the schema exists).
-func (r *rig) runCount() int {
+func (r *rig) runCount() int { return r.rows("sync_runs") }
+
+// rows is the number of rows of table, 0 when it cannot be read (before the
+// schema exists, or while the database is away).
+func (r *rig) rows(table string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var n int
-	if err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{r.schema, "sync_runs"}.Sanitize()).Scan(&n); err != nil {
+	if err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{r.schema, table}.Sanitize()).Scan(&n); err != nil {
 		return 0
 	}
 	return n

@@ -18,7 +18,6 @@ import (
 // completed first).
 func TestS12StopInFlight(t *testing.T) {
 	sc := newScenario(t, 12, "Issue 12: SIGTERM at 20 random moments of a backfill, with and without windows")
-	t.Parallel()
 	seed := killSeed(t)
 	t.Logf("stop seed %d (replay with AGENCYSYNC_SEED=%d)", seed, seed)
 	for k, mode := range []struct {

@@ -23,7 +23,6 @@ import (
 // still be fetched (the watermark never passes the service's now).
 func TestS12FutureDated(t *testing.T) {
 	sc := newScenario(t, 13, "Issue 12: future-dated e-mails do not stop the increments")
-	t.Parallel()
 	r := newRig(t, sc, s12Sandbox())
 	mustSucceed(t, "first sync", r.run(nil))
 	for _, at := range []string{"9999-12-31T00:00:00Z", time.Now().UTC().Add(30 * 24 * time.Hour).Format(time.RFC3339)} {
@@ -47,7 +46,6 @@ func TestS12FutureDated(t *testing.T) {
 // of the range lands, and the run ends 0.
 func TestS12DeepNesting(t *testing.T) {
 	sc := newScenario(t, 14, "Issue 12: a 700-deep record is rejected alone")
-	t.Parallel()
 	r := newRig(t, sc, s12Sandbox())
 	tr := r.sb.truth()
 	key := tr["communications"][len(tr["communications"])/2].Key
@@ -66,7 +64,6 @@ func TestS12DeepNesting(t *testing.T) {
 // changes between an interrupted run and its resume.
 func TestS12RecordsMoveBetweenPages(t *testing.T) {
 	sc := newScenario(t, 15, "Issue 12: records that move between pages are not skipped")
-	t.Parallel()
 	for _, c := range []struct {
 		name string
 		mut  map[string]any
@@ -143,7 +140,6 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 // hold the key in any of these forms, nor 16 characters of it in a row.
 func TestS12SecretsThroughTruncation(t *testing.T) {
 	sc := newScenario(t, 16, "Issue 12: a key echoed by the service never leaves, in any encoding")
-	t.Parallel()
 	o := s12Sandbox()
 	// Characters that URL-encoding and JSON escaping change.
 	o.APIKey = "rel-s12/api+" + randomHex(16) + `="q"`
@@ -203,7 +199,6 @@ func TestS12SecretsThroughTruncation(t *testing.T) {
 // soft-delete the third brand.
 func TestS12LyingListPaging(t *testing.T) {
 	sc := newScenario(t, 17, "Issue 12: a listing that lies about its paging soft-deletes nothing")
-	t.Parallel()
 	r := newRig(t, sc, s12Sandbox())
 	mustSucceed(t, "first sync", r.run(nil))
 	r.sb.twists(map[string]any{"lying_paging": true})
@@ -232,7 +227,6 @@ func TestS12LyingListPaging(t *testing.T) {
 // without total and last_page: paging goes on while pages come back full.
 func TestS12MissingCommsPaging(t *testing.T) {
 	sc := newScenario(t, 18, "Issue 12: communications without paging fields are paged while pages are full")
-	t.Parallel()
 	r := newRig(t, sc, s12Sandbox())
 	r.sb.twists(map[string]any{"comms_paging_missing": true})
 	res := r.run(nil)
@@ -248,7 +242,6 @@ func TestS12MissingCommsPaging(t *testing.T) {
 // is bad configuration: exit 2 at start, naming the variable, no request.
 func TestS12LineBreakInKey(t *testing.T) {
 	sc := newScenario(t, 19, "Issue 12: a line break in a key exits 2 at start")
-	t.Parallel()
 	r := newRig(t, sc, s12Sandbox())
 	file := filepath.Join(t.TempDir(), "api-key")
 	if err := os.WriteFile(file, []byte(apiKey[:10]+"\n"+apiKey[10:]+"\n"), 0o600); err != nil {

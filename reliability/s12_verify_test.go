@@ -20,7 +20,6 @@ import (
 // Days are UTC days (the default day boundary).
 func TestS12VerifyGaps(t *testing.T) {
 	sc := newScenario(t, 20, "Issue 12: verify finds and fills three one-day gaps in two years")
-	t.Parallel()
 	o := defaultSandbox()
 	o.Emails, o.HistoryDays, o.Brands, o.ProjectsPerBrand, o.Users = 3000, 730, 3, 2, 40
 	if soak {

@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/agencysync/agencysync/warehouse"
 )
 
 // TestS21DatabaseCrash: the database server crashes (immediate shutdown:
@@ -27,26 +24,9 @@ import (
 // counts at least every request the service answered, across the crash.
 func TestS21DatabaseCrash(t *testing.T) {
 	sc := newScenario(t, 21, "Database crash (immediate shutdown) mid-backfill")
-	t.Parallel()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "agencysync-reliability-pgdata-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true})
-	if err != nil {
-		t.Fatalf("start a private cluster: %v", err)
-	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	connect := func() *pgxpool.Pool {
-		pool, err := warehouse.Connect(ctx, cluster.DSN(), warehouse.PoolOptions{MaxConns: 4, StatementTimeout: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pool
-	}
-	pool := connect()
+	cluster := startPrivateCluster(t)
+	pool := cluster.connect()
 	t.Cleanup(func() { pool.Close() })
 	// Unflushed WAL stays in shared memory for up to 10 s: a commit that
 	// does not flush it itself is lost by the crash.
@@ -100,15 +80,13 @@ func TestS21DatabaseCrash(t *testing.T) {
 		// The request the worker waits on is the one whose count is at risk.
 		time.Sleep(o.Latency / 2)
 		pool.Close()
-		crashPostgres(t, dir)
+		crashPostgres(t, cluster.dir)
 		if err := cluster.Stop(); err != nil {
 			t.Logf("after the crash: %v", err)
 		}
-		if cluster, err = warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: os.Getenv("PG_BINDIR"), Fast: true}); err != nil {
-			t.Fatalf("start the server again (crash recovery): %v", err)
-		}
+		cluster.start("start the server again (crash recovery)")
 		proxy.setTarget(hostPort(t, cluster.DSN()))
-		pool = connect()
+		pool = cluster.connect()
 		res := w.wait(3 * time.Minute)
 		if res.code != 0 && res.code != 1 && res.code != 75 {
 			t.Errorf("after the crash the worker exited %d: %s\n%s", res.code, res, tail([]byte(res.stderr), 20))

@@ -295,23 +295,10 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 
 	// The chart: 30 days ending today, one bar per day with the warehouse's count.
-	perDay := map[string]int64{}
-	dayRows, err := h.Pool.Query(ctx, "SELECT to_char(day, 'YYYY-MM-DD'), requests FROM "+tbl("api_quota_usage")+" WHERE day > current_date - 30")
-	if err != nil {
-		t.Fatal(err)
-	}
+	perDay := warehousetest.Counts[int64](t, h.Pool, "SELECT to_char(day, 'YYYY-MM-DD'), requests FROM "+tbl("api_quota_usage")+" WHERE day > current_date - 30")
 	var total int64
-	for dayRows.Next() {
-		var d string
-		var n int64
-		if err := dayRows.Scan(&d, &n); err != nil {
-			t.Fatal(err)
-		}
-		perDay[d] = n
+	for _, n := range perDay {
 		total += n
-	}
-	if err := dayRows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	var today string
 	if err := h.Pool.QueryRow(ctx, "SELECT to_char(current_date, 'YYYY-MM-DD')").Scan(&today); err != nil {

@@ -1,10 +1,7 @@
 package benchmark
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,19 +28,10 @@ type EndpointRate struct {
 // accepts, from the first one's start to the last one's.
 func RequestRate(log []byte, match func(endpoint string) bool) EndpointRate {
 	var starts []time.Time
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg      string    `json:"msg"`
-			TS       time.Time `json:"ts"`
-			Endpoint string    `json:"endpoint"`
-			Duration float64   `json:"duration"`
+	for l := range logLines(log) {
+		if l.Msg == "request" && match(l.Endpoint) {
+			starts = append(starts, l.start())
 		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "request" || !match(l.Endpoint) {
-			continue
-		}
-		starts = append(starts, l.TS.Add(-time.Duration(l.Duration*float64(time.Second))))
 	}
 	r := EndpointRate{N: len(starts), Rate: Ratio(1, 0)}
 	if len(starts) < 2 {
@@ -65,23 +53,12 @@ func RequestRate(log []byte, match func(endpoint string) bool) EndpointRate {
 func PagesRate(log []byte) EndpointRate {
 	var firstEnd, lastDone time.Time
 	var starts []time.Time
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg      string    `json:"msg"`
-			TS       time.Time `json:"ts"`
-			Endpoint string    `json:"endpoint"`
-			Duration float64   `json:"duration"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+	for l := range logLines(log) {
 		switch {
 		case l.Msg == "communications range done":
 			lastDone = l.TS
 		case l.Msg == "request" && isComms(l.Endpoint):
-			starts = append(starts, l.TS.Add(-time.Duration(l.Duration*float64(time.Second))))
+			starts = append(starts, l.start())
 			if firstEnd.IsZero() || l.TS.Before(firstEnd) {
 				firstEnd = l.TS
 			}

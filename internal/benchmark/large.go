@@ -128,11 +128,24 @@ func (h *harness) editDay(ctx context.Context, sb *Sandbox, head *TruthHead, k i
 			return "", err
 		}
 	}
+	projects, finance, err := editRecords(ctx, sb, head, now, k, financeEvery)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("clock +%s, %s e-mails appended, %d of %d projects' deadline and %d of %d finance records' amount changed",
+		advance, Int(int64(emails)), projects, len(head.Projects), finance, len(head.Finance)), nil
+}
+
+// editRecords moves the deadline of every 50th project to a month after
+// now and adds 100 to the amount of every financeEvery-th finance record,
+// starting from the middle of the first stride plus k (k < 50: day k
+// changes other records than the days before). It returns how many of each
+// it changed.
+func editRecords(ctx context.Context, sb *Sandbox, head *TruthHead, now time.Time, k, financeEvery int) (projects, finance int, err error) {
 	deadline := now.AddDate(0, 1, 0).Format(time.DateOnly)
-	projects, finance := 0, 0
 	for i := (25 + k) % 50; i < len(head.Projects); i += 50 {
 		if err := sb.EditProject(ctx, head.Projects[i], map[string]any{"deadline": deadline}); err != nil {
-			return "", err
+			return projects, finance, err
 		}
 		projects++
 	}
@@ -140,15 +153,14 @@ func (h *harness) editDay(ctx context.Context, sb *Sandbox, head *TruthHead, k i
 		f := head.Finance[i]
 		amount, err := strconv.ParseFloat(string(f.Amount), 64)
 		if err != nil {
-			return "", fmt.Errorf("parse amount of %s %s: %w", f.Kind, f.ID, err)
+			return projects, finance, fmt.Errorf("parse amount of %s %s: %w", f.Kind, f.ID, err)
 		}
 		if err := sb.EditFinance(ctx, f.Kind, f.ID, map[string]any{"amount": strconv.FormatFloat(amount+100, 'f', 2, 64)}); err != nil {
-			return "", err
+			return projects, finance, err
 		}
 		finance++
 	}
-	return fmt.Sprintf("clock +%s, %s e-mails appended, %d of %d projects' deadline and %d of %d finance records' amount changed",
-		advance, Int(int64(emails)), projects, len(head.Projects), finance, len(head.Finance)), nil
+	return projects, finance, nil
 }
 
 // largeAgency measures the large agency: its first sync (requests ÷

@@ -1,9 +1,7 @@
 package benchmark
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -79,16 +77,7 @@ func dayList(days []QuotaDay) string {
 // without both lines.
 func SyncTime(log []byte) (d time.Duration, ok bool) {
 	var started, summary time.Time
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg string    `json:"msg"`
-			TS  time.Time `json:"ts"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+	for l := range logLines(log) {
 		switch l.Msg {
 		case "sync started":
 			if started.IsZero() {

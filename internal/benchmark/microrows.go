@@ -39,7 +39,7 @@ func decodeRows(m map[string]BenchSummary) []Row {
 	} {
 		s, ok := m[b.name]
 		if !ok {
-			rows = append(rows, Row{ID: "7", Figure: b.figure, Result: "not measured", Verdict: Failed, Detail: b.name + " did not report"})
+			rows = append(rows, notReported(b.name, b.figure))
 			continue
 		}
 		rows = append(rows, Row{ID: "7", Figure: b.figure,
@@ -54,6 +54,12 @@ func decodeRows(m map[string]BenchSummary) []Row {
 	return rows
 }
 
+// notReported is the failed row of a figure whose micro-benchmark name did
+// not report.
+func notReported(name, figure string) Row {
+	return Row{ID: "7", Figure: figure, Result: "not measured", Verdict: Failed, Detail: name + " did not report"}
+}
+
 // loadRows summarises the load benchmarks.
 func loadRows(m map[string]BenchSummary, emails int) []Row {
 	var rows []Row
@@ -64,7 +70,7 @@ func loadRows(m map[string]BenchSummary, emails int) []Row {
 	} {
 		s, ok := m[b.name]
 		if !ok {
-			rows = append(rows, Row{ID: "7", Figure: b.figure, Result: "not measured", Verdict: Failed, Detail: b.name + " did not report"})
+			rows = append(rows, notReported(b.name, b.figure))
 			continue
 		}
 		med := s.Median["ratio"]
@@ -80,7 +86,7 @@ func loadRows(m map[string]BenchSummary, emails int) []Row {
 	figure := "Load: reloading unchanged pages, tuples written and WAL"
 	s, ok := m[name]
 	if !ok {
-		return append(rows, Row{ID: "7", Figure: figure, Result: "not measured", Verdict: Failed, Detail: name + " did not report"})
+		return append(rows, notReported(name, figure))
 	}
 	_, maxTuples := MinMax(s.Values["reload_tuples"])
 	rows = append(rows, Row{ID: "7", Figure: figure,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -509,25 +508,9 @@ func (h *harness) dayOfChanges(ctx context.Context, sb *Sandbox, head *TruthHead
 	if err != nil {
 		return "", err
 	}
-	deadline := st.Now.AddDate(0, 1, 0).Format(time.DateOnly)
-	projects := 0
-	for i := 25; i < len(head.Projects); i += 50 {
-		if err := sb.EditProject(ctx, head.Projects[i], map[string]any{"deadline": deadline}); err != nil {
-			return "", err
-		}
-		projects++
-	}
-	finance := 0
-	for i := 50; i < len(head.Finance); i += 100 {
-		f := head.Finance[i]
-		amount, err := strconv.ParseFloat(string(f.Amount), 64)
-		if err != nil {
-			return "", fmt.Errorf("parse amount of %s %s: %w", f.Kind, f.ID, err)
-		}
-		if err := sb.EditFinance(ctx, f.Kind, f.ID, map[string]any{"amount": strconv.FormatFloat(amount+100, 'f', 2, 64)}); err != nil {
-			return "", err
-		}
-		finance++
+	projects, finance, err := editRecords(ctx, sb, head, st.Now, 0, 100)
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("the sandbox clock advanced 24 h, %s e-mails appended (%s in all), %d of %d projects' deadline and %d of %d finance records' amount changed",
 		Int(int64(h.sizes.SteadyAppend)), Int(int64(st.Emails)), projects, len(head.Projects), finance, len(head.Finance)), nil

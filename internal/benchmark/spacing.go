@@ -1,9 +1,6 @@
 package benchmark
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"slices"
 	"time"
 )
@@ -30,26 +27,14 @@ func RequestSpacing(log []byte) Spacing {
 	}
 	var reqs []req
 	var started, summary time.Time
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var l struct {
-			Msg      string    `json:"msg"`
-			TS       time.Time `json:"ts"`
-			Endpoint string    `json:"endpoint"`
-			Duration float64   `json:"duration"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+	for l := range logLines(log) {
 		switch l.Msg {
 		case "sync started":
 			started = l.TS
 		case "sync summary":
 			summary = l.TS
 		case "request":
-			d := time.Duration(l.Duration * float64(time.Second))
-			reqs = append(reqs, req{start: l.TS.Add(-d), comms: l.Endpoint == "communications", dur: d})
+			reqs = append(reqs, req{start: l.start(), comms: l.Endpoint == "communications", dur: l.took()})
 		}
 	}
 	var s Spacing

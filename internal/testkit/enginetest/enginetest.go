@@ -36,14 +36,8 @@ type Kit struct {
 }
 
 // SmallSandbox is a sandbox of 4 brands, 12 projects, 20 users and 2500
-// e-mails over 60 days, without rate limits.
-func SmallSandbox() sandbox.Options {
-	o := sandbox.DefaultOptions()
-	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
-	o.NoLimits = true
-	o.AdminToken = "admin"
-	return o
-}
+// e-mails over 60 days, without rate limits (sandbox.SmallOptions).
+func SmallSandbox() sandbox.Options { return sandbox.SmallOptions() }
 
 // New starts a sandbox with o on a fresh schema and builds an engine.
 func New(t *testing.T, o sandbox.Options) *Kit {

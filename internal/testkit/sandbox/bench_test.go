@@ -15,13 +15,7 @@ import (
 // filter) over loopback HTTP with limits off, as the worker would fetch them,
 // and reports pages/s and rows/s. The client reads each body in full.
 func BenchmarkCommunicationsPage(b *testing.B) {
-	o := DefaultOptions()
-	o.Emails = 200_000
-	o.NoLimits = true
-	s, err := New(o)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, o := benchSandbox(b)
 	if err := s.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}
@@ -66,13 +60,7 @@ func BenchmarkCommunicationsPage(b *testing.B) {
 // BenchmarkCommunicationsEncode measures the handler alone (no network):
 // building one 1000-row page of all users' e-mails.
 func BenchmarkCommunicationsEncode(b *testing.B) {
-	o := DefaultOptions()
-	o.Emails = 200_000
-	o.NoLimits = true
-	s, err := New(o)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, o := benchSandbox(b)
 	users := make([]int64, o.Users)
 	for k := range users {
 		users[k] = int64(k + 1)
@@ -93,4 +81,18 @@ func BenchmarkCommunicationsEncode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// benchSandbox is a sandbox of 200 000 e-mails without limits, not started,
+// and its options.
+func benchSandbox(b *testing.B) (*Server, Options) {
+	b.Helper()
+	o := DefaultOptions()
+	o.Emails = 200_000
+	o.NoLimits = true
+	s, err := New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, o
 }

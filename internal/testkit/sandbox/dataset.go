@@ -369,12 +369,7 @@ func genDataset(o *Options, users []person) *dataset {
 		b.source = pick(&r, []string{"platformă", "platformă", "import"})
 		for ci := range r.between(1, 4) {
 			nextContact += int64(ids.between(1, 5))
-			var first string
-			if r.chance(0.5) {
-				first = pick(&r, firstNamesFemale)
-			} else {
-				first = pick(&r, firstNamesMale)
-			}
+			first := firstName(&r)
 			last := pick(&r, lastNames)
 			ct := contact{id: nextContact, first: first, last: last, full: first + " " + last,
 				position: pick(&r, contactPositions), primary: ci == 0}
@@ -385,14 +380,7 @@ func genDataset(o *Options, users []person) *dataset {
 			if r.chance(0.05) {
 				ct.emailNull = true
 			}
-			switch x := r.float(); {
-			case x < 0.7:
-				ct.phone = romanianPhone(&r)
-			case x < 0.85:
-				ct.phone = ""
-			default:
-				ct.phoneNull = true
-			}
+			ct.phone, ct.phoneNull = drawPhone(&r, 0.7)
 			b.contacts = append(b.contacts, ct)
 		}
 		d.brandByID[b.id] = k

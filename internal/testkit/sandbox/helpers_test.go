@@ -212,14 +212,21 @@ type listBody struct {
 
 func decodeList(t testing.TB, r response) listBody {
 	t.Helper()
+	return decodeOK[listBody](t, r)
+}
+
+// decodeOK decodes the body of a 200 answer into a T, failing the test on
+// any other status or a body that does not decode.
+func decodeOK[T any](t testing.TB, r response) T {
+	t.Helper()
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, truncateForLog(r.body))
 	}
-	var l listBody
-	if err := json.Unmarshal(r.body, &l); err != nil {
-		t.Fatalf("decode list %q: %v", truncateForLog(r.body), err)
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("decode %q as %T: %v", truncateForLog(r.body), v, err)
 	}
-	return l
+	return v
 }
 
 // getAll fetches every page of a canonical main list.

@@ -133,26 +133,11 @@ func appendCents(b []byte, cents int64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string. Only the bytes JSON requires
-// are escaped; UTF-8 is written as is (the generated text is valid UTF-8 and
-// admin input went through encoding/json, which replaces invalid bytes).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		b = appendEscape(b, c)
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-func appendJSONBytes(b []byte, s []byte) []byte {
+// appendJSONString appends s (text or bytes) as a JSON string. Only the
+// bytes JSON requires are escaped; UTF-8 is written as is (the generated text
+// is valid UTF-8 and admin input went through encoding/json, which replaces
+// invalid bytes).
+func appendJSONString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {

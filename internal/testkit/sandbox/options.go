@@ -161,6 +161,17 @@ func DefaultOptions() Options {
 	}
 }
 
+// SmallOptions is the small agency the tests around the engine run against:
+// 4 brands, 12 projects, 20 users and 2500 e-mails over 60 days, without
+// rate limits, the admin API open with the token "admin".
+func SmallOptions() Options {
+	o := DefaultOptions()
+	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 4, 3, 20, 2500, 60
+	o.NoLimits = true
+	o.AdminToken = "admin"
+	return o
+}
+
 // maxEmails bounds Options.Emails plus appended e-mails (indexes are uint32).
 const maxEmails = 50_000_000
 

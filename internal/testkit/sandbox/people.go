@@ -81,12 +81,7 @@ func genPlatformUsers(seed int64, n int) []person {
 	seen := make(map[string]int, n)
 	for id := 1; id <= n; id++ {
 		r := newRNG(seed, tagPeople, uint64(id))
-		var first string
-		if r.chance(0.5) {
-			first = pick(&r, firstNamesFemale)
-		} else {
-			first = pick(&r, firstNamesMale)
-		}
+		first := firstName(&r)
 		last := pick(&r, lastNames)
 		local := asciiFold(first) + "." + asciiFold(last)
 		local = strings.ReplaceAll(local, "-", "")
@@ -103,14 +98,7 @@ func genPlatformUsers(seed int64, n int) []person {
 			avatar: BlankAvatarURL,
 			status: "Activ",
 		}
-		switch x := r.float(); {
-		case x < 0.65:
-			p.phone = romanianPhone(&r)
-		case x < 0.85:
-			p.phone = ""
-		default:
-			p.phoneNull = true
-		}
+		p.phone, p.phoneNull = drawPhone(&r, 0.65)
 		if r.chance(0.4) {
 			p.avatar = "https://cdn.agency.example/avatars/u" + strconv.Itoa(id) + ".jpg"
 		}
@@ -133,12 +121,7 @@ func genOutsiders(seed int64, n int, brandSlugs []string) []person {
 	seen := make(map[string]int, n)
 	for i := range out {
 		r := newRNG(seed, tagOutsider, uint64(i))
-		var first string
-		if r.chance(0.5) {
-			first = pick(&r, firstNamesFemale)
-		} else {
-			first = pick(&r, firstNamesMale)
-		}
+		first := firstName(&r)
 		last := pick(&r, lastNames)
 		var display, local string
 		switch x := r.float(); {

@@ -75,3 +75,24 @@ func unitHash(seed int64, tag, id uint64) float64 {
 	r := newRNG(seed, tag, id)
 	return r.float()
 }
+
+// firstName is a Romanian first name, a woman's or a man's with even odds.
+func firstName(r *rng) string {
+	if r.chance(0.5) {
+		return pick(r, firstNamesFemale)
+	}
+	return pick(r, firstNamesMale)
+}
+
+// drawPhone is a person's phone as the service gives it: a Romanian number
+// with probability withNumber, else an empty string up to 0.85, else null.
+func drawPhone(r *rng, withNumber float64) (phone string, null bool) {
+	switch x := r.float(); {
+	case x < withNumber:
+		return romanianPhone(r), false
+	case x < 0.85:
+		return "", false
+	default:
+		return "", true
+	}
+}

@@ -106,13 +106,13 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 			b = appendJSONString(b, *ed.subject)
 		} else {
 			scratch = m.subject(scratch[:0], i, c)
-			b = appendJSONBytes(b, scratch)
+			b = appendJSONString(b, scratch)
 		}
 	}
 	b = append(b, `,"message":`...)
 	if withMessage {
 		scratch = m.message(scratch[:0], i, c)
-		b = appendJSONBytes(b, scratch)
+		b = appendJSONString(b, scratch)
 	} else {
 		b = append(b, null...)
 	}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,14 +13,7 @@ func withVariants(names ...string) func(*Options) {
 
 func decodeAny(t testing.TB, r response) any {
 	t.Helper()
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d: %s", r.status, truncateForLog(r.body))
-	}
-	var v any
-	if err := json.Unmarshal(r.body, &v); err != nil {
-		t.Fatalf("decode %q: %v", truncateForLog(r.body), err)
-	}
-	return v
+	return decodeOK[any](t, r)
 }
 
 func TestVariantValidation(t *testing.T) {

@@ -246,3 +246,33 @@ func newSchemaName(t testing.TB) string {
 	})
 	return name
 }
+
+// Querier is what Counts reads through: a pool, a connection or a
+// transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Counts runs sql, whose rows are a text and a count (a day and its
+// requests, a status and its runs), and returns the counts by text. It fails
+// the test on any error.
+func Counts[N int | int64](t testing.TB, q Querier, sql string, args ...any) map[string]N {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out := map[string]N{}
+	for rows.Next() {
+		var k string
+		var n N
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		out[k] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
+}
