@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agencysync/agencysync/stream"
 )
@@ -25,35 +26,140 @@ type tableJSON struct {
 	Parents []json.RawMessage   `json:"parents,omitempty"`
 }
 
-// MarshalJSON encodes b with its values typed by their columns.
+// MarshalJSON encodes b with its values typed by their columns. It appends
+// the values to one buffer instead of marshalling each (and then the whole)
+// through encoding/json: the page spool writes every communications page's
+// batch, and per-value marshalling cost more than the transform itself.
 func (b Batch) MarshalJSON() ([]byte, error) {
-	out := batchJSON{Rejects: b.Rejects, Coverage: b.Coverage}
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, '{')
 	if len(b.Tables) > 0 {
-		out.Tables = make(map[string]tableJSON, len(b.Tables))
-	}
-	for name, tr := range b.Tables {
-		var tj tableJSON
-		for _, r := range tr.Rows {
-			enc := make([]json.RawMessage, len(r))
-			for i, v := range r {
-				e, err := encodeValue(v)
-				if err != nil {
-					return nil, fmt.Errorf("encode %s.%s: %w", name, tr.Table.Columns[i].Name, err)
+		buf = append(buf, `"tables":{`...)
+		first := true
+		for name, tr := range b.Tables {
+			if !first {
+				buf = append(buf, ',')
+			}
+			first = false
+			buf = appendJSONString(buf, name)
+			buf = append(buf, `:{"rows":`...)
+			if len(tr.Rows) == 0 {
+				buf = append(buf, "null"...)
+			} else {
+				buf = append(buf, '[')
+			}
+			for k, r := range tr.Rows {
+				if k > 0 {
+					buf = append(buf, ',')
 				}
-				enc[i] = e
+				buf = append(buf, '[')
+				for i, v := range r {
+					if i > 0 {
+						buf = append(buf, ',')
+					}
+					var err error
+					if buf, err = appendValue(buf, v); err != nil {
+						return nil, fmt.Errorf("encode %s.%s: %w", name, tr.Table.Columns[i].Name, err)
+					}
+				}
+				buf = append(buf, ']')
 			}
-			tj.Rows = append(tj.Rows, enc)
-		}
-		for _, p := range tr.Parents {
-			e, err := encodeValue(p)
-			if err != nil {
-				return nil, fmt.Errorf("encode %s parent: %w", name, err)
+			if len(tr.Rows) > 0 {
+				buf = append(buf, ']')
 			}
-			tj.Parents = append(tj.Parents, e)
+			if len(tr.Parents) > 0 {
+				buf = append(buf, `,"parents":[`...)
+				for k, p := range tr.Parents {
+					if k > 0 {
+						buf = append(buf, ',')
+					}
+					var err error
+					if buf, err = appendValue(buf, p); err != nil {
+						return nil, fmt.Errorf("encode %s parent: %w", name, err)
+					}
+				}
+				buf = append(buf, ']')
+			}
+			buf = append(buf, '}')
 		}
-		out.Tables[name] = tj
+		buf = append(buf, "},"...)
 	}
-	return json.Marshal(out)
+	if len(b.Rejects) > 0 {
+		rej, err := json.Marshal(b.Rejects)
+		if err != nil {
+			return nil, fmt.Errorf("encode rejects: %w", err)
+		}
+		buf = append(append(buf, `"rejects":`...), rej...)
+		buf = append(buf, ',')
+	}
+	cov, err := json.Marshal(b.Coverage)
+	if err != nil {
+		return nil, fmt.Errorf("encode coverage: %w", err)
+	}
+	buf = append(append(buf, `"coverage":`...), cov...)
+	return append(buf, '}'), nil
+}
+
+// appendValue appends v as encodeValue writes it.
+func appendValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case json.RawMessage:
+		if x == nil {
+			return append(buf, "null"...), nil
+		}
+		if !json.Valid(x) {
+			return nil, fmt.Errorf("value %.40q is not JSON", x)
+		}
+		// Wrapped, so that a stored JSON null stays apart from SQL NULL.
+		return append(append(append(buf, `{"j":`...), x...), '}'), nil
+	case time.Time:
+		buf = append(buf, '"')
+		return append(x.AppendFormat(buf, time.RFC3339Nano), '"'), nil
+	case string:
+		return appendJSONString(buf, x), nil
+	case int64:
+		return strconv.AppendInt(buf, x, 10), nil
+	case int32:
+		return strconv.AppendInt(buf, int64(x), 10), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	}
+	return nil, fmt.Errorf("value %v of unexpected type %T", v, v)
+}
+
+// appendJSONString appends s as a JSON string. Text that is not valid
+// UTF-8 goes through encoding/json, which writes it as it would be read back.
+func appendJSONString(buf []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		e, _ := json.Marshal(s)
+		return append(buf, e...)
+	}
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(append(buf, s[start:]...), '"')
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote; tables are those of the
@@ -93,24 +199,6 @@ func (b *Batch) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
-}
-
-func encodeValue(v any) (json.RawMessage, error) {
-	switch x := v.(type) {
-	case nil:
-		return json.RawMessage("null"), nil
-	case json.RawMessage:
-		if x == nil {
-			return json.RawMessage("null"), nil
-		}
-		// Wrapped, so that a stored JSON null stays apart from SQL NULL.
-		return json.Marshal(map[string]json.RawMessage{"j": x})
-	case time.Time:
-		return json.Marshal(x.Format(time.RFC3339Nano))
-	case string, int64, int32, bool:
-		return json.Marshal(x)
-	}
-	return nil, fmt.Errorf("value %v of unexpected type %T", v, v)
 }
 
 func decodeValue(typ stream.Type, e json.RawMessage) (any, error) {
