@@ -205,6 +205,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // openWarehouse opens the configured warehouse (a private cluster when
 // DATABASE_URL is unset).
 func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
+	if a.cfg.DatabaseURL.Value() == "" {
+		if _, err := a.cfg.PrivateClusterDir(); err != nil {
+			return nil, err
+		}
+	}
 	return warehouse.Open(ctx, warehouse.Options{
 		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
 		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,

@@ -31,7 +31,11 @@ func runPsql(ctx context.Context, a *app, args []string) error {
 	}
 	dsn := a.cfg.DatabaseURL.Value()
 	if dsn == "" {
-		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: a.cfg.LocalDataDir, BinDir: a.cfg.PGBinDir, Logger: a.log})
+		dir, err := a.cfg.PrivateClusterDir()
+		if err != nil {
+			return err
+		}
+		c, err := warehouse.StartLocal(ctx, warehouse.LocalOptions{DataDir: dir, BinDir: a.cfg.PGBinDir, Logger: a.log})
 		if err != nil {
 			return fmt.Errorf("start private warehouse: %w", err)
 		}

@@ -207,9 +207,7 @@ func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error
 		}
 		return nil, err
 	}
-	if err := cfg.defaultLocal(env); err != nil {
-		return nil, err
-	}
+	cfg.defaultLocal(env)
 	if err := cfg.resolveNames(known); err != nil {
 		return nil, err
 	}

@@ -28,18 +28,26 @@ func defaultLocalDir(lookup func(string) (string, bool), euid int) string {
 }
 
 // defaultLocal fills WAREHOUSE_LOCAL_DIR when the private cluster is used
-// (DATABASE_URL unset) and the variable is not set.
-func (c *Config) defaultLocal(env Environment) error {
+// (DATABASE_URL unset) and the variable is not set. When no default can be
+// derived it stays empty: only a command that starts the private cluster
+// needs it, and PrivateClusterDir says so then.
+func (c *Config) defaultLocal(env Environment) {
 	if c.DatabaseURL.Value() != "" || c.LocalDataDir != "" {
-		return nil
+		return
 	}
 	euid := env.Geteuid
 	if euid == nil {
 		euid = osGeteuid
 	}
 	c.LocalDataDir = defaultLocalDir(env.Lookup, euid())
+}
+
+// PrivateClusterDir is the private cluster's data folder, for the commands
+// that start it (DATABASE_URL unset): an *Error naming WAREHOUSE_LOCAL_DIR
+// when it is unset and neither XDG_DATA_HOME nor HOME gives a default.
+func (c *Config) PrivateClusterDir() (string, error) {
 	if c.LocalDataDir == "" {
-		return fieldError("LocalDataDir", "is required when DATABASE_URL is unset and neither XDG_DATA_HOME nor HOME is an absolute path")
+		return "", fieldError("LocalDataDir", "is required when DATABASE_URL is unset and neither XDG_DATA_HOME nor HOME is an absolute path")
 	}
-	return nil
+	return c.LocalDataDir, nil
 }

@@ -33,6 +33,13 @@ func TestLocalDataDirDefault(t *testing.T) {
 			t.Parallel()
 			cfg, err := LoadFrom(context.Background(), Environment{Lookup: env(c.env), ReadFile: noFiles, Geteuid: func() int { return c.euid }}, testKnown)
 			if c.err {
+				// Loading succeeds (a command that never starts the
+				// private cluster does not need the folder); starting it
+				// is refused, naming the variable.
+				if err != nil {
+					t.Fatalf("load: %v; want no error until the private cluster is needed", err)
+				}
+				_, err = cfg.PrivateClusterDir()
 				assertVariable(t, err, "WAREHOUSE_LOCAL_DIR")
 				return
 			}
