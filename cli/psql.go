@@ -21,7 +21,7 @@ import (
 // psql; psql's exit code is agencysync's.
 func runPsql(ctx context.Context, a *app, args []string) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(a.env.Stderr, "usage: agencysync psql [psql arguments], e.g. agencysync psql -c 'select count(*) from emails'")
+		fmt.Fprintln(a.env.Stderr, "usage: agencysync psql [psql arguments], e.g. agencysync psql -c '\\dt' (list the warehouse's tables)")
 		fmt.Fprintln(a.env.Stderr, "psql connects to the warehouse (DATABASE_URL, or the private cluster) with search_path set to WAREHOUSE_SCHEMA.")
 		return nil
 	}
