@@ -169,65 +169,44 @@ type financeList struct {
 // filter is no longer trusted with it.
 func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	c := r.client
-	lists := []func() error{
-		func() error {
-			return syncFinance(ctx, r, log, financeList{partition: "budgets", table: "budgets", rejects: stream.RejectBudgets, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
-					return c.Budgets(ctx, extract.FinanceQuery{UpdatedSince: s})
-				},
-				rows: func(recs []stream.Record) transform.Batch {
-					return r.financeRows(stream.EndpointBudgets, nil, recs)
-				}})
-		},
-		func() error {
-			return syncFinance(ctx, r, log, financeList{partition: "invoices", table: "invoices", rejects: stream.RejectInvoices, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
-					return c.Invoices(ctx, extract.FinanceQuery{UpdatedSince: s})
-				},
-				rows: func(recs []stream.Record) transform.Batch {
-					return r.financeRows(stream.EndpointInvoices, nil, recs)
-				}})
-		},
-		func() error {
-			return syncFinance(ctx, r, log, financeList{partition: "collections", table: "collections", rejects: stream.RejectCollections, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
-					return c.Collections(ctx, extract.FinanceQuery{UpdatedSince: s})
-				},
-				rows: func(recs []stream.Record) transform.Batch {
-					return r.financeRows(stream.EndpointCollections, nil, recs)
-				}})
-		},
-		func() error {
-			return syncFinance(ctx, r, log, financeList{partition: "payments", table: "payments", rejects: stream.RejectPayments, incremental: true,
-				open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
-					return c.Payments(ctx, extract.FinanceQuery{UpdatedSince: s})
-				},
-				rows: func(recs []stream.Record) transform.Batch {
-					return r.financeRows(stream.EndpointPayments, nil, recs)
-				}})
-		},
-	}
-	for _, level := range []string{"project", "brand"} {
-		lists = append(lists, func() error {
-			return syncFinance(ctx, r, log, financeList{partition: "profitability." + level, table: "profitability",
-				rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
-				open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
-					return c.Profitability(ctx, level)
-				},
-				rows: func(recs []stream.Record) transform.Batch {
-					return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recs)
-				}})
-		})
-	}
-	lists = append(lists, func() error {
-		return syncFinance(ctx, r, log, financeList{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
-			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
-				return c.AgencySummary(ctx)
+	var lists []financeList
+	// The lists that honour updated_since; each is its own partition and table.
+	for _, l := range []struct {
+		name     string
+		rejects  string
+		endpoint string
+		open     func(context.Context, extract.FinanceQuery) iter.Seq2[*extract.Page, error]
+	}{
+		{"budgets", stream.RejectBudgets, stream.EndpointBudgets, c.Budgets},
+		{"invoices", stream.RejectInvoices, stream.EndpointInvoices, c.Invoices},
+		{"collections", stream.RejectCollections, stream.EndpointCollections, c.Collections},
+		{"payments", stream.RejectPayments, stream.EndpointPayments, c.Payments},
+	} {
+		lists = append(lists, financeList{partition: l.name, table: l.name, rejects: l.rejects, incremental: true,
+			open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
+				return l.open(ctx, extract.FinanceQuery{UpdatedSince: s})
 			},
 			rows: func(recs []stream.Record) transform.Batch {
-				return r.financeRows(stream.EndpointAgencySummary, nil, recs)
+				return r.financeRows(l.endpoint, nil, recs)
 			}})
-	})
+	}
+	for _, level := range []string{"project", "brand"} {
+		lists = append(lists, financeList{partition: "profitability." + level, table: "profitability",
+			rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
+			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
+				return c.Profitability(ctx, level)
+			},
+			rows: func(recs []stream.Record) transform.Batch {
+				return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recs)
+			}})
+	}
+	lists = append(lists, financeList{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
+		open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
+			return c.AgencySummary(ctx)
+		},
+		rows: func(recs []stream.Record) transform.Batch {
+			return r.financeRows(stream.EndpointAgencySummary, nil, recs)
+		}})
 	// A failing list does not keep the others from syncing; budget, quota,
 	// credentials and interruption stop them all.
 	var errs []error
@@ -235,12 +214,12 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	if len(partitions) != len(lists) {
 		return fmt.Errorf("sync finance: %d lists for %d partitions", len(lists), len(partitions))
 	}
-	for i, sync := range lists {
+	for i, fl := range lists {
 		if r.listsDone[StreamFinance+"/"+partitions[i]] {
 			log.Info("finance list completed by an unfinished run today; not listed again", zap.String("list", partitions[i]))
 			continue
 		}
-		if err := sync(); err != nil {
+		if err := syncFinance(ctx, r, log, fl); err != nil {
 			if classifyStop(ctx, err) != nil {
 				return err
 			}
