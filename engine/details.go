@@ -135,44 +135,28 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
 	id := extract.ID(d.ID)
+	fetch, name, endpoint, rejectStream := r.client.Brand, StreamBrands, stream.EndpointBrand, stream.RejectBrands
+	if kind == StreamProjects {
+		fetch, name, endpoint, rejectStream = r.client.Project, StreamProjects, stream.EndpointProject, stream.RejectProjects
+	}
+	rec, err := fetch(ctx, id)
 	// A detail that does not decode is a rejected record, not a failed run:
 	// it is fetched again when its list entry changes.
 	var recErr *extract.RecordError
-	rejectStream := stream.RejectBrands
-	if kind == StreamProjects {
-		rejectStream = stream.RejectProjects
-	}
-	if kind == StreamProjects {
-		p, err := r.client.Project(ctx, id)
-		if errors.Is(err, extract.ErrNotFound) {
-			fd.gone = true
-			return fd, nil
-		}
-		if errors.As(err, &recErr) {
-			fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
-			return fd, nil
-		}
-		if err != nil {
-			return fd, fmt.Errorf("fetch project %s: %w", d.ID, err)
-		}
-		fd.batch = r.transform(StreamProjects, stream.EndpointProject, nil,
-			[]stream.Record{{Key: p.Key, Raw: p.Raw}}, "", nil)
-		return fd, nil
-	}
-	b, err := r.client.Brand(ctx, id)
-	if errors.Is(err, extract.ErrNotFound) {
+	switch {
+	case errors.Is(err, extract.ErrNotFound):
 		fd.gone = true
 		return fd, nil
-	}
-	if errors.As(err, &recErr) {
+	case errors.As(err, &recErr):
 		fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
 		return fd, nil
+	case err != nil:
+		return fd, fmt.Errorf("fetch %s %s: %w", endpoint, d.ID, err)
 	}
-	if err != nil {
-		return fd, fmt.Errorf("fetch brand %s: %w", d.ID, err)
+	fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
+	if kind == StreamProjects {
+		return fd, nil
 	}
-	fd.batch = r.transform(StreamBrands, stream.EndpointBrand, nil,
-		[]stream.Record{{Key: b.Key, Raw: b.Raw}}, "", nil)
 	var contacts []extract.Record
 	var rejects []extract.RecordError
 	var announced int
