@@ -354,23 +354,38 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Trigger == "" {
 		req.Trigger = TriggerRun
 	}
-	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
+	lock, skipped, err := e.syncLock(ctx, "run", load.Run{Trigger: string(req.Trigger), Streams: streams})
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, err
 	}
-	if !ok {
-		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams}, "another sync of this warehouse schema holds the lock")
-		if err != nil {
-			return nil, err
-		}
-		e.log.Info("another sync holds the lock of this warehouse schema; skipping", zap.String("run_id", id), zap.String("schema", e.set.Schema))
-		if e.metrics != nil {
-			e.metrics.Runs.WithLabelValues(string(StatusSkipped)).Inc()
-		}
-		return &Result{RunID: id, Status: StatusSkipped}, nil
+	if lock == nil {
+		return &Result{RunID: skipped, Status: StatusSkipped}, nil
 	}
 	defer lock.Release()
 	return e.runLocked(ctx, req, streams)
+}
+
+// syncLock takes the sync lock of the engine's warehouse schema for run r
+// (op names it in errors). When another sync holds the lock it records r as
+// a skipped run, logs and counts it, and returns a nil lock and the skipped
+// run's id.
+func (e *Engine) syncLock(ctx context.Context, op string, r load.Run) (*load.SessionLock, string, error) {
+	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	if ok {
+		return lock, "", nil
+	}
+	id, err := e.store.RecordSkipped(ctx, r, "another sync of this warehouse schema holds the lock")
+	if err != nil {
+		return nil, "", err
+	}
+	e.log.Info("another sync holds the lock of this warehouse schema; skipping", zap.String("run_id", id), zap.String("schema", e.set.Schema))
+	if e.metrics != nil {
+		e.metrics.Runs.WithLabelValues(string(StatusSkipped)).Inc()
+	}
+	return nil, id, nil
 }
 
 func normaliseStreams(req Request) ([]string, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
-	"github.com/agencysync/agencysync/warehouse"
 )
 
 // TriggerRebuild is the trigger of `agencysync rebuild` (migration 00015).
@@ -117,20 +117,12 @@ func (e *Engine) Rebuild(ctx context.Context, req RebuildRequest) (*RebuildResul
 	if batch <= 0 {
 		batch = DefaultRebuildBatch
 	}
-	lock, ok, err := e.store.TryLock(ctx, warehouse.SyncLockID(e.set.Schema))
+	lock, skipped, err := e.syncLock(ctx, "rebuild", load.Run{Trigger: string(TriggerRebuild), Streams: streams})
 	if err != nil {
-		return nil, fmt.Errorf("rebuild: %w", err)
+		return nil, err
 	}
-	if !ok {
-		id, err := e.store.RecordSkipped(ctx, load.Run{Trigger: string(TriggerRebuild), Streams: streams}, "another sync of this warehouse schema holds the lock")
-		if err != nil {
-			return nil, err
-		}
-		e.log.Info("another sync holds the lock of this warehouse schema; skipping", zap.String("run_id", id), zap.String("schema", e.set.Schema))
-		if e.metrics != nil {
-			e.metrics.Runs.WithLabelValues(string(StatusSkipped)).Inc()
-		}
-		return &RebuildResult{RunID: id, Status: StatusSkipped}, nil
+	if lock == nil {
+		return &RebuildResult{RunID: skipped, Status: StatusSkipped}, nil
 	}
 	defer lock.Release()
 	if err := e.store.CloseDeadRuns(ctx); err != nil {
@@ -266,39 +258,35 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 			rb.log.Info("the field map changed since the interrupted rebuild; starting over", zap.String("table", t.Name))
 		}
 	}
-	for !cur.Rejects {
-		if err := ctx.Err(); err != nil {
-			return err
+	if !cur.Rejects {
+		stored := func() ([]transform.Stored, error) { return rb.rs.StoredRecords(ctx, t.Name, cur.After, rb.batch) }
+		for recs, err := range batches(ctx, stored) {
+			if err != nil {
+				return err
+			}
+			b, err := transform.Rebuild(s, t.Name, recs, rb.day)
+			if err != nil {
+				return err
+			}
+			if err := sameKeys(t, recs, &b); err != nil {
+				return err
+			}
+			dropSnapshots(&b)
+			last := recs[len(recs)-1].Key
+			cur.After = cur.After[:0]
+			for _, k := range t.Key() {
+				cur.After = append(cur.After, last[k.Name])
+			}
+			c, _, err := rb.commit(ctx, t, b, cur, nil)
+			if err != nil {
+				return err
+			}
+			tally.Read += int64(len(recs))
+			tally.Rejected += c.Rejected
+			rb.log.Info("rebuild progress", zap.String("table", t.Name), zap.Int64("read", tally.Read),
+				zap.Int64("rows_written", c.Written()), zap.Int64("rejected", c.Rejected))
 		}
-		recs, err := rb.rs.StoredRecords(ctx, t.Name, cur.After, rb.batch)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			cur.Rejects = true
-			break
-		}
-		b, err := transform.Rebuild(s, t.Name, recs, rb.day)
-		if err != nil {
-			return err
-		}
-		if err := sameKeys(t, recs, &b); err != nil {
-			return err
-		}
-		dropSnapshots(&b)
-		last := recs[len(recs)-1].Key
-		cur.After = cur.After[:0]
-		for _, k := range t.Key() {
-			cur.After = append(cur.After, last[k.Name])
-		}
-		c, _, err := rb.commit(ctx, t, b, cur, nil)
-		if err != nil {
-			return err
-		}
-		tally.Read += int64(len(recs))
-		tally.Rejected += c.Rejected
-		rb.log.Info("rebuild progress", zap.String("table", t.Name), zap.Int64("read", tally.Read),
-			zap.Int64("rows_written", c.Written()), zap.Int64("rejected", c.Rejected))
+		cur.Rejects = true
 	}
 	if t.Reject != "" {
 		if err := rb.retryRejects(ctx, s, t, &cur, tally); err != nil {
@@ -314,16 +302,12 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 func (rb *rebuild) retryRejects(ctx context.Context, s *stream.Stream, t *stream.Table, cur *rebuildCursor, tally *RebuildTable) error {
 	raw := rawColumn(t)
 	nkey := len(t.Key())
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rejected, err := rb.rs.RejectedRecords(ctx, t.Name, cur.AfterID, rb.batch)
+	next := func() ([]load.RejectedRecord, error) {
+		return rb.rs.RejectedRecords(ctx, t.Name, cur.AfterID, rb.batch)
+	}
+	for rejected, err := range batches(ctx, next) {
 		if err != nil {
 			return err
-		}
-		if len(rejected) == 0 {
-			return nil
 		}
 		type fit struct {
 			id int64
@@ -364,6 +348,28 @@ func (rb *rebuild) retryRejects(ctx context.Context, s *stream.Stream, t *stream
 		tally.Recovered += recovered
 		rb.log.Info("rebuild progress", zap.String("table", t.Name), zap.Int64("rejects_retried", tally.Retried),
 			zap.Int64("rejects_recovered", tally.Recovered), zap.Int("rejects_key_stored", len(fits)-len(resolved)))
+	}
+	return nil
+}
+
+// batches yields the batches read gives, in turn, until it gives an empty
+// one; it stops at the first error, which it yields, ctx's included.
+func batches[T any](ctx context.Context, read func() ([]T, error)) iter.Seq2[[]T, error] {
+	return func(yield func([]T, error) bool) {
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			b, err := read()
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if len(b) == 0 || !yield(b, nil) {
+				return
+			}
+		}
 	}
 }
 
