@@ -272,11 +272,7 @@ func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) 
 	if !proved || vs.BackfillUnproved {
 		return r.saveVerify(ctx, func(st *verifyState) { st.BackfillUnproved = false })
 	}
-	from, err := parseDate(bf.Start)
-	if err != nil {
-		return err
-	}
-	to, err := parseDate(bf.End)
+	from, to, err := parseDates(bf.Start, bf.End)
 	if err != nil {
 		return err
 	}
@@ -298,12 +294,22 @@ func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) 
 	})
 }
 
-func (r *run) reconcileClosed(ctx context.Context, log *zap.Logger, c closedRange) (*VerifyReport, error) {
-	from, err := parseDate(c.from)
+// parseDates parses the first and last days of a range (YYYY-MM-DD, as
+// cursors keep them).
+func parseDates(from, to string) (time.Time, time.Time, error) {
+	f, err := parseDate(from)
 	if err != nil {
-		return nil, err
+		return time.Time{}, time.Time{}, err
 	}
-	to, err := parseDate(c.to)
+	t, err := parseDate(to)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	return f, t, nil
+}
+
+func (r *run) reconcileClosed(ctx context.Context, log *zap.Logger, c closedRange) (*VerifyReport, error) {
+	from, to, err := parseDates(c.from, c.to)
 	if err != nil {
 		return nil, err
 	}
