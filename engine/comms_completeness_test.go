@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -18,12 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
 )
 
@@ -71,22 +66,12 @@ func (m *mailServer) remove(ids ...int64) {
 func (m *mailServer) ids() []int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]int64, 0, len(m.at))
-	for id := range m.at {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(m.at))
 }
 
 func (m *mailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := int(m.requests.Add(1))
-	var q struct {
-		DateStart string `json:"date_start"`
-		DateEnd   string `json:"date_end"`
-		Page      int    `json:"page"`
-		PerPage   int    `json:"per_page"`
-	}
+	var q mailQuery
 	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -152,10 +137,8 @@ func (m *mailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mailHarness is an engine syncing communications only from a mailServer
 // into a fresh schema, on a fixed clock.
 type mailHarness struct {
-	t      *testing.T
+	mailSchema
 	srv    *mailServer
-	pool   *pgxpool.Pool
-	schema string
 	now    time.Time
 	tune   func(*Settings)
 	perReq int // the client's per_page (0: default)
@@ -166,32 +149,15 @@ var mailNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newMailHarness(t *testing.T, srv *mailServer, tune func(*Settings)) *mailHarness {
 	t.Helper()
-	pool, schema := warehousetest.Schema(t)
+	w := newMailSchema(t)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &mailHarness{t: t, srv: srv, pool: pool, schema: schema, now: mailNow, tune: tune, url: ts.URL}
+	return &mailHarness{mailSchema: w, srv: srv, now: mailNow, tune: tune, url: ts.URL}
 }
 
 func (h *mailHarness) engine() *Engine {
-	t := h.t
-	log := zaptest.NewLogger(t)
-	clock := func() time.Time { return h.now }
-	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
-	client, err := extract.New(extract.Options{BaseURL: h.url, APIKey: "k", CommsURL: h.url, CommsKey: "ck", PerPage: h.perReq,
-		RateLimit: 2000, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond, MaxAttempts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Settings{Schema: h.schema, DomainID: 1, UserIDs: []int64{1}, StartDate: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		DailyQuota: 1_000_000, Now: clock}
-	if h.tune != nil {
-		h.tune(&s)
-	}
-	eng, err := New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Logger: log}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng
+	return h.mailSchema.engine(mailEngine{url: h.url, now: func() time.Time { return h.now }, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		perPage: h.perReq, rate: 2000, maxAttempts: 2, dailyQuota: 1_000_000, tune: h.tune})
 }
 
 func (h *mailHarness) run(ctx context.Context) *Result {
@@ -200,18 +166,7 @@ func (h *mailHarness) run(ctx context.Context) *Result {
 }
 
 // landed lists the e-mail ids in the warehouse, ascending.
-func (h *mailHarness) landed() []int64 {
-	h.t.Helper()
-	rows, err := h.pool.Query(context.Background(), "SELECT record_id FROM "+pgx.Identifier{h.schema, "emails"}.Sanitize()+" ORDER BY record_id")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return ids
-}
+func (h *mailHarness) landed() []int64 { return h.ids("true") }
 
 // missing lists the server's ids the warehouse lacks.
 func (h *mailHarness) missing() []int64 {
@@ -220,14 +175,8 @@ func (h *mailHarness) missing() []int64 {
 
 func (h *mailHarness) cursor() commsCursor {
 	h.t.Helper()
-	var raw []byte
-	err := h.pool.QueryRow(context.Background(), "SELECT cursor FROM "+pgx.Identifier{h.schema, "sync_state"}.Sanitize()+
-		" WHERE stream = $1 AND partition = ''", StreamCommunications).Scan(&raw)
+	c, err := h.commsCursor()
 	if err != nil {
-		h.t.Fatal(err)
-	}
-	var c commsCursor
-	if err := json.Unmarshal(raw, &c); err != nil {
 		h.t.Fatal(err)
 	}
 	return c
@@ -300,14 +249,8 @@ func (h *mailHarness) runCancelledAt(page int) *Result {
 
 // committedPages is the backfill's pages committed in its current range.
 func (h *mailHarness) committedPages() int {
-	var raw []byte
-	err := h.pool.QueryRow(context.Background(), "SELECT cursor FROM "+pgx.Identifier{h.schema, "sync_state"}.Sanitize()+
-		" WHERE stream = $1 AND partition = ''", StreamCommunications).Scan(&raw)
-	if err != nil {
-		return 0
-	}
-	var c commsCursor
-	if json.Unmarshal(raw, &c) != nil || c.Backfill == nil || c.Backfill.Current == nil {
+	c, err := h.commsCursor()
+	if err != nil || c.Backfill == nil || c.Backfill.Current == nil {
 		return 0
 	}
 	return c.Backfill.Current.NextPage - 1
@@ -466,7 +409,7 @@ func TestFutureDatedEmailsDoNotStopIncrements(t *testing.T) {
 		t.Errorf("no note of the future-dated e-mails: %v", res.Notes)
 	}
 	var wm time.Time
-	if err := h.pool.QueryRow(context.Background(), "SELECT watermark FROM "+pgx.Identifier{h.schema, "sync_state"}.Sanitize()+
+	if err := h.pool.QueryRow(context.Background(), "SELECT watermark FROM "+h.table("sync_state")+
 		" WHERE stream = $1 AND partition = ''", StreamCommunications).Scan(&wm); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +432,7 @@ func TestWatermarkInTheFutureIsHeldAtNow(t *testing.T) {
 	h := newMailHarness(t, srv, nil)
 	h.run(context.Background())
 	future := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
-	if _, err := h.pool.Exec(context.Background(), "UPDATE "+pgx.Identifier{h.schema, "sync_state"}.Sanitize()+
+	if _, err := h.pool.Exec(context.Background(), "UPDATE "+h.table("sync_state")+
 		" SET watermark = $2 WHERE stream = $1 AND partition = ''", StreamCommunications, future); err != nil {
 		t.Fatal(err)
 	}
@@ -621,7 +564,7 @@ func TestUnstableRangeEndsPartial(t *testing.T) {
 		t.Fatalf("the unstable range was closed: %+v", c.Backfill)
 	}
 	var errText string
-	if err := h.pool.QueryRow(context.Background(), "SELECT coalesce(error, '') FROM "+pgx.Identifier{h.schema, "sync_runs"}.Sanitize()+
+	if err := h.pool.QueryRow(context.Background(), "SELECT coalesce(error, '') FROM "+h.table("sync_runs")+
 		" ORDER BY started_at DESC LIMIT 1").Scan(&errText); err != nil {
 		t.Fatal(err)
 	}

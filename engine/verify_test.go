@@ -17,11 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
 // dayMailServer is a hand-written communications endpoint: e-mails by id with
@@ -38,12 +33,7 @@ type dayMailServer struct {
 
 func (s *dayMailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
-	var body struct {
-		DateStart string `json:"date_start"`
-		DateEnd   string `json:"date_end"`
-		Page      int    `json:"page"`
-		PerPage   int    `json:"per_page"`
-	}
+	var body mailQuery
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
 		return
@@ -110,12 +100,10 @@ func (s *dayMailServer) remove(id int64) {
 // dayMailHarness is an engine on a dayMailServer and a fresh schema, with a
 // clock the test sets.
 type dayMailHarness struct {
-	t      *testing.T
-	srv    *dayMailServer
-	pool   *pgxpool.Pool
-	schema string
-	eng    *Engine
-	now    atomic.Int64
+	mailSchema
+	srv *dayMailServer
+	eng *Engine
+	now atomic.Int64
 }
 
 func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *dayMailHarness {
@@ -127,26 +115,13 @@ func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.
 // records.
 func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now time.Time, per int, tune func(*Settings)) *dayMailHarness {
 	t.Helper()
-	h := &dayMailHarness{t: t, srv: &dayMailServer{mails: maps.Clone(mails)}}
+	h := &dayMailHarness{srv: &dayMailServer{mails: maps.Clone(mails)}}
 	h.now.Store(now.UnixNano())
 	ts := httptest.NewServer(h.srv)
 	t.Cleanup(ts.Close)
-	h.pool, h.schema = warehousetest.Schema(t)
-	log := zaptest.NewLogger(t)
-	clock := func() time.Time { return time.Unix(0, h.now.Load()).UTC() }
-	store, ledger := storeAndLedger(t, h.pool, h.schema, log, clock)
-	client, err := extract.New(extract.Options{BaseURL: ts.URL, APIKey: "k", CommsURL: ts.URL, CommsKey: "ck", RateLimit: 1000,
-		PerPage: per, Counter: ledger, Logger: log, RetryInitialInterval: time.Millisecond, RetryMaxInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Settings{Schema: h.schema, DomainID: 1, UserIDs: []int64{1}, StartDate: start, DailyQuota: 10000, Now: clock}
-	if tune != nil {
-		tune(&s)
-	}
-	if h.eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Logger: log}, s); err != nil {
-		t.Fatal(err)
-	}
+	h.mailSchema = newMailSchema(t)
+	h.eng = h.engine(mailEngine{url: ts.URL, now: func() time.Time { return time.Unix(0, h.now.Load()).UTC() }, start: start,
+		perPage: per, rate: 1000, dailyQuota: 10000, tune: tune})
 	return h
 }
 
@@ -155,28 +130,10 @@ func (h *dayMailHarness) run(req Request) *Result {
 	return runEngine(context.Background(), h.t, h.eng, req)
 }
 
-func (h *dayMailHarness) ids(where string) []int64 {
-	h.t.Helper()
-	rows, err := h.pool.Query(context.Background(), "SELECT record_id FROM "+pgx.Identifier{h.schema, "emails"}.Sanitize()+" WHERE "+where+" ORDER BY 1")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return ids
-}
-
 func (h *dayMailHarness) serverIDs() []int64 {
 	h.srv.mu.Lock()
 	defer h.srv.mu.Unlock()
-	var out []int64
-	for id := range h.srv.mails {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(h.srv.mails))
 }
 
 // tenDays is 3 e-mails on each of the ten days from 2025-06-01, ids 1..30.
@@ -253,7 +210,7 @@ func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 			sent, res.RequestsUsed, res.Verify.Proved, res.Counts.Written())
 	}
 	var trigger string
-	if err := h.pool.QueryRow(context.Background(), "SELECT trigger FROM "+pgx.Identifier{h.schema, "sync_runs"}.Sanitize()+" ORDER BY started_at DESC LIMIT 1").Scan(&trigger); err != nil || trigger != "verify" {
+	if err := h.pool.QueryRow(context.Background(), "SELECT trigger FROM "+h.table("sync_runs")+" ORDER BY started_at DESC LIMIT 1").Scan(&trigger); err != nil || trigger != "verify" {
 		t.Errorf("last run's trigger = %q, %v; want verify", trigger, err)
 	}
 }
