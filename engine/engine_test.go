@@ -166,6 +166,33 @@ func (h *harness) serveAPI(handler http.Handler) {
 	h.eng = h.engine(nil)
 }
 
+// rewritingProxy is a reverse proxy to the address target that passes the
+// body of each answer match selects through rewrite.
+func rewritingProxy(t *testing.T, target string, match func(*http.Response) bool, rewrite func(body []byte) []byte) *httputil.ReverseProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !match(resp) {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		body = rewrite(body)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	return proxy
+}
+
 // storeAndLedger opens the load store and the quota ledger on schema, the
 // ledger counting quota days on now's clock.
 func storeAndLedger(t *testing.T, pool *pgxpool.Pool, schema string, log *zap.Logger, now func() time.Time) (*load.Store, *load.Ledger) {
@@ -880,26 +907,11 @@ func TestEveryVariantSyncsToTheTruth(t *testing.T) {
 func TestUndecodableDetailIsRejected(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
-	target, err := url.Parse(h.sb.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if resp.Request.URL.Path != "/v1/projects/2" || resp.StatusCode != 200 {
-			return nil
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		body = regexp.MustCompile(`"start_date":"[^"]*"`).ReplaceAll(body, []byte(`"start_date":{"when":"soon"}`))
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return nil
-	}
+	proxy := rewritingProxy(t, h.sb.APIURL(), func(resp *http.Response) bool {
+		return resp.Request.URL.Path == "/v1/projects/2" && resp.StatusCode == 200
+	}, func(body []byte) []byte {
+		return regexp.MustCompile(`"start_date":"[^"]*"`).ReplaceAll(body, []byte(`"start_date":{"when":"soon"}`))
+	})
 	h.serveAPI(proxy)
 	res := h.run(Request{Streams: []string{StreamProjects}})
 	if res.Status != StatusSucceeded {

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,28 +19,17 @@ import (
 func TestDeeplyNestedEmailLandsOrIsRejectedAlone(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
-	target, err := url.Parse(h.sb.CommsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	nest := func(n int) string { return strings.Repeat(`{"a":`, n) + `1` + strings.Repeat(`}`, n) }
 	record := regexp.MustCompile(`"(\d+)":\{"email":\{`)
 	var modified atomic.Int32
 	var keptID, rejectedID atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if resp.StatusCode != 200 || !modified.CompareAndSwap(0, 1) {
-			return nil
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
+	proxy := rewritingProxy(t, h.sb.CommsURL(), func(resp *http.Response) bool {
+		return resp.StatusCode == 200 && modified.CompareAndSwap(0, 1)
+	}, func(body []byte) []byte {
 		locs := record.FindAllSubmatchIndex(body, 2)
 		if len(locs) < 2 {
 			t.Errorf("first communications page has %d records", len(locs))
-			return nil
+			return body
 		}
 		id := func(i int) int64 { n, _ := strconv.ParseInt(string(body[locs[i][2]:locs[i][3]]), 10, 64); return n }
 		keptID.Store(id(0))
@@ -54,11 +40,8 @@ func TestDeeplyNestedEmailLandsOrIsRejectedAlone(t *testing.T) {
 		out.Write(body[locs[0][1]-len(`"email":{`) : locs[1][1]-len(`"email":{`)])
 		out.WriteString(`"extra":` + nest(extractMaxDepth+500) + `,`)
 		out.Write(body[locs[1][1]-len(`"email":{`):])
-		resp.Body = io.NopCloser(&out)
-		resp.ContentLength = int64(out.Len())
-		resp.Header.Set("Content-Length", strconv.Itoa(out.Len()))
-		return nil
-	}
+		return out.Bytes()
+	})
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	h.eng, _ = h.wire(wiring{commsURL: srv.URL})
