@@ -4,113 +4,103 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 )
 
-// TestListingThatLiesAboutPagingSoftDeletesNothing: a brand list that
-// answers last_page 1 and total 3 with only 2 rows must not soft-delete the
-// third brand; the run says so (a warning and a run note). A later honest
-// listing of 2 brands does delete it.
-func TestListingThatLiesAboutPagingSoftDeletesNothing(t *testing.T) {
+// TestShortListingSoftDeletesNothing: a list that answers last_page 1 and
+// total 3 with only 2 rows must not soft-delete the third row; the run says
+// so (a warning and a run note). A later honest listing of 2 rows does
+// delete it. The lists: the brands, and a brand's contacts.
+func TestShortListingSoftDeletesNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, smallSandbox(), nil)
-	var mode atomic.Int32 // 0: 3 brands, 1: 2 rows of a claimed 3, 2: 2 brands
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		brand := func(id int) string {
-			return fmt.Sprintf(`{"brand_info":{"id":"%d","name":"Brand %d","status":"active"}}`, id, id)
-		}
-		switch p := r.URL.Path; {
-		case p == "/v1/brands":
-			if r.URL.Query().Get("page") != "1" {
-				http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
-				return
+	for _, c := range []struct {
+		name  string
+		table string
+		// serve answers the main interface, its list as writeListing's mode.
+		serve func(w http.ResponseWriter, r *http.Request, mode int32)
+		noted func(notes []string) bool // the run notes tell of the short listing
+	}{
+		{"brands", "brands", serveBrandListing, func(notes []string) bool {
+			return slices.ContainsFunc(notes, func(n string) bool {
+				return strings.Contains(n, "brands") && strings.Contains(n, "listed 2 distinct rows of the 3")
+			})
+		}},
+		{"contacts", "brand_contacts", serveContactListing, func(notes []string) bool {
+			return strings.Contains(strings.Join(notes, ";"), "contacts of brand 1")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, smallSandbox(), nil)
+			var mode atomic.Int32
+			h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				c.serve(w, r, mode.Load())
+			}))
+			for m, want := range []int{3, 3, 2} {
+				mode.Store(int32(m))
+				res := h.run(Request{Streams: []string{StreamBrands}})
+				n := h.count("SELECT count(*) FROM " + h.table(c.table) + " WHERE _deleted_at IS NULL")
+				if m == 1 {
+					if n != want {
+						t.Fatalf("a listing of 2 rows that announced 3 soft-deleted %d of %s (run %s, %v)", want-n, c.table, res.Status, res.Err)
+					}
+					if !c.noted(res.Notes) {
+						t.Fatalf("run notes %q do not tell of the short listing of %s", res.Notes, c.table)
+					}
+					continue
+				}
+				if res.Err != nil || n != want {
+					t.Fatalf("listing mode %d: run %s (%v), %d live rows of %s, want %d", m, res.Status, res.Err, n, c.table, want)
+				}
 			}
-			writeListing(w, mode.Load(), brand(1), brand(2), brand(3))
-		case strings.HasSuffix(p, "/contacts"):
-			fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
-		case strings.HasPrefix(p, "/v1/brands/"):
-			id := strings.TrimPrefix(p, "/v1/brands/")
-			fmt.Fprintf(w, `{"brand_info":{"id":"%s","name":"Brand %s","status":"active"},"general_info":{},"metadata":{}}`, id, id)
-		default:
-			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
-		}
-	}))
-	live := func() int {
-		return h.count("SELECT count(*) FROM " + h.table("brands") + " WHERE _deleted_at IS NULL")
-	}
-
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 3 {
-		t.Fatalf("first run %s (%v): %d live brands, want 3", res.Status, res.Err, live())
-	}
-	mode.Store(1)
-	res := h.run(Request{Streams: []string{StreamBrands}})
-	if n := live(); n != 3 {
-		t.Fatalf("a listing of 2 rows that announced 3 soft-deleted %d brand(s)", 3-n)
-	}
-	noted := false
-	for _, n := range res.Notes {
-		noted = noted || strings.Contains(n, "brands") && strings.Contains(n, "listed 2 distinct rows of the 3")
-	}
-	if !noted {
-		t.Fatalf("run notes %q do not tell of the short listing", res.Notes)
-	}
-	if res.Status == StatusSucceeded && len(res.Notes) == 0 {
-		t.Fatal("a short listing ended succeeded without a note")
-	}
-	mode.Store(2)
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 2 {
-		t.Fatalf("honest listing of 2: run %s (%v), %d live brands, want 2", res.Status, res.Err, live())
+		})
 	}
 }
 
-// TestShortContactListSoftDeletesNothing: a brand's contact list that
-// announces 3 contacts but delivers 2 must not soft-delete the third; an
-// honest list of 2 does.
-func TestShortContactListSoftDeletesNothing(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, smallSandbox(), nil)
-	var mode atomic.Int32 // 0: 3 contacts, 1: 2 rows of a claimed 3, 2: 2 contacts
-	var brandStatus atomic.Int32
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		contact := func(id int) string {
-			return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id)
-		}
-		// Each mode changes the brand's status, so its detail (and contacts) is due again.
-		status := fmt.Sprintf("s%d", brandStatus.Load())
-		switch p := r.URL.Path; {
-		case p == "/v1/brands":
-			fmt.Fprintf(w, `{"data":[{"brand_info":{"id":"1","name":"Brand 1","status":%q}}],"total":1,"per_page":1000,"current_page":1,"last_page":1}`, status)
-		case p == "/v1/brands/1/contacts":
-			writeListing(w, mode.Load(), contact(1), contact(2), contact(3))
-		case p == "/v1/brands/1":
-			fmt.Fprintf(w, `{"brand_info":{"id":"1","name":"Brand 1","status":%q},"general_info":{},"metadata":{}}`, status)
-		default:
+// serveBrandListing answers the brand list as writeListing's mode (its later
+// pages not found), each brand's detail, and no contacts.
+func serveBrandListing(w http.ResponseWriter, r *http.Request, mode int32) {
+	brand := func(id int) string {
+		return fmt.Sprintf(`{"brand_info":{"id":"%d","name":"Brand %d","status":"active"}}`, id, id)
+	}
+	switch p := r.URL.Path; {
+	case p == "/v1/brands":
+		if r.URL.Query().Get("page") != "1" {
 			http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
+			return
 		}
-	}))
-	live := func() int {
-		return h.count("SELECT count(*) FROM " + h.table("brand_contacts") + " WHERE _deleted_at IS NULL")
+		writeListing(w, mode, brand(1), brand(2), brand(3))
+	case strings.HasSuffix(p, "/contacts"):
+		fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
+	case strings.HasPrefix(p, "/v1/brands/"):
+		id := strings.TrimPrefix(p, "/v1/brands/")
+		fmt.Fprintf(w, `{"brand_info":{"id":"%s","name":"Brand %s","status":"active"},"general_info":{},"metadata":{}}`, id, id)
+	default:
+		http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 	}
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 3 {
-		t.Fatalf("first run %s (%v): %d live contacts, want 3", res.Status, res.Err, live())
+}
+
+// serveContactListing answers brand 1 and its contact list as writeListing's
+// mode. Each mode changes the brand's status, so its detail (and contacts)
+// is due again.
+func serveContactListing(w http.ResponseWriter, r *http.Request, mode int32) {
+	contact := func(id int) string {
+		return fmt.Sprintf(`{"id":"%d","full_name":"Person %d","email":"p%d@example.com"}`, id, id, id)
 	}
-	mode.Store(1)
-	brandStatus.Store(1)
-	res := h.run(Request{Streams: []string{StreamBrands}})
-	if n := live(); n != 3 {
-		t.Fatalf("a contact list of 2 rows that announced 3 soft-deleted %d contact(s) (run %s, %v)", 3-n, res.Status, res.Err)
-	}
-	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, ";"), "contacts of brand 1") {
-		t.Fatalf("run notes %q do not tell of the short contact list", res.Notes)
-	}
-	mode.Store(2)
-	brandStatus.Store(2)
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Err != nil || live() != 2 {
-		t.Fatalf("honest list of 2: run %s (%v), %d live contacts, want 2", res.Status, res.Err, live())
+	status := fmt.Sprintf("s%d", mode)
+	switch p := r.URL.Path; {
+	case p == "/v1/brands":
+		fmt.Fprintf(w, `{"data":[{"brand_info":{"id":"1","name":"Brand 1","status":%q}}],"total":1,"per_page":1000,"current_page":1,"last_page":1}`, status)
+	case p == "/v1/brands/1/contacts":
+		writeListing(w, mode, contact(1), contact(2), contact(3))
+	case p == "/v1/brands/1":
+		fmt.Fprintf(w, `{"brand_info":{"id":"1","name":"Brand 1","status":%q},"general_info":{},"metadata":{}}`, status)
+	default:
+		http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 	}
 }
 
