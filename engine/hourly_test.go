@@ -35,18 +35,36 @@ func (l *pageLog) len() int {
 	return len(l.pages)
 }
 
-// newHourlyHarness is a dayMailHarness whose client asks pages of per
-// records, with the pages it serves logged.
-func newHourlyHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, per int) (*dayMailHarness, *pageLog) {
+// newHourlyDay is a dayMailHarness asking pages of per records, with the
+// pages it serves logged, whose server holds an e-mail at each of the
+// instants of day d0 (2025-06-09, ids 1, 2, ...) and n e-mails from id 101
+// over the first ten hours of the next day, d1. The backfill has run at
+// 23:00 on d0, and the first increment of d1, a full read of the lookback
+// window, at 10:00.
+func newHourlyDay(t *testing.T, d0At []time.Duration, per, n int) (h *dayMailHarness, pl *pageLog, d1 time.Time) {
 	t.Helper()
-	pl := &pageLog{}
-	h := newDayMailHarnessPaged(t, mails, start, now, per, nil)
+	d0 := time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC)
+	d1 = d0.AddDate(0, 0, 1)
+	mails := map[int64]time.Time{}
+	for i, at := range d0At {
+		mails[int64(i+1)] = d0.Add(at)
+	}
+	h = newDayMailHarnessPaged(t, mails, d0, d0.Add(23*time.Hour), per, nil)
+	pl = &pageLog{}
 	h.srv.beforePage = func(_ *dayMailServer, start, end string, page, perPage int) {
 		if perPage > 1 {
 			pl.add(start, end, page)
 		}
 	}
-	return h, pl
+	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
+		t.Fatalf("backfill run: %s %v", res.Status, res.Err)
+	}
+	h.addMails(101, n, d1, 10*time.Hour)
+	h.now.Store(d1.Add(10 * time.Hour).UnixNano())
+	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
+		t.Fatalf("first increment of the day: %s %v", res.Status, res.Err)
+	}
+	return h, pl, d1
 }
 
 // addMails puts n e-mails with ids from id on the server, spread evenly
@@ -73,20 +91,7 @@ func (h *dayMailHarness) commsRun() (*Result, int64) {
 // lookback window from its first page.
 func TestHourlyIncrementReadsOnlyTheNewPages(t *testing.T) {
 	t.Parallel()
-	d0 := time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC)
-	d1 := d0.AddDate(0, 0, 1)
-	mails := map[int64]time.Time{1: d0.Add(8 * time.Hour), 2: d0.Add(9 * time.Hour), 3: d0.Add(10 * time.Hour)}
-	h, pl := newHourlyHarness(t, mails, d0, d0.Add(23*time.Hour), 1000)
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("backfill run: %s %v", res.Status, res.Err)
-	}
-	// The day's mail up to 10:00, synced by the day's first increment
-	// (a full read of the lookback window).
-	h.addMails(101, 5000, d1, 10*time.Hour)
-	h.now.Store(d1.Add(10 * time.Hour).UnixNano())
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("first increment of the day: %s %v", res.Status, res.Err)
-	}
+	h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour, 9 * time.Hour, 10 * time.Hour}, 1000, 5000)
 	if got := len(h.ids("_deleted_at IS NULL")); got != 5003 {
 		t.Fatalf("after the day's first increment the warehouse holds %d e-mails, want 5003", got)
 	}
@@ -162,17 +167,7 @@ func TestHourlyIncrementReadsOnlyTheNewPages(t *testing.T) {
 // prove equality (the service keeps changing), the run ends partial.
 func TestHourlyIncrementCountMismatchIsRepairedOrPartial(t *testing.T) {
 	t.Parallel()
-	d0 := time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC)
-	d1 := d0.AddDate(0, 0, 1)
-	h, _ := newHourlyHarness(t, map[int64]time.Time{1: d0.Add(8 * time.Hour)}, d0, d0.Add(23*time.Hour), 100)
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("backfill run: %s %v", res.Status, res.Err)
-	}
-	h.addMails(101, 950, d1, 10*time.Hour)
-	h.now.Store(d1.Add(10 * time.Hour).UnixNano())
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("first increment of the day: %s %v", res.Status, res.Err)
-	}
+	h, _, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 100, 950)
 	// Nothing new; one e-mail of page 2 gone: the skipping run reads only
 	// the last page, which holds nothing new.
 	h.srv.remove(250)
@@ -236,17 +231,7 @@ func missingIDs(got, want []int64) []int64 {
 // deleted ones.
 func TestHourlyIncrementStepsBackWhenRecordsMoved(t *testing.T) {
 	t.Parallel()
-	d0 := time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC)
-	d1 := d0.AddDate(0, 0, 1)
-	h, _ := newHourlyHarness(t, map[int64]time.Time{1: d0.Add(8 * time.Hour)}, d0, d0.Add(23*time.Hour), 10)
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("backfill run: %s %v", res.Status, res.Err)
-	}
-	h.addMails(101, 49, d1, 10*time.Hour) // with id 1: 50 held, 5 full pages
-	h.now.Store(d1.Add(10 * time.Hour).UnixNano())
-	if res, _ := h.commsRun(); res.Status != StatusSucceeded {
-		t.Fatalf("first increment of the day: %s %v", res.Status, res.Err)
-	}
+	h, _, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 10, 49) // with id 1: 50 held, 5 full pages
 	h.srv.remove(110)
 	h.srv.remove(111)
 	h.srv.remove(112)
