@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -40,6 +41,15 @@ func (h *harness) newClockProcess(apiURL string, per int) *clockProcess {
 	return &clockProcess{eng: eng, clock: clock, logs: logs, ledger: ledger}
 }
 
+// newClockHarness is a harness on a small sandbox whose clock starts on
+// 2026-03-09 at the time of day at.
+func newClockHarness(t *testing.T, at time.Duration) *harness {
+	t.Helper()
+	o := smallSandbox()
+	o.Start = time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC).Add(at)
+	return newHarness(t, o, nil)
+}
+
 // keyedSince is what the sandbox served with a key since before: the
 // requests counted against the quota (a keyless clock probe is answered 401
 // and is not).
@@ -55,15 +65,9 @@ func (h *harness) ledgerDays() map[string]int {
 		h.t.Fatal(err)
 	}
 	out := map[string]int{}
-	for rows.Next() {
-		var day string
-		var n int
-		if err := rows.Scan(&day, &n); err != nil {
-			h.t.Fatal(err)
-		}
-		out[day] = n
-	}
-	if err := rows.Err(); err != nil {
+	var day string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&day, &n}, func() error { out[day] = n; return nil }); err != nil {
 		h.t.Fatal(err)
 	}
 	return out
@@ -79,9 +83,7 @@ func (h *harness) ledgerDays() map[string]int {
 // requests counted against the quota. The ledger's day is the service's.
 func TestHourlyRunsAfterTheServiceClockJumps(t *testing.T) {
 	t.Parallel()
-	o := smallSandbox()
-	o.Start = time.Date(2026, 3, 9, 20, 30, 0, 0, time.UTC)
-	h := newHarness(t, o, nil)
+	h := newClockHarness(t, 20*time.Hour+30*time.Minute)
 	const per = 50
 	run := func(label string) (*Result, int64, *clockProcess) {
 		t.Helper()
@@ -148,14 +150,8 @@ func missingCommsIDs(h *harness) []string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			h.t.Fatal(err)
-		}
-		held[id] = true
-	}
-	if err := rows.Err(); err != nil {
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id] = true; return nil }); err != nil {
 		h.t.Fatal(err)
 	}
 	var miss []string
@@ -173,9 +169,7 @@ func missingCommsIDs(h *harness) []string {
 // says so in a warning and a note, and its answers correct the clock.
 func TestRunProceedsWhenTheClockProbeFails(t *testing.T) {
 	t.Parallel()
-	o := smallSandbox()
-	o.Start = time.Date(2026, 3, 9, 10, 30, 0, 0, time.UTC)
-	h := newHarness(t, o, nil)
+	h := newClockHarness(t, 10*time.Hour+30*time.Minute)
 	if res, err := h.newClockProcess("", 200).eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}}); err != nil || res.Status != StatusSucceeded {
 		t.Fatalf("first sync: %v %+v", err, res)
 	}
@@ -233,9 +227,7 @@ func TestRunProceedsWhenTheClockProbeFails(t *testing.T) {
 // reads the clock first with exactly one request that carries no key.
 func TestClockProbeIsKeylessAndFree(t *testing.T) {
 	t.Parallel()
-	o := smallSandbox()
-	o.Start = time.Date(2026, 3, 9, 10, 30, 0, 0, time.UTC)
-	h := newHarness(t, o, nil)
+	h := newClockHarness(t, 10*time.Hour+30*time.Minute)
 	var keyless, keyed int
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
