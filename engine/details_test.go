@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
@@ -17,7 +18,7 @@ func (h *harness) detailRequests() (brands, contacts, projects int64) {
 	return st.ByEndpoint["brand_detail"], st.ByEndpoint["contacts"], st.ByEndpoint["project_detail"]
 }
 
-func truthID(t *testing.T, line truthLine) int64 {
+func truthID(t *testing.T, line oracle.Line) int64 {
 	t.Helper()
 	id, err := strconv.ParseInt(line.Key, 10, 64)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestDetailsOnlyWhenDetailFieldsChange(t *testing.T) {
 		if len(lines) < 3 {
 			t.Fatalf("sandbox has %d %s", len(lines), kind)
 		}
-		for _, l := range []truthLine{lines[0], lines[len(lines)/2], lines[len(lines)-1]} {
+		for _, l := range []oracle.Line{lines[0], lines[len(lines)/2], lines[len(lines)-1]} {
 			if err := h.sb.EditFinance(kind, truthID(t, l), sandbox.FinanceEdit{Amount: amount}); err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -233,35 +232,8 @@ func (h *harness) count(sql string, args ...any) int {
 
 func (h *harness) table(name string) string { return pgx.Identifier{h.schema, name}.Sanitize() }
 
-type truthLine struct {
-	Stream string          `json:"stream"`
-	Key    string          `json:"key"`
-	Bad    bool            `json:"bad"`
-	Record json.RawMessage `json:"record"`
-}
-
-func (h *harness) truth() map[string][]truthLine {
-	h.t.Helper()
-	var buf bytes.Buffer
-	if err := h.sb.Truth(&buf); err != nil {
-		h.t.Fatal(err)
-	}
-	out := map[string][]truthLine{}
-	sc := bufio.NewScanner(&buf)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var l truthLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			h.t.Fatal(err)
-		}
-		out[l.Stream] = append(out[l.Stream], l)
-	}
-	return out
-}
-
-// inventory counts the sandbox's ground truth as a first sync's work, for
-// oracle.MinimumRequests.
-func (h *harness) inventory() oracle.Inventory {
+// truth reads the sandbox's ground truth.
+func (h *harness) truth() oracle.Truth {
 	h.t.Helper()
 	var buf bytes.Buffer
 	if err := h.sb.Truth(&buf); err != nil {
@@ -271,7 +243,14 @@ func (h *harness) inventory() oracle.Inventory {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return tr.FirstSync()
+	return tr
+}
+
+// inventory counts the sandbox's ground truth as a first sync's work, for
+// oracle.MinimumRequests.
+func (h *harness) inventory() oracle.Inventory {
+	h.t.Helper()
+	return h.truth().FirstSync()
 }
 
 // nothingChanged is the work of a sync that finds nothing changed since the
@@ -285,7 +264,7 @@ func nothingChanged(inv oracle.Inventory) oracle.Inventory {
 
 // expectedEmails decodes and transforms the truth's communications, as the
 // warehouse should hold them.
-func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
+func expectedEmails(t *testing.T, lines []oracle.Line) transform.Batch {
 	t.Helper()
 	var body bytes.Buffer
 	body.WriteString(`{"data":{"rows":{`)
@@ -309,11 +288,7 @@ func expectedEmails(t *testing.T, lines []truthLine) transform.Batch {
 		t.Fatalf("truth records that are not bad did not split: %v", page.Rejects[0].Err)
 	}
 	comms, _ := stream.Lookup("communications")
-	recs := make([]stream.Record, len(page.Records))
-	for i, c := range page.Records {
-		recs[i] = stream.Record{Key: c.Key, Raw: c.Raw}
-	}
-	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recs)
+	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recordsOf(page.Records))
 }
 
 // assertEqualsTruth compares the warehouse with the sandbox's ground truth:
@@ -322,28 +297,18 @@ func (h *harness) assertEqualsTruth() {
 	t := h.t
 	t.Helper()
 	tr := h.truth()
-	good := func(stream string) (n, bad int) {
-		for _, l := range tr[stream] {
-			if l.Bad {
-				bad++
-			} else {
-				n++
-			}
-		}
-		return n, bad
-	}
 	live := func(table string) int {
 		return h.count("SELECT count(*) FROM " + h.table(table) + " WHERE _deleted_at IS NULL")
 	}
 	for stream, table := range map[string]string{"brands": "brands", "contacts": "brand_contacts", "projects": "projects",
 		"budgets": "budgets", "invoices": "invoices", "collections": "collections", "payments": "payments",
 		"profitability": "profitability", "summary": "agency_finance_summary"} {
-		want, _ := good(stream)
+		want, _ := tr.Counts(stream)
 		if got := live(table); got != want {
 			t.Errorf("%s: %d live rows, truth has %d", table, got, want)
 		}
 	}
-	want, bad := good("communications")
+	want, bad := tr.Counts("communications")
 	if got := h.count("SELECT count(*) FROM " + h.table("emails")); got != want {
 		t.Errorf("emails: %d rows, truth has %d", got, want)
 	}
@@ -640,13 +605,8 @@ func crashMidPage(t *testing.T, noPrefetch, spool bool) {
 }
 
 func (h *harness) badCount() int {
-	n := 0
-	for _, l := range h.truth()["communications"] {
-		if l.Bad {
-			n++
-		}
-	}
-	return n
+	_, bad := h.truth().Counts("communications")
+	return bad
 }
 
 func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
@@ -781,10 +741,9 @@ func TestCredentials(t *testing.T) {
 	t.Parallel()
 	o := smallSandbox()
 	o.APIKey, o.CommsKey = "valid-key", "valid-comms"
-	pool, schema := warehousetest.Schema(t)
 	revoked := o
 	revoked.APIKey, revoked.CommsKey = o.RevokedKey, o.RevokedKey
-	h := newHarnessOn(t, o, pool, schema, nil)
+	h := newHarness(t, o, nil)
 	h.opts = revoked // the client sends the revoked key
 	h.eng = h.engine(nil)
 	res := h.run(Request{})
