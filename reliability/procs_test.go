@@ -40,6 +40,14 @@ func defaultSandbox() sandboxOptions {
 		APIKey: apiKey, CommsKey: commsKey, ForeignKey: foreignKey, RevokedKey: revokedKey, AdminToken: adminToken}
 }
 
+// agencyWith is the default sandbox with emails e-mails and the extra
+// agencysandbox flags (faults, bad records) of a scenario.
+func agencyWith(emails int, flags ...string) sandboxOptions {
+	o := defaultSandbox()
+	o.Emails, o.Extra = emails, flags
+	return o
+}
+
 // sandboxProc is a running agencysandbox of a test.
 type sandboxProc struct {
 	t      *testing.T
