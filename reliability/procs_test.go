@@ -3,10 +3,8 @@ package reliability
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -18,18 +16,6 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
-
-// freePort returns a loopback port that was free a moment ago. The sandbox
-// binary needs fixed addresses; a lost race on the port is retried.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // baseStart is the default sandbox clock: yesterday's UTC noon, so that the
 // sandbox does not live in the future of the worker's real clock. The
@@ -54,6 +40,14 @@ func defaultSandbox() sandboxOptions {
 		APIKey: apiKey, CommsKey: commsKey, ForeignKey: foreignKey, RevokedKey: revokedKey, AdminToken: adminToken}
 }
 
+// agencyWith is the default sandbox with emails e-mails and the extra
+// agencysandbox flags (faults, bad records) of a scenario.
+func agencyWith(emails int, flags ...string) sandboxOptions {
+	o := defaultSandbox()
+	o.Emails, o.Extra = emails, flags
+	return o
+}
+
 // sandboxProc is a running agencysandbox of a test.
 type sandboxProc struct {
 	t      *testing.T
@@ -61,35 +55,19 @@ type sandboxProc struct {
 	apiURL string // {base_url} without /v1, and the admin API
 }
 
-// startSandbox starts agencysandbox on free ports (retrying a lost race for
-// them) and stops it when the test ends.
+// startSandbox starts agencysandbox on loopback ports of the kernel's choice
+// (StartSandbox reads them from its "listening" line) and stops it when the
+// test ends.
 func startSandbox(t *testing.T, o sandboxOptions) *sandboxProc {
 	t.Helper()
-	var err error
-	for attempt := 1; attempt <= 5; attempt++ {
-		var p *childproc.Sandbox
-		if p, err = tryStartSandbox(t, o); err == nil {
-			t.Cleanup(p.Stop)
-			return &sandboxProc{t: t, p: p, apiURL: p.APIURL()}
-		}
-		if !errors.Is(err, childproc.ErrAddrInUse) {
-			t.Fatal(err)
-		}
-		t.Logf("agencysandbox lost the race for its ports (attempt %d); retrying", attempt)
-	}
-	t.Fatalf("ports taken five times: %v", err)
-	return nil
-}
-
-func tryStartSandbox(t *testing.T, o sandboxOptions) (*childproc.Sandbox, error) {
-	api, comms := freePort(t), freePort(t)
-	for comms == api {
-		comms = freePort(t)
-	}
-	o.APIAddr, o.CommsAddr = fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", comms)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return childproc.StartSandbox(ctx, sandboxBin, o)
+	p, err := childproc.StartSandbox(ctx, sandboxBin, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return &sandboxProc{t: t, p: p, apiURL: p.APIURL()}
 }
 
 // adminContext bounds one admin call.

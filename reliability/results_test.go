@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -112,6 +113,15 @@ func (s *scenario) fig(format string, args ...any) {
 	root.mu.Lock()
 	root.figures = append(root.figures, figure{s.group, f})
 	root.mu.Unlock()
+}
+
+// tally lists counts by name, in the names' order: "3 500, 1 drop".
+func tally[N int | int64](counts map[string]N) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[name], name))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func storeResult(r resultRow) {

@@ -41,9 +41,7 @@ func TestS01CrashResume(t *testing.T) {
 	t.Logf("kill seed %d (replay with AGENCYSYNC_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 
-	o := defaultSandbox()
-	o.Emails = sz.crashEmails
-	r := newRig(t, sc, o)
+	r := newRig(t, sc, agencyWith(sz.crashEmails))
 	// The bound below is one request lost per kill: one request in flight,
 	// as at the default pace (the rig's 1000/s would keep several in flight
 	// on a slow answer, and a kill may lose each of them).

@@ -43,9 +43,7 @@ func TestS04Rate(t *testing.T) {
 	var wg sync.WaitGroup
 	codes := make([]int, 25)
 	for k := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			req, _ := http.NewRequest(http.MethodGet, r.sb.apiURL+"/v1/brands?per_page=1", nil)
 			req.Header.Set("Authorization", apiKey)
 			resp, err := http.DefaultClient.Do(req)
@@ -53,7 +51,7 @@ func TestS04Rate(t *testing.T) {
 				codes[k] = resp.StatusCode
 				resp.Body.Close()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if after := r.sb.stats(); after.RateLimited == 0 {

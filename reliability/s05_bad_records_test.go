@@ -2,10 +2,6 @@ package reliability
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,10 +14,7 @@ import (
 func TestS05BadRecords(t *testing.T) {
 	sc := newScenario(t, 5, "Bad records: 1% malformed land in rejected_records")
 	sz := currentSizes()
-	o := defaultSandbox()
-	o.Emails = sz.badEmails
-	o.Extra = []string{"--bad-record-rate", "0.01"}
-	r := newRig(t, sc, o)
+	r := newRig(t, sc, agencyWith(sz.badEmails, "--bad-record-rate", "0.01"))
 	tr := r.sb.truth()
 	badTotal := tr.bad()
 	perStream := map[string]int{}
@@ -30,17 +23,13 @@ func TestS05BadRecords(t *testing.T) {
 			perStream[s] = b
 		}
 	}
-	var parts []string
-	for _, s := range slices.Sorted(maps.Keys(perStream)) {
-		parts = append(parts, fmt.Sprintf("%d %s", perStream[s], s))
-	}
 	if perStream["communications"] == 0 || len(perStream) < 2 {
 		t.Fatalf("the sandbox made too few records bad to test: %v", perStream)
 	}
 
 	res := r.run(nil)
 	mustSucceed(t, "run with bad records", res)
-	sc.fig("%d bad records in the truth (%s); the run reports %d rejected", badTotal, strings.Join(parts, ", "), res.num("rejected"))
+	sc.fig("%d bad records in the truth (%s); the run reports %d rejected", badTotal, tally(perStream), res.num("rejected"))
 	if res.num("rejected") != badTotal {
 		t.Errorf("the run reports %d rejected records; the truth has %d bad", res.num("rejected"), badTotal)
 	}

@@ -19,8 +19,8 @@ import (
 func TestS06Changes(t *testing.T) {
 	sc := newScenario(t, 6, "Changes: new, late-edited, changed, deleted and restored records")
 	sz := currentSizes()
-	o := defaultSandbox()
-	o.Emails, o.Brands, o.ProjectsPerBrand = sz.changeEmails, 6, 4
+	o := agencyWith(sz.changeEmails)
+	o.Brands, o.ProjectsPerBrand = 6, 4
 	r := newRig(t, sc, o)
 	ctx := context.Background()
 	q := func(table string) string { return pgx.Identifier{r.schema, table}.Sanitize() }
