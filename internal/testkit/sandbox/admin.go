@@ -468,52 +468,25 @@ func (s *Server) EditFinance(kind string, id int64, ed FinanceEdit) error {
 		return invalid("status must not be empty")
 	}
 	d := s.data
-	now := s.Now()
-	notFound := fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
-	var amount *int64
-	var status *string
-	var updated *time.Time
-	switch kind {
-	case FinanceBudgets:
-		k, ok := d.budgetByID[id]
-		if !ok {
-			return notFound
-		}
-		if ed.Status != nil {
-			return invalid("budgets have no status")
-		}
-		amount, updated = &d.budgets[k].amount, &d.budgets[k].updatedAt
-	case FinanceInvoices:
-		k, ok := d.invoiceByID[id]
-		if !ok {
-			return notFound
-		}
-		amount, status, updated = &d.invoices[k].amount, &d.invoices[k].status, &d.invoices[k].updatedAt
-	case FinanceCollections:
-		k, ok := d.collectionByID[id]
-		if !ok {
-			return notFound
-		}
-		if ed.Status != nil {
-			return invalid("collections have no status")
-		}
-		amount, updated = &d.collections[k].amount, &d.collections[k].updatedAt
-	case FinancePayments:
-		k, ok := d.paymentByID[id]
-		if !ok {
-			return notFound
-		}
-		amount, status, updated = &d.payments[k].amount, &d.payments[k].status, &d.payments[k].updatedAt
-	default:
+	l, ok := d.ledger(kind)
+	if !ok {
 		return invalid("finance kind must be budgets, invoices, collections or payments, got %q", kind)
 	}
+	k, ok := l.byID[id]
+	if !ok {
+		return fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
+	}
+	if ed.Status != nil && !l.hasStatus {
+		return invalid("%s have no status", kind)
+	}
+	x := l.entry(k)
 	if ed.Amount != nil {
-		*amount = int64(*ed.Amount)
+		x.amount = int64(*ed.Amount)
 	}
 	if ed.Status != nil {
-		*status = *ed.Status
+		x.status = *ed.Status
 	}
-	*updated = now
+	x.updatedAt = s.Now()
 	d.recompute()
 	return nil
 }
