@@ -165,19 +165,7 @@ func (s *Server) ApplyFaultSettings(fs FaultSettings) error {
 
 // AppendEmails adds n new e-mails at the sandbox clock's now, with ids above
 // every existing one, and returns the first and last new record ids.
-func (s *Server) AppendEmails(n int) (first, last int64, err error) {
-	if n < 1 {
-		return 0, 0, invalid("append must be at least 1")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.mail
-	start := len(m.ts)
-	if err := m.appendEmails(n, s.Now()); err != nil {
-		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
-}
+func (s *Server) AppendEmails(n int) (first, last int64, err error) { return s.appendEmails(n, nil) }
 
 // AppendEmailsDated appends n e-mails as AppendEmails does (filed at the
 // clock's now: date_start/date_end filter on that) whose email_at field says
@@ -187,6 +175,13 @@ func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64,
 	if emailAt.IsZero() || emailAt.Year() > 9999 || emailAt.Year() < 1 {
 		return 0, 0, invalid("email_at must be an instant within the years 1..9999")
 	}
+	us := emailAt.UnixMicro()
+	return s.appendEmails(n, &us)
+}
+
+// appendEmails appends n e-mails; a non-nil emailAt (Unix microseconds)
+// replaces their email_at field.
+func (s *Server) appendEmails(n int, emailAt *int64) (first, last int64, err error) {
 	if n < 1 {
 		return 0, 0, invalid("append must be at least 1")
 	}
@@ -197,11 +192,12 @@ func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64,
 	if err := m.appendEmails(n, s.Now()); err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	us := emailAt.UnixMicro()
-	for i := uint32(start); i < uint32(len(m.ts)); i++ {
-		m.edits[i] = &emailEdit{emailAt: &us}
+	if emailAt != nil {
+		for i := uint32(start); i < uint32(len(m.ts)); i++ {
+			m.edits[i] = &emailEdit{emailAt: emailAt}
+		}
+		m.invalidate()
 	}
-	m.invalidate()
 	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
 }
 
@@ -296,19 +292,30 @@ type FinancialSummaryEdit struct {
 }
 
 func (s *Server) brandAt(id int64) (*brand, error) {
-	k, ok := s.data.brandByID[id]
-	if !ok {
-		return nil, fmt.Errorf("find brand %d: %w", id, ErrNotFound)
-	}
-	return s.data.brands[k], nil
+	return recordAt(s.data.brands, s.data.brandByID, "brand", id)
 }
 
 func (s *Server) projectAt(id int64) (*project, error) {
-	k, ok := s.data.projectByID[id]
+	return recordAt(s.data.projects, s.data.projectByID, "project", id)
+}
+
+// recordAt returns the record of id in list (indexed by byID), or an
+// ErrNotFound naming kind.
+func recordAt[T any](list []T, byID map[int64]int, kind string, id int64) (T, error) {
+	k, ok := byID[id]
 	if !ok {
-		return nil, fmt.Errorf("find project %d: %w", id, ErrNotFound)
+		var none T
+		return none, fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
 	}
-	return s.data.projects[k], nil
+	return list[k], nil
+}
+
+// checkNames refuses a name or a status (when given) that is blank.
+func checkNames(name, status *string) error {
+	if name != nil && strings.TrimSpace(*name) == "" || status != nil && strings.TrimSpace(*status) == "" {
+		return invalid("name and status must not be empty")
+	}
+	return nil
 }
 
 // EditBrand applies ed to brand id and bumps its metadata.updated_at.
@@ -319,8 +326,8 @@ func (s *Server) EditBrand(id int64, ed BrandEdit) error {
 	if err != nil {
 		return err
 	}
-	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
-		return invalid("name and status must not be empty")
+	if err := checkNames(ed.Name, ed.Status); err != nil {
+		return err
 	}
 	if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
 		return invalid("nothing to change")
@@ -348,39 +355,36 @@ func (s *Server) EditBrand(id int64, ed BrandEdit) error {
 
 // DeleteBrand removes brand id from the brands list; its detail and contacts
 // answer 404. Its projects and finance records stay.
-func (s *Server) DeleteBrand(id int64) error { return s.setBrandDeleted(id, true) }
+func (s *Server) DeleteBrand(id int64) error { return s.setDeleted(true, id, true) }
 
 // RestoreBrand undoes DeleteBrand.
-func (s *Server) RestoreBrand(id int64) error { return s.setBrandDeleted(id, false) }
-
-func (s *Server) setBrandDeleted(id int64, deleted bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, err := s.brandAt(id)
-	if err != nil {
-		return err
-	}
-	b.deleted = deleted
-	return nil
-}
+func (s *Server) RestoreBrand(id int64) error { return s.setDeleted(true, id, false) }
 
 // DeleteProject removes project id from the projects list (and its brand's
 // projects_count); its detail answers 404. Its finance records stay.
-func (s *Server) DeleteProject(id int64) error { return s.setProjectDeleted(id, true) }
+func (s *Server) DeleteProject(id int64) error { return s.setDeleted(false, id, true) }
 
 // RestoreProject undoes DeleteProject.
-func (s *Server) RestoreProject(id int64) error { return s.setProjectDeleted(id, false) }
+func (s *Server) RestoreProject(id int64) error { return s.setDeleted(false, id, false) }
 
-func (s *Server) setProjectDeleted(id int64, deleted bool) error {
+// setDeleted sets the deleted mark of brand id (isBrand) or project id; a
+// project's brand's projects_count follows.
+func (s *Server) setDeleted(isBrand bool, id int64, deleted bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, err := s.projectAt(id)
-	if err != nil {
+	if isBrand {
+		b, err := s.brandAt(id)
+		if err == nil {
+			b.deleted = deleted
+		}
 		return err
 	}
-	p.deleted = deleted
-	s.data.recompute()
-	return nil
+	p, err := s.projectAt(id)
+	if err == nil {
+		p.deleted = deleted
+		s.data.recompute()
+	}
+	return err
 }
 
 // ProjectEdit changes a project; nil fields are unchanged. Every change adds
@@ -410,8 +414,8 @@ func (s *Server) EditProject(id int64, ed ProjectEdit) error {
 			return invalid("deadline must be a date YYYY-MM-DD")
 		}
 	}
-	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
-		return invalid("name and status must not be empty")
+	if err := checkNames(ed.Name, ed.Status); err != nil {
+		return err
 	}
 	now := s.Now()
 	by := p.team[0].userID
@@ -538,28 +542,10 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "stats/reset" && post:
 		s.ResetStats()
 		err = writeJSONValue(&e, s.Stats())
-	case route == "faults" && get:
-		err = writeJSONValue(&e, s.FaultSettings())
-	case route == "faults" && post:
-		var fs FaultSettings
-		if err = decodeAdmin(r, &fs); err == nil {
-			if err = s.ApplyFaultSettings(fs); err == nil {
-				err = writeJSONValue(&e, s.FaultSettings())
-			}
-		}
+	case route == "faults" && (get || post):
+		err = adminState(&e, r, s.ApplyFaultSettings, func() any { return s.FaultSettings() })
 	case route == "clock" && (get || post):
-		if post {
-			var req struct {
-				Advance string `json:"advance"`
-				Set     string `json:"set"`
-			}
-			if err = decodeAdmin(r, &req); err == nil {
-				err = s.adminClock(req.Advance, req.Set)
-			}
-		}
-		if err == nil {
-			err = writeJSONValue(&e, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
-		}
+		err = adminState(&e, r, s.adminClock, func() any { return map[string]string{"now": s.Now().Format(time.RFC3339Nano)} })
 	case route == "emails" && post:
 		var req struct {
 			Append  int    `json:"append"`
@@ -582,30 +568,18 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case len(parts) == 2 && parts[0] == "emails" && post:
-		id, ok := idAt(1)
-		var ed EmailEdit
-		if !ok {
+		if id, ok := idAt(1); ok {
+			err = adminEdit(s, &e, r, streamCommunications, id, s.EditEmail)
+		} else {
 			err = fmt.Errorf("find email %s: %w", parts[1], ErrNotFound)
-		} else if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditEmail(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(&e, streamCommunications, id)
-				s.mu.RUnlock()
-			}
 		}
 	case len(parts) >= 2 && (parts[0] == "brands" || parts[0] == "projects") && post:
 		err = s.adminEntity(&e, r, parts, idAt)
 	case len(parts) == 3 && parts[0] == "finance" && post:
-		id, ok := idAt(2)
-		var ed FinanceEdit
-		if !ok {
+		if id, ok := idAt(2); ok {
+			err = adminEdit(s, &e, r, parts[1], id, func(id int64, ed FinanceEdit) error { return s.EditFinance(parts[1], id, ed) })
+		} else {
 			err = fmt.Errorf("find %s %s: %w", parts[1], parts[2], ErrNotFound)
-		} else if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditFinance(parts[1], id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(&e, parts[1], id)
-				s.mu.RUnlock()
-			}
 		}
 	case route == "quota" && post:
 		var req struct {
@@ -629,22 +603,9 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case route == "twists" && (get || post):
-		if post {
-			var tw Twists
-			if err = decodeAdmin(r, &tw); err == nil {
-				err = s.SetTwists(tw)
-			}
-		}
-		if err == nil {
-			err = writeJSONValue(&e, s.TwistsStatus())
-		}
+		err = adminState(&e, r, s.SetTwists, func() any { return s.TwistsStatus() })
 	case route == "twists/mutate-between-pages" && post:
-		var m Mutation
-		if err = decodeAdmin(r, &m); err == nil {
-			if err = s.ArmMutation(m); err == nil {
-				err = writeJSONValue(&e, s.TwistsStatus())
-			}
-		}
+		err = adminState(&e, r, s.ArmMutation, func() any { return s.TwistsStatus() })
 	case route == "truth" && get:
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
@@ -668,7 +629,14 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) adminClock(advance, set string) error {
+// clockRequest is the body of POST /_sandbox/clock.
+type clockRequest struct {
+	Advance string `json:"advance"`
+	Set     string `json:"set"`
+}
+
+func (s *Server) adminClock(req clockRequest) error {
+	advance, set := req.Advance, req.Set
 	switch {
 	case advance != "" && set != "":
 		return invalid("give advance or set, not both")
@@ -695,46 +663,50 @@ func (s *Server) adminEntity(e *enc, r *http.Request, parts []string, idAt func(
 	if !ok {
 		return fmt.Errorf("find %s %s: %w", parts[0], parts[1], ErrNotFound)
 	}
-	var err error
 	switch {
 	case len(parts) == 3 && (parts[2] == "delete" || parts[2] == "restore"):
 		del := parts[2] == "delete"
-		switch {
-		case isBrand && del:
-			err = s.DeleteBrand(id)
-		case isBrand:
-			err = s.RestoreBrand(id)
-		case del:
-			err = s.DeleteProject(id)
-		default:
-			err = s.RestoreProject(id)
+		if err := s.setDeleted(isBrand, id, del); err != nil {
+			return err
 		}
-		if err == nil {
-			err = writeJSONValue(e, map[string]any{"id": strconv.FormatInt(id, 10), "deleted": del})
-		}
-		return err
+		return writeJSONValue(e, map[string]any{"id": strconv.FormatInt(id, 10), "deleted": del})
 	case len(parts) == 2 && isBrand:
-		var ed BrandEdit
-		if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditBrand(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(e, streamBrandDetails, id)
-				s.mu.RUnlock()
-			}
-		}
-		return err
+		return adminEdit(s, e, r, streamBrandDetails, id, s.EditBrand)
 	case len(parts) == 2:
-		var ed ProjectEdit
-		if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditProject(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(e, streamProjects, id)
-				s.mu.RUnlock()
-			}
-		}
-		return err
+		return adminEdit(s, e, r, streamProjects, id, s.EditProject)
 	}
 	return fmt.Errorf("route admin path %s: %w", strings.Join(parts, "/"), ErrNotFound)
+}
+
+// adminState answers a settings route: a POST first decodes its body and
+// applies it; both methods then answer state().
+func adminState[T any](e *enc, r *http.Request, apply func(T) error, state func() any) error {
+	if r.Method == http.MethodPost {
+		var v T
+		if err := decodeAdmin(r, &v); err != nil {
+			return err
+		}
+		if err := apply(v); err != nil {
+			return err
+		}
+	}
+	return writeJSONValue(e, state())
+}
+
+// adminEdit decodes an edit from r's body, applies it to record id and
+// answers the record in its truth form (stream names it).
+func adminEdit[T any](s *Server, e *enc, r *http.Request, stream string, id int64, apply func(int64, T) error) error {
+	var ed T
+	if err := decodeAdmin(r, &ed); err != nil {
+		return err
+	}
+	if err := apply(id, ed); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.writeTruthRecord(e, stream, id)
+	return nil
 }
 
 // decodeAdmin decodes an admin request body strictly (unknown keys are errors).
