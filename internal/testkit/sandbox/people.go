@@ -35,7 +35,7 @@ type person struct {
 func (p *person) render() {
 	p.json = p.renderWith(mainStyle{})
 	if p.lastNull || p.phoneNull {
-		p.jsonFalse = p.renderWith(mainStyle{phpFalse: true})
+		p.jsonFalse = p.renderWith(mainStyle{variantSet{phpFalse: true}})
 	}
 }
 

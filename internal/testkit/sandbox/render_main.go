@@ -5,36 +5,12 @@ import (
 	"time"
 )
 
-// mainStyle selects the main-interface variants in effect.
-type mainStyle struct {
-	listShape     string
-	unwrapped     bool
-	wrapped       bool
-	numericIDs    bool
-	stringMoney   bool
-	emptyAsObject bool
-	emptyRows     bool // empty keyed rows as []
-	renamed       bool
-	phpFalse      bool
-	phpStrings    bool
-	phpEmptyArray bool
-}
+// mainStyle is the variants in effect, as the main interface's writers see
+// them (the zero value is the canonical shape).
+type mainStyle struct{ variantSet }
 
-func (v variantSet) main() mainStyle {
-	return mainStyle{
-		listShape:     v.listShape,
-		unwrapped:     v.unwrapped,
-		wrapped:       v.wrapped,
-		numericIDs:    v.numericIDs,
-		stringMoney:   v.stringMoney,
-		emptyAsObject: v.emptyAsObject,
-		emptyRows:     v.emptyRowsArray || v.phpEmptyArray,
-		renamed:       v.renamed,
-		phpFalse:      v.phpFalse,
-		phpStrings:    v.phpStrings,
-		phpEmptyArray: v.phpEmptyArray,
-	}
-}
+// emptyRows reports whether empty keyed rows are written as [].
+func (st mainStyle) emptyRows() bool { return st.emptyRowsArray || st.phpEmptyArray }
 
 // emptyArr writes an empty collection where an array is expected.
 func (st mainStyle) emptyArr(e *enc) {
@@ -533,7 +509,7 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 	elements := func(keyed bool) {
 		if to == from {
 			switch {
-			case keyed && st.emptyRows:
+			case keyed && st.emptyRows():
 				e.raw("[]")
 			case keyed:
 				e.raw("{}")

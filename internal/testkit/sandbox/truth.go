@@ -25,7 +25,7 @@ const (
 // truthStyles are the canonical shapes; only the outsider-recipients variant,
 // which changes content rather than shape, carries over.
 func (s *Server) truthStyles() (mainStyle, commsStyle) {
-	return mainStyle{}, commsStyle{outsiderRecipients: s.vars.outsiderRecipients}
+	return mainStyle{}, commsStyle{variantSet{outsiderRecipients: s.vars.outsiderRecipients}}
 }
 
 // Truth writes the complete current dataset as JSON lines, one record per
