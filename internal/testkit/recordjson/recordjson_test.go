@@ -29,7 +29,7 @@ func TestRecordShapes(t *testing.T) {
 			`{"id":"c","is_primary":false,"last_name":""}`},
 		{"project", Record(fixture.Project{Deadline: &day, ClosedAt: &at, Budget: &fixture.Money{Amount: "12"}, Team: []fixture.TeamMember{},
 			Deliverables: []fixture.Deliverable{{ID: "d", DueDate: &day, DeliveredAt: &at}},
-			History: []fixture.HistoryEntry{{}, {At: at, From: s(""), ByUserID: "u"}}}),
+			History:      []fixture.HistoryEntry{{}, {At: at, From: s(""), ByUserID: "u"}}}),
 			`{"budget":{"amount":12},"closed_at":"2024-02-03T04:05:06.000789Z","deadline":"2024-02-03","deliverables":[{"delivered_at":"2024-02-03T04:05:06.000789Z","due_date":"2024-02-03","id":"d"}],"history":[{},{"at":"2024-02-03T04:05:06.000789Z","by_user_id":"u","from":""}],"team":[]}`},
 		{"invoice", Record(fixture.Invoice{ProjectID: "2", IssueDate: &day, Amount: "1e3", UpdatedAt: &day}),
 			`{"amount":1e3,"issue_date":"2024-02-03","project_id":"2","updated_at":"2024-02-03T00:00:00Z"}`},
