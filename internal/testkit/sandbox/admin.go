@@ -299,6 +299,18 @@ func (s *Server) projectAt(id int64) (*project, error) {
 	return recordAt(s.data.projects, s.data.projectByID, "project", id)
 }
 
+// editRecord finds the record of id with at and applies edit to it, under
+// s.mu.
+func editRecord[T any](s *Server, id int64, at func(int64) (T, error), edit func(T) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, err := at(id)
+	if err != nil {
+		return err
+	}
+	return edit(x)
+}
+
 // recordAt returns the record of id in list (indexed by byID), or an
 // ErrNotFound naming kind.
 func recordAt[T any](list []T, byID map[int64]int, kind string, id int64) (T, error) {
@@ -320,37 +332,33 @@ func checkNames(name, status *string) error {
 
 // EditBrand applies ed to brand id and bumps its metadata.updated_at.
 func (s *Server) EditBrand(id int64, ed BrandEdit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, err := s.brandAt(id)
-	if err != nil {
-		return err
-	}
-	if err := checkNames(ed.Name, ed.Status); err != nil {
-		return err
-	}
-	if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
-		return invalid("nothing to change")
-	}
-	if ed.Name != nil {
-		b.name = *ed.Name
-	}
-	if ed.Status != nil {
-		b.status = *ed.Status
-	}
-	if fs := ed.FinancialSummary; fs != nil {
-		if fs.Reset {
-			b.fsOverride = [3]*int64{}
+	return editRecord(s, id, s.brandAt, func(b *brand) error {
+		if err := checkNames(ed.Name, ed.Status); err != nil {
+			return err
 		}
-		for k, v := range []*Amount{fs.TotalBudget, fs.Invoiced, fs.Collected} {
-			if v != nil {
-				c := int64(*v)
-				b.fsOverride[k] = &c
+		if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
+			return invalid("nothing to change")
+		}
+		if ed.Name != nil {
+			b.name = *ed.Name
+		}
+		if ed.Status != nil {
+			b.status = *ed.Status
+		}
+		if fs := ed.FinancialSummary; fs != nil {
+			if fs.Reset {
+				b.fsOverride = [3]*int64{}
+			}
+			for k, v := range []*Amount{fs.TotalBudget, fs.Invoiced, fs.Collected} {
+				if v != nil {
+					c := int64(*v)
+					b.fsOverride[k] = &c
+				}
 			}
 		}
-	}
-	b.updatedAt = s.Now()
-	return nil
+		b.updatedAt = s.Now()
+		return nil
+	})
 }
 
 // DeleteBrand removes brand id from the brands list; its detail and contacts
@@ -370,21 +378,14 @@ func (s *Server) RestoreProject(id int64) error { return s.setDeleted(false, id,
 // setDeleted sets the deleted mark of brand id (isBrand) or project id; a
 // project's brand's projects_count follows.
 func (s *Server) setDeleted(isBrand bool, id int64, deleted bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if isBrand {
-		b, err := s.brandAt(id)
-		if err == nil {
-			b.deleted = deleted
-		}
-		return err
+		return editRecord(s, id, s.brandAt, func(b *brand) error { b.deleted = deleted; return nil })
 	}
-	p, err := s.projectAt(id)
-	if err == nil {
+	return editRecord(s, id, s.projectAt, func(p *project) error {
 		p.deleted = deleted
 		s.data.recompute()
-	}
-	return err
+		return nil
+	})
 }
 
 // ProjectEdit changes a project; nil fields are unchanged. Every change adds
@@ -399,49 +400,46 @@ type ProjectEdit struct {
 
 // EditProject applies ed to project id.
 func (s *Server) EditProject(id int64, ed ProjectEdit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.projectAt(id)
-	if err != nil {
-		return err
-	}
-	if ed.Name == nil && ed.Status == nil && ed.Deadline == nil && !ed.Touch {
-		return invalid("nothing to change")
-	}
-	var deadline time.Time
-	if ed.Deadline != nil {
-		if deadline, err = time.Parse(layoutDate, *ed.Deadline); err != nil {
-			return invalid("deadline must be a date YYYY-MM-DD")
+	return editRecord(s, id, s.projectAt, func(p *project) error {
+		if ed.Name == nil && ed.Status == nil && ed.Deadline == nil && !ed.Touch {
+			return invalid("nothing to change")
 		}
-	}
-	if err := checkNames(ed.Name, ed.Status); err != nil {
-		return err
-	}
-	now := s.Now()
-	by := p.team[0].userID
-	change := func(field, from, to string) {
-		p.history = append(p.history, historyEntry{at: now, field: field, from: from, to: to, by: by})
-	}
-	if ed.Name != nil && *ed.Name != p.name {
-		change("name", p.name, *ed.Name)
-		p.name = *ed.Name
-	}
-	if ed.Status != nil && *ed.Status != p.status {
-		change("status", p.status, *ed.Status)
-		p.status = *ed.Status
-		switch p.status {
-		case projectDone, projectCancelled:
-			p.closedAt = now
-		default:
-			p.closedAt = time.Time{}
+		var deadline time.Time
+		if ed.Deadline != nil {
+			var err error
+			if deadline, err = time.Parse(layoutDate, *ed.Deadline); err != nil {
+				return invalid("deadline must be a date YYYY-MM-DD")
+			}
 		}
-	}
-	if ed.Deadline != nil && !deadline.Equal(p.deadline) {
-		change("deadline", p.deadline.Format(layoutDate), deadline.Format(layoutDate))
-		p.deadline = deadline
-	}
-	p.updatedAt = now
-	return nil
+		if err := checkNames(ed.Name, ed.Status); err != nil {
+			return err
+		}
+		now := s.Now()
+		by := p.team[0].userID
+		change := func(field, from, to string) {
+			p.history = append(p.history, historyEntry{at: now, field: field, from: from, to: to, by: by})
+		}
+		if ed.Name != nil && *ed.Name != p.name {
+			change("name", p.name, *ed.Name)
+			p.name = *ed.Name
+		}
+		if ed.Status != nil && *ed.Status != p.status {
+			change("status", p.status, *ed.Status)
+			p.status = *ed.Status
+			switch p.status {
+			case projectDone, projectCancelled:
+				p.closedAt = now
+			default:
+				p.closedAt = time.Time{}
+			}
+		}
+		if ed.Deadline != nil && !deadline.Equal(p.deadline) {
+			change("deadline", p.deadline.Format(layoutDate), deadline.Format(layoutDate))
+			p.deadline = deadline
+		}
+		p.updatedAt = now
+		return nil
+	})
 }
 
 // Finance kinds accepted by EditFinance.
