@@ -11,7 +11,7 @@ import (
 type ledgerEntry struct {
 	id        int64
 	amount    int64 // cents
-	status    string
+	status    string // invoices and payments only
 	updatedAt time.Time
 }
 
@@ -50,6 +50,8 @@ type ledger struct {
 	write     func(e *enc, k int, st mainStyle, badKind int)
 }
 
+// newLedger describes list, whose records belong to the brand brand gives
+// and are written by write.
 func newLedger[T ledgerRecord](name string, tag uint64, hasStatus bool, list []T, byID map[int64]int,
 	brand func(T) int, write func(*enc, T, mainStyle, int)) ledger {
 	return ledger{name: name, tag: tag, hasStatus: hasStatus, byID: byID, n: len(list),
