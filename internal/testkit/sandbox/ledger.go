@@ -10,7 +10,7 @@ import (
 // payment) has, so that one piece of code lists, writes and edits any of them.
 type ledgerEntry struct {
 	id        int64
-	amount    int64 // cents
+	amount    int64  // cents
 	status    string // invoices and payments only
 	updatedAt time.Time
 }
