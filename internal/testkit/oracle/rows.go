@@ -1,7 +1,6 @@
 package oracle
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -65,10 +64,10 @@ func Expected(t Truth, day time.Time) (Rows, error) {
 	}{
 		{"contacts", contactRows},
 		{"projects", projectRows},
-		{"budgets", budgetRows},
-		{"invoices", invoiceRows},
-		{"collections", collectionRows},
-		{"payments", paymentRows},
+		{"budgets", financeRows("budgets")},
+		{"invoices", financeRows("invoices")},
+		{"collections", financeRows("collections")},
+		{"payments", financeRows("payments")},
 		{"profitability", profitabilityRows},
 		{"summary", summaryRows},
 	} {
@@ -137,12 +136,9 @@ func brandRows(r Rows, t Truth, day time.Time) error {
 			if err != nil {
 				return err
 			}
-			fs, err := o.child("financial_summary")
+			fs, err := o.part("financial_summary")
 			if err != nil {
 				return err
-			}
-			if fs == nil {
-				fs = object{}
 			}
 			budget, invoiced, collected := f.v(fs.decimal("total_budget")), f.v(fs.decimal("invoiced")), f.v(fs.decimal("collected"))
 			currency := f.v(fs.text("currency"))
@@ -198,12 +194,9 @@ func projectRows(r Rows, l Line, o object) error {
 	if err != nil {
 		return err
 	}
-	budget, err := o.child("budget")
+	budget, err := o.part("budget")
 	if err != nil {
 		return err
-	}
-	if budget == nil {
-		budget = object{}
 	}
 	r.add("projects", id, f.v(o.id("brand_id")), f.v(o.text("name")), f.v(o.text("status")), f.v(o.date("start_date")),
 		f.v(o.date("deadline")), f.v(o.instant("closed_at")), f.v(o.instant("updated_at")),
@@ -263,60 +256,55 @@ func projectRows(r Rows, l Line, o object) error {
 
 // list is the member k as an array of objects; nil when absent or null.
 func (o object) list(k string) ([]object, error) {
-	if o.isNull(k) {
-		return nil, nil
-	}
-	var out []object
-	if err := json.Unmarshal(o[k], &out); err != nil {
-		return nil, fmt.Errorf("%s: want an array of objects: %w", k, err)
+	out, ok, err := member[[]object](o, k, "an array of objects")
+	if !ok {
+		return nil, err
 	}
 	return out, nil
 }
 
-func budgetRows(r Rows, l Line, o object) error {
-	var f fields
-	id, amount, err := financeKey(o)
-	if err != nil {
-		return err
+// financeRows reads a finance record (budgets, invoices, collections,
+// payments) into table, column by column as Columns lists them: the id and
+// the amount every finance record must have, the record itself as raw, and
+// each other column from the member of its name as financeColumn reads it.
+func financeRows(table string) func(r Rows, l Line, o object) error {
+	return func(r Rows, l Line, o object) error {
+		var f fields
+		id, amount, err := financeKey(o)
+		if err != nil {
+			return err
+		}
+		row := []any{id}
+		for _, c := range Columns[table][1:] {
+			switch c {
+			case "amount":
+				row = append(row, amount)
+			case "raw":
+				row = append(row, rawJSON(l.Record))
+			default:
+				row = append(row, f.v(financeColumn(o, c)))
+			}
+		}
+		r.add(table, row...)
+		return f.err
 	}
-	r.add("budgets", id, f.v(o.id("project_id")), f.v(o.id("brand_id")), amount, f.v(o.text("currency")),
-		f.v(o.date("period_start")), f.v(o.date("period_end")), f.v(o.instant("updated_at")), rawJSON(l.Record))
-	return f.err
 }
 
-func invoiceRows(r Rows, l Line, o object) error {
-	var f fields
-	id, amount, err := financeKey(o)
-	if err != nil {
-		return err
+// financeColumn reads the member c of a finance record by the kind of its
+// column: references as ids, dates, updated_at as an instant, the payee
+// trimmed, other text (number, currency, status) with "" as NULL.
+func financeColumn(o object, c string) (any, error) {
+	switch c {
+	case "project_id", "brand_id", "invoice_id":
+		return o.id(c)
+	case "period_start", "period_end", "issue_date", "due_date", "collected_on", "paid_on":
+		return o.date(c)
+	case "updated_at":
+		return o.instant(c)
+	case "payee":
+		return o.trimmed(c)
 	}
-	r.add("invoices", id, f.v(o.text("number")), f.v(o.id("project_id")), f.v(o.id("brand_id")),
-		f.v(o.date("issue_date")), f.v(o.date("due_date")), amount, f.v(o.text("currency")), f.v(o.text("status")),
-		f.v(o.instant("updated_at")), rawJSON(l.Record))
-	return f.err
-}
-
-func collectionRows(r Rows, l Line, o object) error {
-	var f fields
-	id, amount, err := financeKey(o)
-	if err != nil {
-		return err
-	}
-	r.add("collections", id, f.v(o.id("invoice_id")), f.v(o.date("collected_on")), amount, f.v(o.text("currency")),
-		f.v(o.instant("updated_at")), rawJSON(l.Record))
-	return f.err
-}
-
-func paymentRows(r Rows, l Line, o object) error {
-	var f fields
-	id, amount, err := financeKey(o)
-	if err != nil {
-		return err
-	}
-	r.add("payments", id, f.v(o.id("project_id")), f.v(o.id("brand_id")), f.v(o.trimmed("payee")),
-		f.v(o.date("paid_on")), amount, f.v(o.text("currency")), f.v(o.text("status")), f.v(o.instant("updated_at")),
-		rawJSON(l.Record))
-	return f.err
+	return o.text(c)
 }
 
 // financeKey reads what every finance record must have: its id and amount.

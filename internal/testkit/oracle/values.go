@@ -45,14 +45,32 @@ func (o object) child(k string) (object, error) {
 	return c, nil
 }
 
+// member decodes the member k into a T; ok is false when k is absent or
+// null, or does not decode (err says so, want naming what was wanted).
+func member[T any](o object, k, want string) (v T, ok bool, err error) {
+	if o.isNull(k) {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(o[k], &v); err != nil {
+		return v, false, fmt.Errorf("%s: want %s: %w", k, want, err)
+	}
+	return v, true, nil
+}
+
+// part is child with an absent or null member k as an empty object.
+func (o object) part(k string) (object, error) {
+	c, err := o.child(k)
+	if c == nil && err == nil {
+		c = object{}
+	}
+	return c, err
+}
+
 // str is the member k as a string; nil when absent or null.
 func (o object) str(k string) (*string, error) {
-	if o.isNull(k) {
-		return nil, nil
-	}
-	var s string
-	if err := json.Unmarshal(o[k], &s); err != nil {
-		return nil, fmt.Errorf("%s: want a string: %w", k, err)
+	s, ok, err := member[string](o, k, "a string")
+	if !ok {
+		return nil, err
 	}
 	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD") // what text can hold
 	return &s, nil
@@ -119,12 +137,9 @@ func (o object) mustID(k string) (string, error) {
 
 // integer is the member k as an int64; nil when absent or null.
 func (o object) integer(k string) (any, error) {
-	if o.isNull(k) {
-		return nil, nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(o[k], &n); err != nil {
-		return nil, fmt.Errorf("%s: want an integer: %w", k, err)
+	n, ok, err := member[json.Number](o, k, "an integer")
+	if !ok {
+		return nil, err
 	}
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil {
@@ -136,12 +151,9 @@ func (o object) integer(k string) (any, error) {
 // decimal is the member k, a JSON number, as an exact numeric; nil when
 // absent or null.
 func (o object) decimal(k string) (any, error) {
-	if o.isNull(k) {
-		return nil, nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(o[k], &n); err != nil {
-		return nil, fmt.Errorf("%s: want a number: %w", k, err)
+	n, ok, err := member[json.Number](o, k, "a number")
+	if !ok {
+		return nil, err
 	}
 	var v pgtype.Numeric
 	if err := v.ScanScientific(n.String()); err != nil {

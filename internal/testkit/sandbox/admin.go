@@ -165,19 +165,7 @@ func (s *Server) ApplyFaultSettings(fs FaultSettings) error {
 
 // AppendEmails adds n new e-mails at the sandbox clock's now, with ids above
 // every existing one, and returns the first and last new record ids.
-func (s *Server) AppendEmails(n int) (first, last int64, err error) {
-	if n < 1 {
-		return 0, 0, invalid("append must be at least 1")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.mail
-	start := len(m.ts)
-	if err := m.appendEmails(n, s.Now()); err != nil {
-		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
-}
+func (s *Server) AppendEmails(n int) (first, last int64, err error) { return s.appendEmails(n, nil) }
 
 // AppendEmailsDated appends n e-mails as AppendEmails does (filed at the
 // clock's now: date_start/date_end filter on that) whose email_at field says
@@ -187,6 +175,13 @@ func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64,
 	if emailAt.IsZero() || emailAt.Year() > 9999 || emailAt.Year() < 1 {
 		return 0, 0, invalid("email_at must be an instant within the years 1..9999")
 	}
+	us := emailAt.UnixMicro()
+	return s.appendEmails(n, &us)
+}
+
+// appendEmails appends n e-mails; a non-nil emailAt (Unix microseconds)
+// replaces their email_at field.
+func (s *Server) appendEmails(n int, emailAt *int64) (first, last int64, err error) {
 	if n < 1 {
 		return 0, 0, invalid("append must be at least 1")
 	}
@@ -197,11 +192,12 @@ func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64,
 	if err := m.appendEmails(n, s.Now()); err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	us := emailAt.UnixMicro()
-	for i := uint32(start); i < uint32(len(m.ts)); i++ {
-		m.edits[i] = &emailEdit{emailAt: &us}
+	if emailAt != nil {
+		for i := uint32(start); i < uint32(len(m.ts)); i++ {
+			m.edits[i] = &emailEdit{emailAt: emailAt}
+		}
+		m.invalidate()
 	}
-	m.invalidate()
 	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
 }
 
@@ -296,91 +292,100 @@ type FinancialSummaryEdit struct {
 }
 
 func (s *Server) brandAt(id int64) (*brand, error) {
-	k, ok := s.data.brandByID[id]
-	if !ok {
-		return nil, fmt.Errorf("find brand %d: %w", id, ErrNotFound)
-	}
-	return s.data.brands[k], nil
+	return recordAt(s.data.brands, s.data.brandByID, "brand", id)
 }
 
 func (s *Server) projectAt(id int64) (*project, error) {
-	k, ok := s.data.projectByID[id]
-	if !ok {
-		return nil, fmt.Errorf("find project %d: %w", id, ErrNotFound)
+	return recordAt(s.data.projects, s.data.projectByID, "project", id)
+}
+
+// editRecord finds the record of id with at and applies edit to it, under
+// s.mu.
+func editRecord[T any](s *Server, id int64, at func(int64) (T, error), edit func(T) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, err := at(id)
+	if err != nil {
+		return err
 	}
-	return s.data.projects[k], nil
+	return edit(x)
+}
+
+// recordAt returns the record of id in list (indexed by byID), or an
+// ErrNotFound naming kind.
+func recordAt[T any](list []T, byID map[int64]int, kind string, id int64) (T, error) {
+	k, ok := byID[id]
+	if !ok {
+		var none T
+		return none, fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
+	}
+	return list[k], nil
+}
+
+// checkNames refuses a name or a status (when given) that is blank.
+func checkNames(name, status *string) error {
+	if name != nil && strings.TrimSpace(*name) == "" || status != nil && strings.TrimSpace(*status) == "" {
+		return invalid("name and status must not be empty")
+	}
+	return nil
 }
 
 // EditBrand applies ed to brand id and bumps its metadata.updated_at.
 func (s *Server) EditBrand(id int64, ed BrandEdit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, err := s.brandAt(id)
-	if err != nil {
-		return err
-	}
-	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
-		return invalid("name and status must not be empty")
-	}
-	if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
-		return invalid("nothing to change")
-	}
-	if ed.Name != nil {
-		b.name = *ed.Name
-	}
-	if ed.Status != nil {
-		b.status = *ed.Status
-	}
-	if fs := ed.FinancialSummary; fs != nil {
-		if fs.Reset {
-			b.fsOverride = [3]*int64{}
+	return editRecord(s, id, s.brandAt, func(b *brand) error {
+		if err := checkNames(ed.Name, ed.Status); err != nil {
+			return err
 		}
-		for k, v := range []*Amount{fs.TotalBudget, fs.Invoiced, fs.Collected} {
-			if v != nil {
-				c := int64(*v)
-				b.fsOverride[k] = &c
+		if ed.Name == nil && ed.Status == nil && ed.FinancialSummary == nil {
+			return invalid("nothing to change")
+		}
+		if ed.Name != nil {
+			b.name = *ed.Name
+		}
+		if ed.Status != nil {
+			b.status = *ed.Status
+		}
+		if fs := ed.FinancialSummary; fs != nil {
+			if fs.Reset {
+				b.fsOverride = [3]*int64{}
+			}
+			for k, v := range []*Amount{fs.TotalBudget, fs.Invoiced, fs.Collected} {
+				if v != nil {
+					c := int64(*v)
+					b.fsOverride[k] = &c
+				}
 			}
 		}
-	}
-	b.updatedAt = s.Now()
-	return nil
+		b.updatedAt = s.Now()
+		return nil
+	})
 }
 
 // DeleteBrand removes brand id from the brands list; its detail and contacts
 // answer 404. Its projects and finance records stay.
-func (s *Server) DeleteBrand(id int64) error { return s.setBrandDeleted(id, true) }
+func (s *Server) DeleteBrand(id int64) error { return s.setDeleted(true, id, true) }
 
 // RestoreBrand undoes DeleteBrand.
-func (s *Server) RestoreBrand(id int64) error { return s.setBrandDeleted(id, false) }
-
-func (s *Server) setBrandDeleted(id int64, deleted bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, err := s.brandAt(id)
-	if err != nil {
-		return err
-	}
-	b.deleted = deleted
-	return nil
-}
+func (s *Server) RestoreBrand(id int64) error { return s.setDeleted(true, id, false) }
 
 // DeleteProject removes project id from the projects list (and its brand's
 // projects_count); its detail answers 404. Its finance records stay.
-func (s *Server) DeleteProject(id int64) error { return s.setProjectDeleted(id, true) }
+func (s *Server) DeleteProject(id int64) error { return s.setDeleted(false, id, true) }
 
 // RestoreProject undoes DeleteProject.
-func (s *Server) RestoreProject(id int64) error { return s.setProjectDeleted(id, false) }
+func (s *Server) RestoreProject(id int64) error { return s.setDeleted(false, id, false) }
 
-func (s *Server) setProjectDeleted(id int64, deleted bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.projectAt(id)
-	if err != nil {
-		return err
+// setDeleted sets the deleted mark of brand id (isBrand) or project id; a
+// project's brand's projects_count follows.
+func (s *Server) setDeleted(isBrand bool, id int64, deleted bool) error {
+	if isBrand {
+		return editRecord(s, id, s.brandAt, func(b *brand) error { b.deleted = deleted; return nil })
 	}
-	p.deleted = deleted
-	s.data.recompute()
-	return nil
+	return editRecord(s, id, s.projectAt, func(p *project) error {
+		p.deleted = deleted
+		s.data.recompute()
+		return nil
+	})
 }
 
 // ProjectEdit changes a project; nil fields are unchanged. Every change adds
@@ -395,49 +400,46 @@ type ProjectEdit struct {
 
 // EditProject applies ed to project id.
 func (s *Server) EditProject(id int64, ed ProjectEdit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.projectAt(id)
-	if err != nil {
-		return err
-	}
-	if ed.Name == nil && ed.Status == nil && ed.Deadline == nil && !ed.Touch {
-		return invalid("nothing to change")
-	}
-	var deadline time.Time
-	if ed.Deadline != nil {
-		if deadline, err = time.Parse(layoutDate, *ed.Deadline); err != nil {
-			return invalid("deadline must be a date YYYY-MM-DD")
+	return editRecord(s, id, s.projectAt, func(p *project) error {
+		if ed.Name == nil && ed.Status == nil && ed.Deadline == nil && !ed.Touch {
+			return invalid("nothing to change")
 		}
-	}
-	if ed.Name != nil && strings.TrimSpace(*ed.Name) == "" || ed.Status != nil && strings.TrimSpace(*ed.Status) == "" {
-		return invalid("name and status must not be empty")
-	}
-	now := s.Now()
-	by := p.team[0].userID
-	change := func(field, from, to string) {
-		p.history = append(p.history, historyEntry{at: now, field: field, from: from, to: to, by: by})
-	}
-	if ed.Name != nil && *ed.Name != p.name {
-		change("name", p.name, *ed.Name)
-		p.name = *ed.Name
-	}
-	if ed.Status != nil && *ed.Status != p.status {
-		change("status", p.status, *ed.Status)
-		p.status = *ed.Status
-		switch p.status {
-		case projectDone, projectCancelled:
-			p.closedAt = now
-		default:
-			p.closedAt = time.Time{}
+		var deadline time.Time
+		if ed.Deadline != nil {
+			var err error
+			if deadline, err = time.Parse(layoutDate, *ed.Deadline); err != nil {
+				return invalid("deadline must be a date YYYY-MM-DD")
+			}
 		}
-	}
-	if ed.Deadline != nil && !deadline.Equal(p.deadline) {
-		change("deadline", p.deadline.Format(layoutDate), deadline.Format(layoutDate))
-		p.deadline = deadline
-	}
-	p.updatedAt = now
-	return nil
+		if err := checkNames(ed.Name, ed.Status); err != nil {
+			return err
+		}
+		now := s.Now()
+		by := p.team[0].userID
+		change := func(field, from, to string) {
+			p.history = append(p.history, historyEntry{at: now, field: field, from: from, to: to, by: by})
+		}
+		if ed.Name != nil && *ed.Name != p.name {
+			change("name", p.name, *ed.Name)
+			p.name = *ed.Name
+		}
+		if ed.Status != nil && *ed.Status != p.status {
+			change("status", p.status, *ed.Status)
+			p.status = *ed.Status
+			switch p.status {
+			case projectDone, projectCancelled:
+				p.closedAt = now
+			default:
+				p.closedAt = time.Time{}
+			}
+		}
+		if ed.Deadline != nil && !deadline.Equal(p.deadline) {
+			change("deadline", p.deadline.Format(layoutDate), deadline.Format(layoutDate))
+			p.deadline = deadline
+		}
+		p.updatedAt = now
+		return nil
+	})
 }
 
 // Finance kinds accepted by EditFinance.
@@ -468,52 +470,25 @@ func (s *Server) EditFinance(kind string, id int64, ed FinanceEdit) error {
 		return invalid("status must not be empty")
 	}
 	d := s.data
-	now := s.Now()
-	notFound := fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
-	var amount *int64
-	var status *string
-	var updated *time.Time
-	switch kind {
-	case FinanceBudgets:
-		k, ok := d.budgetByID[id]
-		if !ok {
-			return notFound
-		}
-		if ed.Status != nil {
-			return invalid("budgets have no status")
-		}
-		amount, updated = &d.budgets[k].amount, &d.budgets[k].updatedAt
-	case FinanceInvoices:
-		k, ok := d.invoiceByID[id]
-		if !ok {
-			return notFound
-		}
-		amount, status, updated = &d.invoices[k].amount, &d.invoices[k].status, &d.invoices[k].updatedAt
-	case FinanceCollections:
-		k, ok := d.collectionByID[id]
-		if !ok {
-			return notFound
-		}
-		if ed.Status != nil {
-			return invalid("collections have no status")
-		}
-		amount, updated = &d.collections[k].amount, &d.collections[k].updatedAt
-	case FinancePayments:
-		k, ok := d.paymentByID[id]
-		if !ok {
-			return notFound
-		}
-		amount, status, updated = &d.payments[k].amount, &d.payments[k].status, &d.payments[k].updatedAt
-	default:
+	l, ok := d.ledger(kind)
+	if !ok {
 		return invalid("finance kind must be budgets, invoices, collections or payments, got %q", kind)
 	}
+	k, ok := l.byID[id]
+	if !ok {
+		return fmt.Errorf("find %s %d: %w", kind, id, ErrNotFound)
+	}
+	if ed.Status != nil && !l.hasStatus {
+		return invalid("%s have no status", kind)
+	}
+	x := l.entry(k)
 	if ed.Amount != nil {
-		*amount = int64(*ed.Amount)
+		x.amount = int64(*ed.Amount)
 	}
 	if ed.Status != nil {
-		*status = *ed.Status
+		x.status = *ed.Status
 	}
-	*updated = now
+	x.updatedAt = s.Now()
 	d.recompute()
 	return nil
 }
@@ -565,28 +540,10 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "stats/reset" && post:
 		s.ResetStats()
 		err = writeJSONValue(&e, s.Stats())
-	case route == "faults" && get:
-		err = writeJSONValue(&e, s.FaultSettings())
-	case route == "faults" && post:
-		var fs FaultSettings
-		if err = decodeAdmin(r, &fs); err == nil {
-			if err = s.ApplyFaultSettings(fs); err == nil {
-				err = writeJSONValue(&e, s.FaultSettings())
-			}
-		}
+	case route == "faults" && (get || post):
+		err = adminState(&e, r, s.ApplyFaultSettings, func() any { return s.FaultSettings() })
 	case route == "clock" && (get || post):
-		if post {
-			var req struct {
-				Advance string `json:"advance"`
-				Set     string `json:"set"`
-			}
-			if err = decodeAdmin(r, &req); err == nil {
-				err = s.adminClock(req.Advance, req.Set)
-			}
-		}
-		if err == nil {
-			err = writeJSONValue(&e, map[string]string{"now": s.Now().Format(time.RFC3339Nano)})
-		}
+		err = adminState(&e, r, s.adminClock, func() any { return map[string]string{"now": s.Now().Format(time.RFC3339Nano)} })
 	case route == "emails" && post:
 		var req struct {
 			Append  int    `json:"append"`
@@ -609,30 +566,18 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case len(parts) == 2 && parts[0] == "emails" && post:
-		id, ok := idAt(1)
-		var ed EmailEdit
-		if !ok {
+		if id, ok := idAt(1); ok {
+			err = adminEdit(s, &e, r, streamCommunications, id, s.EditEmail)
+		} else {
 			err = fmt.Errorf("find email %s: %w", parts[1], ErrNotFound)
-		} else if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditEmail(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(&e, streamCommunications, id)
-				s.mu.RUnlock()
-			}
 		}
 	case len(parts) >= 2 && (parts[0] == "brands" || parts[0] == "projects") && post:
 		err = s.adminEntity(&e, r, parts, idAt)
 	case len(parts) == 3 && parts[0] == "finance" && post:
-		id, ok := idAt(2)
-		var ed FinanceEdit
-		if !ok {
+		if id, ok := idAt(2); ok {
+			err = adminEdit(s, &e, r, parts[1], id, func(id int64, ed FinanceEdit) error { return s.EditFinance(parts[1], id, ed) })
+		} else {
 			err = fmt.Errorf("find %s %s: %w", parts[1], parts[2], ErrNotFound)
-		} else if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditFinance(parts[1], id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(&e, parts[1], id)
-				s.mu.RUnlock()
-			}
 		}
 	case route == "quota" && post:
 		var req struct {
@@ -656,22 +601,9 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case route == "twists" && (get || post):
-		if post {
-			var tw Twists
-			if err = decodeAdmin(r, &tw); err == nil {
-				err = s.SetTwists(tw)
-			}
-		}
-		if err == nil {
-			err = writeJSONValue(&e, s.TwistsStatus())
-		}
+		err = adminState(&e, r, s.SetTwists, func() any { return s.TwistsStatus() })
 	case route == "twists/mutate-between-pages" && post:
-		var m Mutation
-		if err = decodeAdmin(r, &m); err == nil {
-			if err = s.ArmMutation(m); err == nil {
-				err = writeJSONValue(&e, s.TwistsStatus())
-			}
-		}
+		err = adminState(&e, r, s.ArmMutation, func() any { return s.TwistsStatus() })
 	case route == "truth" && get:
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
@@ -695,7 +627,14 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) adminClock(advance, set string) error {
+// clockRequest is the body of POST /_sandbox/clock.
+type clockRequest struct {
+	Advance string `json:"advance"`
+	Set     string `json:"set"`
+}
+
+func (s *Server) adminClock(req clockRequest) error {
+	advance, set := req.Advance, req.Set
 	switch {
 	case advance != "" && set != "":
 		return invalid("give advance or set, not both")
@@ -722,46 +661,50 @@ func (s *Server) adminEntity(e *enc, r *http.Request, parts []string, idAt func(
 	if !ok {
 		return fmt.Errorf("find %s %s: %w", parts[0], parts[1], ErrNotFound)
 	}
-	var err error
 	switch {
 	case len(parts) == 3 && (parts[2] == "delete" || parts[2] == "restore"):
 		del := parts[2] == "delete"
-		switch {
-		case isBrand && del:
-			err = s.DeleteBrand(id)
-		case isBrand:
-			err = s.RestoreBrand(id)
-		case del:
-			err = s.DeleteProject(id)
-		default:
-			err = s.RestoreProject(id)
+		if err := s.setDeleted(isBrand, id, del); err != nil {
+			return err
 		}
-		if err == nil {
-			err = writeJSONValue(e, map[string]any{"id": strconv.FormatInt(id, 10), "deleted": del})
-		}
-		return err
+		return writeJSONValue(e, map[string]any{"id": strconv.FormatInt(id, 10), "deleted": del})
 	case len(parts) == 2 && isBrand:
-		var ed BrandEdit
-		if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditBrand(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(e, streamBrandDetails, id)
-				s.mu.RUnlock()
-			}
-		}
-		return err
+		return adminEdit(s, e, r, streamBrandDetails, id, s.EditBrand)
 	case len(parts) == 2:
-		var ed ProjectEdit
-		if err = decodeAdmin(r, &ed); err == nil {
-			if err = s.EditProject(id, ed); err == nil {
-				s.mu.RLock()
-				s.writeTruthRecord(e, streamProjects, id)
-				s.mu.RUnlock()
-			}
-		}
-		return err
+		return adminEdit(s, e, r, streamProjects, id, s.EditProject)
 	}
 	return fmt.Errorf("route admin path %s: %w", strings.Join(parts, "/"), ErrNotFound)
+}
+
+// adminState answers a settings route: a POST first decodes its body and
+// applies it; both methods then answer state().
+func adminState[T any](e *enc, r *http.Request, apply func(T) error, state func() any) error {
+	if r.Method == http.MethodPost {
+		var v T
+		if err := decodeAdmin(r, &v); err != nil {
+			return err
+		}
+		if err := apply(v); err != nil {
+			return err
+		}
+	}
+	return writeJSONValue(e, state())
+}
+
+// adminEdit decodes an edit from r's body, applies it to record id and
+// answers the record in its truth form (stream names it).
+func adminEdit[T any](s *Server, e *enc, r *http.Request, stream string, id int64, apply func(int64, T) error) error {
+	var ed T
+	if err := decodeAdmin(r, &ed); err != nil {
+		return err
+	}
+	if err := apply(id, ed); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.writeTruthRecord(e, stream, id)
+	return nil
 }
 
 // decodeAdmin decodes an admin request body strictly (unknown keys are errors).

@@ -100,41 +100,31 @@ type project struct {
 }
 
 type budget struct {
-	id          int64
+	ledgerEntry
 	project     int
-	amount      int64
 	periodStart time.Time
 	periodEnd   time.Time
-	updatedAt   time.Time
 }
 
 type invoice struct {
-	id          int64
+	ledgerEntry
 	number      string
 	project     int
 	issue, due  time.Time
-	amount      int64
-	status      string
-	updatedAt   time.Time
 	collections []int
 }
 
 type collection struct {
-	id        int64
-	invoice   int
-	on        time.Time
-	amount    int64
-	updatedAt time.Time
+	ledgerEntry
+	invoice int
+	on      time.Time
 }
 
 type payment struct {
-	id        int64
-	project   int
-	payee     string
-	paidOn    time.Time
-	amount    int64
-	status    string
-	updatedAt time.Time
+	ledgerEntry
+	project int
+	payee   string
+	paidOn  time.Time
 }
 
 // Status values.
@@ -526,11 +516,16 @@ func (d *dataset) fillProject(r *rng, p *project, b *brand, now time.Time, nextD
 	}
 }
 
+// pendingInvoice is a generated invoice with its collections, before the
+// ledgers are numbered.
+type pendingInvoice struct {
+	inv  *invoice
+	cols []*collection
+}
+
+func (p pendingInvoice) entry() *ledgerEntry { return p.inv.entry() }
+
 func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
-	type pendingInvoice struct {
-		inv  *invoice
-		cols []*collection
-	}
 	var budgets []*budget
 	var invoices []pendingInvoice
 	var payments []*payment
@@ -555,7 +550,7 @@ func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
 			}
 			upd := at(&r, ps.AddDate(0, 0, -r.between(1, 10)))
 			upd = minTime(maxTime(upd, at(&r, p.start)), now.Add(-time.Hour))
-			budgets = append(budgets, &budget{project: p.idx, amount: cents, periodStart: ps, periodEnd: pe, updatedAt: upd})
+			budgets = append(budgets, &budget{ledgerEntry: ledgerEntry{amount: cents, updatedAt: upd}, project: p.idx, periodStart: ps, periodEnd: pe})
 			budgetTotal += cents
 		}
 		// invoices: the share of the budget the project's progress allows
@@ -580,7 +575,7 @@ func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
 			for i, amount := range parts {
 				issue := dayOf(invFrom.Add(invTo.Sub(invFrom)*time.Duration(i+1)/time.Duration(n+1)).AddDate(0, 0, r.between(-3, 3)))
 				issue = minTime(maxTime(issue, invFrom), invTo)
-				inv := &invoice{project: p.idx, issue: issue, due: issue.AddDate(0, 0, pick(&r, []int{15, 30, 30, 45})), amount: amount}
+				inv := &invoice{ledgerEntry: ledgerEntry{amount: amount}, project: p.idx, issue: issue, due: issue.AddDate(0, 0, pick(&r, []int{15, 30, 30, 45}))}
 				pi := pendingInvoice{inv: inv}
 				last := at(&r, issue)
 				if r.chance(0.03) {
@@ -616,7 +611,7 @@ func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
 						}
 						for _, part := range splitCents(&r, collected, ninst) {
 							on := randDay(&r, issue.AddDate(0, 0, 3), minTime(now.AddDate(0, 0, -1), inv.due.AddDate(0, 0, 40)))
-							c := &collection{on: on, amount: part}
+							c := &collection{ledgerEntry: ledgerEntry{amount: part}, on: on}
 							c.updatedAt = minTime(at(&r, on), now.Add(-time.Minute))
 							pi.cols = append(pi.cols, c)
 							last = maxTime(last, c.updatedAt)
@@ -642,7 +637,7 @@ func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
 			cost := int64(float64(invoiced) * (0.4 + 0.45*r.float()))
 			n := r.between(1, 5)
 			for _, amount := range splitCents(&r, cost, n) {
-				pm := &payment{project: p.idx, payee: pick(&r, payees), amount: amount, status: paymentDone}
+				pm := &payment{ledgerEntry: ledgerEntry{amount: amount, status: paymentDone}, project: p.idx, payee: pick(&r, payees)}
 				pm.paidOn = randDay(&r, p.start.AddDate(0, 0, 3), minTime(now.AddDate(0, 0, -1), end.AddDate(0, 0, 30)))
 				switch x := r.float(); {
 				case x < 0.05:
@@ -658,58 +653,29 @@ func (d *dataset) genFinance(seed int64, now time.Time, ids *rng) {
 	}
 
 	// Identifiers follow the order of the records' dates, as a real ledger's would.
-	slices.SortStableFunc(budgets, func(a, b *budget) int { return a.periodStart.Compare(b.periodStart) })
-	next := int64(1000)
-	for i, bg := range budgets {
-		next += int64(ids.between(1, 4))
-		bg.id = next
-		d.budgetByID[next] = i
-		p := d.projects[bg.project]
-		p.budgets = append(p.budgets, i)
-	}
-	d.budgets = budgets
-
-	slices.SortStableFunc(invoices, func(a, b pendingInvoice) int { return a.inv.issue.Compare(b.inv.issue) })
-	next = 20000
+	d.budgets = numberLedger(ids, 1000, budgets, d.budgetByID, func(x *budget) time.Time { return x.periodStart },
+		func(i int, x *budget) { d.projects[x.project].budgets = append(d.projects[x.project].budgets, i) })
 	yearSeq := map[int]int{}
 	var cols []*collection
-	for i, pi := range invoices {
-		next += int64(ids.between(1, 4))
-		inv := pi.inv
-		inv.id = next
-		y := inv.issue.Year()
-		yearSeq[y]++
-		inv.number = "AG-" + strconv.Itoa(y) + "-" + leftPad(strconv.Itoa(yearSeq[y]), 5)
-		d.invoiceByID[next] = i
-		d.invoices = append(d.invoices, inv)
-		p := d.projects[inv.project]
-		p.invoices = append(p.invoices, i)
-		for _, c := range pi.cols {
-			c.invoice = i
-			cols = append(cols, c)
-		}
-	}
-	slices.SortStableFunc(cols, func(a, b *collection) int { return a.on.Compare(b.on) })
-	next = 40000
-	for i, c := range cols {
-		next += int64(ids.between(1, 4))
-		c.id = next
-		d.collectionByID[next] = i
-		inv := d.invoices[c.invoice]
-		inv.collections = append(inv.collections, i)
-	}
-	d.collections = cols
-
-	slices.SortStableFunc(payments, func(a, b *payment) int { return a.paidOn.Compare(b.paidOn) })
-	next = 60000
-	for i, pm := range payments {
-		next += int64(ids.between(1, 4))
-		pm.id = next
-		d.paymentByID[next] = i
-		p := d.projects[pm.project]
-		p.payments = append(p.payments, i)
-	}
-	d.payments = payments
+	numberLedger(ids, 20000, invoices, d.invoiceByID, func(x pendingInvoice) time.Time { return x.inv.issue },
+		func(i int, pi pendingInvoice) {
+			inv := pi.inv
+			d.invoices = append(d.invoices, inv)
+			y := inv.issue.Year()
+			yearSeq[y]++
+			inv.number = "AG-" + strconv.Itoa(y) + "-" + leftPad(strconv.Itoa(yearSeq[y]), 5)
+			d.projects[inv.project].invoices = append(d.projects[inv.project].invoices, i)
+			for _, c := range pi.cols {
+				c.invoice = i
+				cols = append(cols, c)
+			}
+		})
+	d.collections = numberLedger(ids, 40000, cols, d.collectionByID, func(x *collection) time.Time { return x.on },
+		func(i int, x *collection) {
+			d.invoices[x.invoice].collections = append(d.invoices[x.invoice].collections, i)
+		})
+	d.payments = numberLedger(ids, 60000, payments, d.paymentByID, func(x *payment) time.Time { return x.paidOn },
+		func(i int, x *payment) { d.projects[x.project].payments = append(d.projects[x.project].payments, i) })
 }
 
 func leftPad(s string, n int) string {

@@ -233,54 +233,16 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 		}
 		writeList(e, st, pageOf(len(list)), wrap("project_info"), func(k int) string { return idKey(list[k].id) },
 			func(e *enc, k int) { d.writeProject(e, list[k], false, st) })
-	case epBudgets:
-		var list []*budget
-		for _, x := range d.budgets {
-			if brandOK(d.projects[x.project].brand) && fresh(x.updatedAt) {
-				list = append(list, x)
+	case epBudgets, epInvoices, epCollections, epPayments:
+		l, _ := d.ledger(rt.endpoint)
+		var list []int
+		for k := range l.n {
+			if brandOK(l.brand(k)) && fresh(l.entry(k).updatedAt) {
+				list = append(list, k)
 			}
 		}
-		writeList(e, st, pageOf(len(list)), wrap("budget_info"), func(k int) string { return idKey(list[k].id) },
-			func(e *enc, k int) {
-				bad, kind := isBadFinance(seed, kindBudget, list[k].id, badRate)
-				d.writeBudget(e, list[k], st, badKindOf(bad, kind))
-			})
-	case epInvoices:
-		var list []*invoice
-		for _, x := range d.invoices {
-			if brandOK(d.projects[x.project].brand) && fresh(x.updatedAt) {
-				list = append(list, x)
-			}
-		}
-		writeList(e, st, pageOf(len(list)), wrap("invoice_info"), func(k int) string { return idKey(list[k].id) },
-			func(e *enc, k int) {
-				bad, kind := isBadFinance(seed, kindInvoice, list[k].id, badRate)
-				d.writeInvoice(e, list[k], st, badKindOf(bad, kind))
-			})
-	case epCollections:
-		var list []*collection
-		for _, x := range d.collections {
-			if brandOK(d.projects[d.invoices[x.invoice].project].brand) && fresh(x.updatedAt) {
-				list = append(list, x)
-			}
-		}
-		writeList(e, st, pageOf(len(list)), wrap("collection_info"), func(k int) string { return idKey(list[k].id) },
-			func(e *enc, k int) {
-				bad, kind := isBadFinance(seed, kindCollection, list[k].id, badRate)
-				d.writeCollection(e, list[k], st, badKindOf(bad, kind))
-			})
-	case epPayments:
-		var list []*payment
-		for _, x := range d.payments {
-			if brandOK(d.projects[x.project].brand) && fresh(x.updatedAt) {
-				list = append(list, x)
-			}
-		}
-		writeList(e, st, pageOf(len(list)), wrap("payment_info"), func(k int) string { return idKey(list[k].id) },
-			func(e *enc, k int) {
-				bad, kind := isBadFinance(seed, kindPayment, list[k].id, badRate)
-				d.writePayment(e, list[k], st, badKindOf(bad, kind))
-			})
+		writeList(e, st, pageOf(len(list)), wrap(l.wrap()), func(k int) string { return idKey(l.entry(list[k]).id) },
+			func(e *enc, k int) { l.writeRecord(e, list[k], st, seed, badRate) })
 	case epProfitability:
 		var list []*profitRow
 		for k := range d.profit {

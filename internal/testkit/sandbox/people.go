@@ -35,27 +35,29 @@ type person struct {
 func (p *person) render() {
 	p.json = p.renderWith(mainStyle{})
 	if p.lastNull || p.phoneNull {
-		p.jsonFalse = p.renderWith(mainStyle{phpFalse: true})
+		p.jsonFalse = p.renderWith(mainStyle{variantSet{phpFalse: true}})
 	}
 }
 
 func (p *person) renderWith(st mainStyle) []byte {
 	var e enc
 	e.open()
-	e.key("first_name")
-	e.str(p.first)
-	e.key("last_name")
-	st.strOrNull(&e, p.last, p.lastNull)
-	e.key("full_name")
-	e.str(p.full)
-	e.key("email")
-	e.str(p.email)
-	e.key("phone")
-	st.strOrNull(&e, p.phone, p.phoneNull)
-	e.key("avatar")
-	e.str(p.avatar)
-	e.key("status")
-	e.str(p.status)
+	// Every member of a user object is text; last_name and phone may be null.
+	for _, m := range []struct {
+		key, value string
+		null       bool
+	}{
+		{"first_name", p.first, false},
+		{"last_name", p.last, p.lastNull},
+		{"full_name", p.full, false},
+		{"email", p.email, false},
+		{"phone", p.phone, p.phoneNull},
+		{"avatar", p.avatar, false},
+		{"status", p.status, false},
+	} {
+		e.key(m.key)
+		st.strOrNull(&e, m.value, m.null)
+	}
 	e.close()
 	return e.b
 }

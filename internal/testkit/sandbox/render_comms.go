@@ -5,34 +5,9 @@ import (
 	"time"
 )
 
-// commsStyle selects the communications variants in effect.
-type commsStyle struct {
-	numericIDs         bool
-	recipientsArray    bool
-	fromObject         bool
-	emptyAsObject      bool
-	emptyRowsArray     bool
-	hasAttachments     bool
-	outsiderRecipients bool
-	phpFalse           bool
-	phpStrings         bool
-	phpEmptyArray      bool
-}
-
-func (v variantSet) comms() commsStyle {
-	return commsStyle{
-		numericIDs:         v.numericIDs,
-		recipientsArray:    v.recipientsArray,
-		fromObject:         v.fromObject,
-		emptyAsObject:      v.emptyAsObject,
-		emptyRowsArray:     v.emptyRowsArray,
-		hasAttachments:     v.hasAttachments,
-		outsiderRecipients: v.outsiderRecipients,
-		phpFalse:           v.phpFalse,
-		phpStrings:         v.phpStrings,
-		phpEmptyArray:      v.phpEmptyArray,
-	}
-}
+// commsStyle is the variants in effect, as the communications writers see
+// them (the zero value is the canonical shape).
+type commsStyle struct{ variantSet }
 
 var typeNames = [...]string{"", "Primit", "Trimis", "Intern"}
 
@@ -270,28 +245,23 @@ func (m *mailStore) appendRecipients(b []byte, users []int64, outs []int, st com
 		open, close = '[', ']'
 	}
 	b = append(b, open)
-	n := 0
-	for _, u := range users {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		p := &m.people[u]
-		if !st.recipientsArray {
-			b = m.appendPersonKey(b, p)
-		}
-		b = append(b, p.rendered(st)...)
+	for n, u := range users {
+		b = m.appendRecipient(b, n > 0, &m.people[u], st)
 	}
-	for _, o := range outs {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		p := &m.outsiders[o]
-		if !st.recipientsArray {
-			b = m.appendPersonKey(b, p)
-		}
-		b = append(b, p.rendered(st)...)
+	for n, o := range outs {
+		b = m.appendRecipient(b, n > 0 || len(users) > 0, &m.outsiders[o], st)
 	}
 	return append(b, close)
+}
+
+// appendRecipient appends one recipient, after a comma unless it is the
+// first, keyed unless the recipient lists are arrays.
+func (m *mailStore) appendRecipient(b []byte, comma bool, p *person, st commsStyle) []byte {
+	if comma {
+		b = append(b, ',')
+	}
+	if !st.recipientsArray {
+		b = m.appendPersonKey(b, p)
+	}
+	return append(b, p.rendered(st)...)
 }

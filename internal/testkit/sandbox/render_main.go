@@ -5,36 +5,12 @@ import (
 	"time"
 )
 
-// mainStyle selects the main-interface variants in effect.
-type mainStyle struct {
-	listShape     string
-	unwrapped     bool
-	wrapped       bool
-	numericIDs    bool
-	stringMoney   bool
-	emptyAsObject bool
-	emptyRows     bool // empty keyed rows as []
-	renamed       bool
-	phpFalse      bool
-	phpStrings    bool
-	phpEmptyArray bool
-}
+// mainStyle is the variants in effect, as the main interface's writers see
+// them (the zero value is the canonical shape).
+type mainStyle struct{ variantSet }
 
-func (v variantSet) main() mainStyle {
-	return mainStyle{
-		listShape:     v.listShape,
-		unwrapped:     v.unwrapped,
-		wrapped:       v.wrapped,
-		numericIDs:    v.numericIDs,
-		stringMoney:   v.stringMoney,
-		emptyAsObject: v.emptyAsObject,
-		emptyRows:     v.emptyRowsArray || v.phpEmptyArray,
-		renamed:       v.renamed,
-		phpFalse:      v.phpFalse,
-		phpStrings:    v.phpStrings,
-		phpEmptyArray: v.phpEmptyArray,
-	}
-}
+// emptyRows reports whether empty keyed rows are written as [].
+func (st mainStyle) emptyRows() bool { return st.emptyRowsArray || st.phpEmptyArray }
 
 // emptyArr writes an empty collection where an array is expected.
 func (st mainStyle) emptyArr(e *enc) {
@@ -43,6 +19,21 @@ func (st mainStyle) emptyArr(e *enc) {
 	} else {
 		e.raw("[]")
 	}
+}
+
+// writeArr writes the member key, an array of n elements that item writes
+// (an empty one in the configured shape).
+func (st mainStyle) writeArr(e *enc, key string, n int, item func(k int)) {
+	e.key(key)
+	if n == 0 {
+		st.emptyArr(e)
+		return
+	}
+	e.openArr()
+	for k := range n {
+		item(k)
+	}
+	e.closeArr()
 }
 
 // Finance record kinds, also used as tags for the bad-record choice.
@@ -166,16 +157,7 @@ func (d *dataset) writeBrandDetail(e *enc, b *brand, st mainStyle) {
 	e.ts(b.createdAt)
 	e.key("updated_at")
 	e.ts(b.updatedAt)
-	e.key("tags")
-	if len(b.tags) == 0 {
-		st.emptyArr(e)
-	} else {
-		e.openArr()
-		for _, t := range b.tags {
-			e.str(t)
-		}
-		e.closeArr()
-	}
+	st.writeArr(e, "tags", len(b.tags), func(k int) { e.str(b.tags[k]) })
 	e.key("source")
 	e.str(b.source)
 	e.close()
@@ -243,65 +225,47 @@ func (d *dataset) writeProject(e *enc, p *project, detail bool, st mainStyle) {
 		st.emptyObj(e)
 	}
 	if detail {
-		e.key("team")
-		if len(p.team) == 0 {
-			st.emptyArr(e)
-		} else {
-			e.openArr()
-			for _, t := range p.team {
-				e.open()
-				e.key("user_id")
-				e.id(t.userID, st.numericIDs)
-				e.key("full_name")
-				e.str(d.userName(t.userID))
-				e.key("role")
-				e.str(t.role)
-				e.close()
-			}
-			e.closeArr()
-		}
-		e.key("deliverables")
-		if len(p.deliverables) == 0 {
-			st.emptyArr(e)
-		} else {
-			e.openArr()
-			for _, dl := range p.deliverables {
-				e.open()
-				e.key("id")
-				e.id(dl.id, st.numericIDs)
-				e.key("name")
-				e.str(dl.name)
-				e.key("due_date")
-				e.date(dl.due)
-				e.key("status")
-				e.str(dl.status)
-				e.key("delivered_at")
-				st.tsOrNull(e, dl.deliveredAt)
-				e.close()
-			}
-			e.closeArr()
-		}
-		e.key("history")
-		if len(p.history) == 0 {
-			st.emptyArr(e)
-		} else {
-			e.openArr()
-			for _, h := range p.history {
-				e.open()
-				e.key("at")
-				e.ts(h.at)
-				e.key("field")
-				e.str(h.field)
-				e.key("from")
-				st.strOrNull(e, h.from, h.fromNull)
-				e.key("to")
-				st.strOrNull(e, h.to, h.toNull)
-				e.key("by_user_id")
-				e.id(h.by, st.numericIDs)
-				e.close()
-			}
-			e.closeArr()
-		}
+		st.writeArr(e, "team", len(p.team), func(k int) {
+			t := p.team[k]
+			e.open()
+			e.key("user_id")
+			e.id(t.userID, st.numericIDs)
+			e.key("full_name")
+			e.str(d.userName(t.userID))
+			e.key("role")
+			e.str(t.role)
+			e.close()
+		})
+		st.writeArr(e, "deliverables", len(p.deliverables), func(k int) {
+			dl := p.deliverables[k]
+			e.open()
+			e.key("id")
+			e.id(dl.id, st.numericIDs)
+			e.key("name")
+			e.str(dl.name)
+			e.key("due_date")
+			e.date(dl.due)
+			e.key("status")
+			e.str(dl.status)
+			e.key("delivered_at")
+			st.tsOrNull(e, dl.deliveredAt)
+			e.close()
+		})
+		st.writeArr(e, "history", len(p.history), func(k int) {
+			h := p.history[k]
+			e.open()
+			e.key("at")
+			e.ts(h.at)
+			e.key("field")
+			e.str(h.field)
+			e.key("from")
+			st.strOrNull(e, h.from, h.fromNull)
+			e.key("to")
+			st.strOrNull(e, h.to, h.toNull)
+			e.key("by_user_id")
+			e.id(h.by, st.numericIDs)
+			e.close()
+		})
 	}
 	e.close()
 }
@@ -533,7 +497,7 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 	elements := func(keyed bool) {
 		if to == from {
 			switch {
-			case keyed && st.emptyRows:
+			case keyed && st.emptyRows():
 				e.raw("[]")
 			case keyed:
 				e.raw("{}")

@@ -25,7 +25,7 @@ const (
 // truthStyles are the canonical shapes; only the outsider-recipients variant,
 // which changes content rather than shape, carries over.
 func (s *Server) truthStyles() (mainStyle, commsStyle) {
-	return mainStyle{}, commsStyle{outsiderRecipients: s.vars.outsiderRecipients}
+	return mainStyle{}, commsStyle{variantSet{outsiderRecipients: s.vars.outsiderRecipients}}
 }
 
 // Truth writes the complete current dataset as JSON lines, one record per
@@ -87,21 +87,11 @@ func (s *Server) Truth(w io.Writer) error {
 			line(streamProjects, key(p.id), "", false, func(e *enc) { d.writeProject(e, p, true, st) })
 		}
 	}
-	for _, x := range d.budgets {
-		bad, kind := isBadFinance(seed, kindBudget, x.id, badRate)
-		line(streamBudgets, key(x.id), "", bad, func(e *enc) { d.writeBudget(e, x, st, badKindOf(bad, kind)) })
-	}
-	for _, x := range d.invoices {
-		bad, kind := isBadFinance(seed, kindInvoice, x.id, badRate)
-		line(streamInvoices, key(x.id), "", bad, func(e *enc) { d.writeInvoice(e, x, st, badKindOf(bad, kind)) })
-	}
-	for _, x := range d.collections {
-		bad, kind := isBadFinance(seed, kindCollection, x.id, badRate)
-		line(streamCollections, key(x.id), "", bad, func(e *enc) { d.writeCollection(e, x, st, badKindOf(bad, kind)) })
-	}
-	for _, x := range d.payments {
-		bad, kind := isBadFinance(seed, kindPayment, x.id, badRate)
-		line(streamPayments, key(x.id), "", bad, func(e *enc) { d.writePayment(e, x, st, badKindOf(bad, kind)) })
+	for _, l := range d.ledgers() {
+		for k := range l.n {
+			bad, kind := l.badKind(k, seed, badRate)
+			line(l.name, key(l.entry(k).id), "", bad, func(e *enc) { l.write(e, k, st, kind) })
+		}
 	}
 	for k := range d.profit {
 		row := &d.profit[k]
@@ -151,28 +141,10 @@ func (s *Server) writeTruthRecord(e *enc, stream string, id int64) {
 			d.writeProject(e, d.projects[k], true, st)
 			return
 		}
-	case streamBudgets:
-		if k, ok := d.budgetByID[id]; ok {
-			bad, kind := isBadFinance(seed, kindBudget, id, badRate)
-			d.writeBudget(e, d.budgets[k], st, badKindOf(bad, kind))
-			return
-		}
-	case streamInvoices:
-		if k, ok := d.invoiceByID[id]; ok {
-			bad, kind := isBadFinance(seed, kindInvoice, id, badRate)
-			d.writeInvoice(e, d.invoices[k], st, badKindOf(bad, kind))
-			return
-		}
-	case streamCollections:
-		if k, ok := d.collectionByID[id]; ok {
-			bad, kind := isBadFinance(seed, kindCollection, id, badRate)
-			d.writeCollection(e, d.collections[k], st, badKindOf(bad, kind))
-			return
-		}
-	case streamPayments:
-		if k, ok := d.paymentByID[id]; ok {
-			bad, kind := isBadFinance(seed, kindPayment, id, badRate)
-			d.writePayment(e, d.payments[k], st, badKindOf(bad, kind))
+	case streamBudgets, streamInvoices, streamCollections, streamPayments:
+		l, _ := d.ledger(stream)
+		if k, ok := l.byID[id]; ok {
+			l.writeRecord(e, k, st, seed, badRate)
 			return
 		}
 	case streamCommunications:
