@@ -116,26 +116,10 @@ func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page, error] {
 // q.StartPage on.
 func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page, error] {
 	return func(yield func(*Page, error) bool) {
-		start := max(q.StartPage, 1)
-		pg := &pager{endpoint: EndpointCommunications, page: start, per: c.commsPerPage(q)}
-		for {
-			p, sig, err := c.commsPage(ctx, q, pg.page, pg.per)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(p, nil) {
-				return
-			}
-			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !more {
-				return
-			}
-		}
+		pg := &pager{endpoint: EndpointCommunications, page: max(q.StartPage, 1), per: c.commsPerPage(q)}
+		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
+			return c.commsPage(ctx, q, page, per)
+		})
 	}
 }
 
@@ -231,6 +215,31 @@ type pager struct {
 	capped   bool
 }
 
+// each fetches the listing's pages from pg.page on (fetch asks for one page
+// with a per_page and returns it with its body's signature) and yields them
+// until advance says the listing is complete, a fetch or advance fails (the
+// error yielded last) or yield returns false.
+func (pg *pager) each(c *Client, yield func(*Page, error) bool, fetch func(page, per int) (*Page, uint64, error)) {
+	for {
+		p, sig, err := fetch(pg.page, pg.per)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !yield(p, nil) {
+			return
+		}
+		more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
 // advance moves past the page just fetched (asked as pg.page with pg.per):
 // more is false when the listing is complete. number, perAnswered, last,
 // paged describe the answer; rows counts its rows; sig identifies its body.
@@ -281,24 +290,9 @@ func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) it
 			return
 		}
 		pg := &pager{endpoint: ep, page: 1, per: c.perPage}
-		for {
-			p, sig, err := fetchList(c, ctx, ep, path, q, pg.page, pg.per)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(p, nil) {
-				return
-			}
-			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !more {
-				return
-			}
-		}
+		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
+			return fetchList(c, ctx, ep, path, q, page, per)
+		})
 	}
 }
 
