@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Record is one record of a list page, as received: the generic record the
@@ -326,24 +328,7 @@ func (sp *splitter) looksKeyed(i int) bool {
 	k := gjson.Parse(sp.str[i:])
 	i = sp.ws(i + len(k.Raw))
 	i = sp.ws(i + 1) // ':'
-	return isInteger(k.Str) && sp.own[i] == '{'
-}
-
-// isInteger reports whether s is an optionally signed run of decimal digits
-// (of any length).
-func isInteger(s string) bool {
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		s = s[1:]
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return stream.IsInteger(k.Str) && sp.own[i] == '{'
 }
 
 // rows reads the rows collection at i: an array, an object keyed by id, or
@@ -670,7 +655,7 @@ func scanJSON(b []byte, spans *[]span) (depth int, ok bool) {
 				return depth, false
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			if i, ok = scanNumber(b, i); !ok {
+			if i, ok = stream.SkipNumber(b, i); !ok {
 				return depth, false
 			}
 		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")), c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
@@ -767,69 +752,14 @@ func scanString(b []byte, i int) (int, bool) {
 		case c < ' ':
 			return i, false
 		case c == '\\':
-			i++
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, false
-				}
-				i += 5
-			default:
+			var ok bool
+			if i, ok = stream.SkipEscape(b, i+1); !ok {
 				return i, false
 			}
 		default:
 			i++
 		}
 	}
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// scanNumber checks the number starting at b[i] and returns the offset
-// after it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(b []byte, i int) (int, bool) {
-	if b[i] == '-' {
-		i++
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if i = digitsAt(b, i); i < 0 {
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		if i = digitsAt(b, i+1); i < 0 {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i = digitsAt(b, i); i < 0 {
-			return 0, false
-		}
-	}
-	return i, true
-}
-
-// digitsAt returns the offset after the digits from b[i], -1 if none.
-func digitsAt(b []byte, i int) int {
-	d := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	if i == d {
-		return -1
-	}
-	return i
 }
 
 // maxNesting is the deepest nesting of objects and arrays in b (strings

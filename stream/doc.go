@@ -24,9 +24,12 @@
 // stream imports only the standard library and gjson. The stages import it,
 // never the other way round:
 //
-//	cmd, cli ──► engine ──► extract
+//	cmd, cli ──► engine ──► extract ──► stream
 //	                 │ ──► transform ──► stream
 //	                 └───► load ──────► stream
+//
+// extract reads its page scan's numbers, escapes and integer keys by the
+// same grammar as View (SkipNumber, SkipEscape, IsInteger).
 //
 // transform turns records (stream.Record: a key and the raw JSON) into rows
 // by the declarations; load derives its table specs (keys, SQL types,
