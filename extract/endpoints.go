@@ -175,10 +175,17 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 		endpoint: EndpointCommunications, method: http.MethodPost,
 		url: c.comms + c.paths.Communications, body: body, comms: true, page: page, what: what,
 	}
+	return c.fetchPage(ctx, cl, per)
+}
+
+// fetchPage sends cl, a request for page cl.page of a list asking per rows,
+// and returns the page split (SplitPage), its rejects redacted and PerPage
+// filled, with its body's signature.
+func (c *Client) fetchPage(ctx context.Context, cl *call, per int) (*Page, uint64, error) {
 	var out *Page
 	var sig uint64
-	err = c.execute(ctx, cl, func(body []byte) error {
-		p, err := splitPage(EndpointCommunications, page, body)
+	err := c.execute(ctx, cl, func(body []byte) error {
+		p, err := splitPage(cl.endpoint, cl.page, body)
 		if err != nil {
 			return err
 		}
@@ -307,22 +314,7 @@ func fetchList(c *Client, ctx context.Context, ep, path string, q url.Values, pa
 		endpoint: ep, method: http.MethodGet, url: c.base + path + "?" + v.Encode(),
 		page: page, what: fmt.Sprintf("fetch %s page %d", ep, page),
 	}
-	var out *Page
-	var sig uint64
-	err := c.execute(ctx, cl, func(body []byte) error {
-		p, err := splitPage(ep, page, body)
-		if err != nil {
-			return err
-		}
-		redactRejects(c, p)
-		finishPage(p, per)
-		out, sig = p, maphash.Bytes(hashSeed, body)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, sig, nil
+	return c.fetchPage(ctx, cl, per)
 }
 
 // detail fetches a single-object endpoint.
