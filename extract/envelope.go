@@ -78,7 +78,7 @@ func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 		sp.envelope(start, 0)
 	default:
 		v, _ := sp.value(start)
-		sp.failf("response is a JSON %s, want an object or an array", kind(v))
+		sp.failf("response is a JSON %s, want an object or an array", stream.JSONType(v))
 	}
 	if sp.err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: sp.err.Error(), Kind: ErrUnexpectedShape}
@@ -279,7 +279,7 @@ func (sp *splitter) envelope(i, level int) int {
 				return sp.rows(at, key)
 			}
 			v, end := sp.value(at)
-			sp.failf("%s: want an object or an array, got %s", key, kind(v))
+			sp.failf("%s: want an object or an array, got %s", key, stream.JSONType(v))
 			return end
 		}
 		v, end := sp.value(at)
@@ -353,7 +353,7 @@ func (sp *splitter) rows(i int, what string) int {
 	}
 	v, end := sp.value(i)
 	if v.Type != gjson.Null && v.Type != gjson.False {
-		sp.failf("%s: want an object or an array, got %s", what, kind(v))
+		sp.failf("%s: want an object or an array, got %s", what, stream.JSONType(v))
 	}
 	return end
 }
@@ -367,7 +367,7 @@ func (sp *splitter) record(key string, i int) int {
 	var cause error
 	switch {
 	case !v.IsObject():
-		cause = shapef("record: want an object, got %s", kind(v))
+		cause = shapef("record: want an object, got %s", stream.JSONType(v))
 	case sp.deep && maxNesting(raw) > maxDepth+1:
 		cause = depthError()
 	}
@@ -425,7 +425,7 @@ func (sp *splitter) pagingField(key string, v gjson.Result) {
 			return
 		}
 	default:
-		sp.failf("%s: want an integer, got %s", key, kind(v))
+		sp.failf("%s: want an integer, got %s", key, stream.JSONType(v))
 		return
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(text, "+"), 10, 64)
@@ -537,24 +537,6 @@ func fieldErrors(v gjson.Result) []FieldError {
 		return true
 	})
 	return out
-}
-
-// kind names a value's JSON type for error messages.
-func kind(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "null"
-	case gjson.False, gjson.True:
-		return "boolean"
-	case gjson.Number:
-		return "number"
-	case gjson.String:
-		return "string"
-	}
-	if v.IsArray() {
-		return "array"
-	}
-	return "object"
 }
 
 // validNestingLimit: documents nested at most this deep are validated by
@@ -854,7 +836,7 @@ func splitObject(endpoint string, body []byte) (json.RawMessage, error) {
 	sp := splitter{own: own}
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(own), len(own)))
 	if !root.IsObject() {
-		return nil, &ResponseError{Endpoint: endpoint, Reason: fmt.Sprintf("response is a JSON %s, want an object", kind(root)), Kind: ErrUnexpectedShape}
+		return nil, &ResponseError{Endpoint: endpoint, Reason: fmt.Sprintf("response is a JSON %s, want an object", stream.JSONType(root)), Kind: ErrUnexpectedShape}
 	}
 	obj := root
 	var eb *errorBody

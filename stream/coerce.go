@@ -237,21 +237,36 @@ func coerceTime(r gjson.Result, what string, k timeKind) (any, error) {
 	return t.UTC().Truncate(time.Microsecond), nil
 }
 
-func kind(r gjson.Result) string {
+// JSONType names r's JSON type: null, boolean, number, string, array or
+// object.
+func JSONType(r gjson.Result) string {
 	switch r.Type {
-	case gjson.String:
-		return "a string"
-	case gjson.Number:
-		return "a number"
-	case gjson.True, gjson.False:
-		return "a boolean"
 	case gjson.Null:
 		return "null"
+	case gjson.False, gjson.True:
+		return "boolean"
+	case gjson.Number:
+		return "number"
+	case gjson.String:
+		return "string"
 	}
 	if r.IsArray() {
-		return "an array"
+		return "array"
 	}
-	return "an object"
+	return "object"
+}
+
+// kind is r's JSON type for errors, with its article: "a string", "an
+// object", "null".
+func kind(r gjson.Result) string {
+	switch t := JSONType(r); t {
+	case "null":
+		return t
+	case "array", "object":
+		return "an " + t
+	default:
+		return "a " + t
+	}
 }
 
 // maxDecimalExponent bounds exponents so "1e999999999" cannot blow up memory.

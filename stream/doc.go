@@ -29,7 +29,8 @@
 //	                 └───► load ──────► stream
 //
 // extract reads its page scan's numbers, escapes and integer keys by the
-// same grammar as View (SkipNumber, SkipEscape, IsInteger).
+// same grammar as View (SkipNumber, SkipEscape, IsInteger) and names a
+// value's JSON type as Coerce does (JSONType).
 //
 // transform turns records (stream.Record: a key and the raw JSON) into rows
 // by the declarations; load derives its table specs (keys, SQL types,
