@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -215,15 +214,12 @@ func sandboxProjects(t *testing.T, variants ...string) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/projects?per_page=1000", nil)
-	req.Header.Set("Authorization", o.APIKey)
-	rec := httptest.NewRecorder()
-	s.APIHandler().ServeHTTP(rec, req)
+	body := sandboxCall(t, s, o, http.MethodGet, "/v1/projects?per_page=1000", "")
 	var l struct {
 		Data []json.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil || len(l.Data) == 0 {
-		t.Fatalf("projects: %v %.200s", err, rec.Body.String())
+	if err := json.Unmarshal(body, &l); err != nil || len(l.Data) == 0 {
+		t.Fatalf("projects: %v %.200s", err, body)
 	}
 	out := make([][]byte, len(l.Data))
 	for i, r := range l.Data {

@@ -10,6 +10,26 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
+// sandboxCall sends one request to s (made with o) in process, a POST to
+// the communications interface, anything else to the main one, and returns
+// the body of its answer, which must be 200.
+func sandboxCall(t *testing.T, s *sandbox.Server, o sandbox.Options, method, path, body string) []byte {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", o.APIKey)
+	req.Header.Set("X-Workflow-Key", o.CommsKey)
+	rec := httptest.NewRecorder()
+	if method == http.MethodPost {
+		s.CommsHandler().ServeHTTP(rec, req)
+	} else {
+		s.APIHandler().ServeHTTP(rec, req)
+	}
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s %s: %d %.200s", method, path, rec.Code, rec.Body.String())
+	}
+	return rec.Body.Bytes()
+}
+
 // sandboxRecords returns the raw records of the default sandbox (with the
 // given variants) per stream: e-mails, the project list, project details
 // and brand details.
@@ -21,21 +41,7 @@ func sandboxRecords(t *testing.T, variants ...string) map[string][][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(method, path, body string) []byte {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", o.APIKey)
-		req.Header.Set("X-Workflow-Key", o.CommsKey)
-		rec := httptest.NewRecorder()
-		if method == http.MethodPost {
-			s.CommsHandler().ServeHTTP(rec, req)
-		} else {
-			s.APIHandler().ServeHTTP(rec, req)
-		}
-		if rec.Code != http.StatusOK {
-			t.Fatalf("%s %s: %d %.200s", method, path, rec.Code, rec.Body.String())
-		}
-		return rec.Body.Bytes()
-	}
+	call := func(method, path, body string) []byte { return sandboxCall(t, s, o, method, path, body) }
 	out := map[string][][]byte{}
 	users := make([]string, o.Users)
 	for u := range users {
