@@ -30,6 +30,30 @@ func sandboxCall(t *testing.T, s *sandbox.Server, o sandbox.Options, method, pat
 	return rec.Body.Bytes()
 }
 
+// sandboxProjects returns the raw project records of a sandbox with the
+// given variants.
+func sandboxProjects(t *testing.T, variants ...string) [][]byte {
+	t.Helper()
+	o := sandbox.DefaultOptions()
+	o.Brands, o.ProjectsPerBrand, o.Emails, o.NoLimits, o.Variants = 8, 4, 10, true, variants
+	s, err := sandbox.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := sandboxCall(t, s, o, http.MethodGet, "/v1/projects?per_page=1000", "")
+	var l struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil || len(l.Data) == 0 {
+		t.Fatalf("projects: %v %.200s", err, body)
+	}
+	out := make([][]byte, len(l.Data))
+	for i, r := range l.Data {
+		out[i] = r
+	}
+	return out
+}
+
 // sandboxRecords returns the raw records of the default sandbox (with the
 // given variants) per stream: e-mails, the project list, project details
 // and brand details.
