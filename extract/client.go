@@ -75,25 +75,63 @@ var DefaultPaths = Paths{
 	Communications: "/workflow/tools/communications-emails",
 }
 
+// pathKind is how an endpoint of Paths is asked.
+type pathKind int
+
+const (
+	pathList   pathKind = iota // pages of a list of the main interface
+	pathObject                 // one object of the main interface
+	pathPost                   // the communications interface's POST
+)
+
+// kindOf is how endpoint, one of Paths', is asked.
+func kindOf(endpoint string) pathKind {
+	switch endpoint {
+	case EndpointBrand, EndpointProject:
+		return pathObject
+	case EndpointCommunications:
+		return pathPost
+	}
+	return pathList
+}
+
+// fields maps each endpoint to its field of p.
+func (p *Paths) fields() map[string]*string {
+	return map[string]*string{
+		EndpointBrands:         &p.Brands,
+		EndpointBrand:          &p.Brand,
+		EndpointBrandContacts:  &p.BrandContacts,
+		EndpointProjects:       &p.Projects,
+		EndpointProject:        &p.Project,
+		EndpointBudgets:        &p.Budgets,
+		EndpointInvoices:       &p.Invoices,
+		EndpointCollections:    &p.Collections,
+		EndpointPayments:       &p.Payments,
+		EndpointProfitability:  &p.Profitability,
+		EndpointAgencySummary:  &p.AgencySummary,
+		EndpointCommunications: &p.Communications,
+	}
+}
+
+// withDefaults fills p's empty fields from DefaultPaths.
 func (p Paths) withDefaults() Paths {
-	def := func(v *string, d string) {
-		if *v == "" {
-			*v = d
+	def := DefaultPaths
+	defs := def.fields()
+	for ep, f := range p.fields() {
+		if *f == "" {
+			*f = *defs[ep]
 		}
 	}
-	def(&p.Brands, DefaultPaths.Brands)
-	def(&p.Brand, DefaultPaths.Brand)
-	def(&p.BrandContacts, DefaultPaths.BrandContacts)
-	def(&p.Projects, DefaultPaths.Projects)
-	def(&p.Project, DefaultPaths.Project)
-	def(&p.Budgets, DefaultPaths.Budgets)
-	def(&p.Invoices, DefaultPaths.Invoices)
-	def(&p.Collections, DefaultPaths.Collections)
-	def(&p.Payments, DefaultPaths.Payments)
-	def(&p.Profitability, DefaultPaths.Profitability)
-	def(&p.AgencySummary, DefaultPaths.AgencySummary)
-	def(&p.Communications, DefaultPaths.Communications)
 	return p
+}
+
+// path is the path of endpoint when it is one asked as kind.
+func (p *Paths) path(endpoint string, kind pathKind) (string, bool) {
+	f, ok := p.fields()[endpoint]
+	if !ok || kindOf(endpoint) != kind {
+		return "", false
+	}
+	return *f, true
 }
 
 // Options configure a Client. Zero values take the documented defaults.

@@ -185,24 +185,24 @@ func TestCustomPathsAndWorkflowHeader(t *testing.T) {
 }
 
 func TestPagingFollowsServer(t *testing.T) {
-	t.Run("canonical three pages, none past last_page", func(t *testing.T) {
-		srv, rec := serve(t, listDataset(2500, 0))
-		c := newClient(t, fastOptions(srv.URL, ""))
-		pages, err := collect(t, c.Brands(context.Background()))
+	// brands lists the brands of a server answering h, and its requests.
+	brands := func(t *testing.T, h http.HandlerFunc) ([]*Page, *recorder) {
+		t.Helper()
+		srv, rec := serve(t, h)
+		pages, err := collect(t, newClient(t, fastOptions(srv.URL, "")).Brands(context.Background()))
 		if err != nil {
 			t.Fatal(err)
 		}
+		return pages, rec
+	}
+	t.Run("canonical three pages, none past last_page", func(t *testing.T) {
+		pages, rec := brands(t, listDataset(2500, 0))
 		if len(pages) != 3 || rec.count() != 3 || len(pages[2].Records) != 500 || pages[2].LastPage != 3 {
 			t.Fatalf("pages %d requests %d", len(pages), rec.count())
 		}
 	})
 	t.Run("server caps per_page", func(t *testing.T) {
-		srv, rec := serve(t, listDataset(250, 100))
-		c := newClient(t, fastOptions(srv.URL, ""))
-		pages, err := collect(t, c.Brands(context.Background()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		pages, rec := brands(t, listDataset(250, 100))
 		var ids []string
 		for _, p := range pages {
 			for _, r := range p.Records {

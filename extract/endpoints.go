@@ -116,26 +116,10 @@ func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page, error] {
 // q.StartPage on.
 func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page, error] {
 	return func(yield func(*Page, error) bool) {
-		start := max(q.StartPage, 1)
-		pg := &pager{endpoint: EndpointCommunications, page: start, per: c.commsPerPage(q)}
-		for {
-			p, sig, err := c.commsPage(ctx, q, pg.page, pg.per)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(p, nil) {
-				return
-			}
-			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !more {
-				return
-			}
-		}
+		pg := &pager{endpoint: EndpointCommunications, page: max(q.StartPage, 1), per: c.commsPerPage(q)}
+		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
+			return c.commsPage(ctx, q, page, per)
+		})
 	}
 }
 
@@ -191,10 +175,17 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 		endpoint: EndpointCommunications, method: http.MethodPost,
 		url: c.comms + c.paths.Communications, body: body, comms: true, page: page, what: what,
 	}
+	return c.fetchPage(ctx, cl, per)
+}
+
+// fetchPage sends cl, a request for page cl.page of a list asking per rows,
+// and returns the page split (SplitPage), its rejects redacted and PerPage
+// filled, with its body's signature.
+func (c *Client) fetchPage(ctx context.Context, cl *call, per int) (*Page, uint64, error) {
 	var out *Page
 	var sig uint64
-	err = c.execute(ctx, cl, func(body []byte) error {
-		p, err := splitPage(EndpointCommunications, page, body)
+	err := c.execute(ctx, cl, func(body []byte) error {
+		p, err := splitPage(cl.endpoint, cl.page, body)
 		if err != nil {
 			return err
 		}
@@ -229,6 +220,31 @@ type pager struct {
 	prevSig  uint64
 	seen     bool
 	capped   bool
+}
+
+// each fetches the listing's pages from pg.page on (fetch asks for one page
+// with a per_page and returns it with its body's signature) and yields them
+// until advance says the listing is complete, a fetch or advance fails (the
+// error yielded last) or yield returns false.
+func (pg *pager) each(c *Client, yield func(*Page, error) bool, fetch func(page, per int) (*Page, uint64, error)) {
+	for {
+		p, sig, err := fetch(pg.page, pg.per)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !yield(p, nil) {
+			return
+		}
+		more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !more {
+			return
+		}
+	}
 }
 
 // advance moves past the page just fetched (asked as pg.page with pg.per):
@@ -281,24 +297,9 @@ func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) it
 			return
 		}
 		pg := &pager{endpoint: ep, page: 1, per: c.perPage}
-		for {
-			p, sig, err := fetchList(c, ctx, ep, path, q, pg.page, pg.per)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(p, nil) {
-				return
-			}
-			more, err := pg.advance(c, p.Number, p.PerPage, p.LastPage, p.Rows(), p.Paged, sig)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !more {
-				return
-			}
-		}
+		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
+			return fetchList(c, ctx, ep, path, q, page, per)
+		})
 	}
 }
 
@@ -313,22 +314,7 @@ func fetchList(c *Client, ctx context.Context, ep, path string, q url.Values, pa
 		endpoint: ep, method: http.MethodGet, url: c.base + path + "?" + v.Encode(),
 		page: page, what: fmt.Sprintf("fetch %s page %d", ep, page),
 	}
-	var out *Page
-	var sig uint64
-	err := c.execute(ctx, cl, func(body []byte) error {
-		p, err := splitPage(ep, page, body)
-		if err != nil {
-			return err
-		}
-		redactRejects(c, p)
-		finishPage(p, per)
-		out, sig = p, maphash.Bytes(hashSeed, body)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, sig, nil
+	return c.fetchPage(ctx, cl, per)
 }
 
 // detail fetches a single-object endpoint.

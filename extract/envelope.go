@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Record is one record of a list page, as received: the generic record the
@@ -76,7 +78,7 @@ func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 		sp.envelope(start, 0)
 	default:
 		v, _ := sp.value(start)
-		sp.failf("response is a JSON %s, want an object or an array", kind(v))
+		sp.failf("response is a JSON %s, want an object or an array", stream.JSONType(v))
 	}
 	if sp.err != nil {
 		return nil, &ResponseError{Endpoint: endpoint, Page: page, Reason: sp.err.Error(), Kind: ErrUnexpectedShape}
@@ -277,7 +279,7 @@ func (sp *splitter) envelope(i, level int) int {
 				return sp.rows(at, key)
 			}
 			v, end := sp.value(at)
-			sp.failf("%s: want an object or an array, got %s", key, kind(v))
+			sp.failf("%s: want an object or an array, got %s", key, stream.JSONType(v))
 			return end
 		}
 		v, end := sp.value(at)
@@ -326,24 +328,7 @@ func (sp *splitter) looksKeyed(i int) bool {
 	k := gjson.Parse(sp.str[i:])
 	i = sp.ws(i + len(k.Raw))
 	i = sp.ws(i + 1) // ':'
-	return isInteger(k.Str) && sp.own[i] == '{'
-}
-
-// isInteger reports whether s is an optionally signed run of decimal digits
-// (of any length).
-func isInteger(s string) bool {
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		s = s[1:]
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return stream.IsInteger(k.Str) && sp.own[i] == '{'
 }
 
 // rows reads the rows collection at i: an array, an object keyed by id, or
@@ -368,7 +353,7 @@ func (sp *splitter) rows(i int, what string) int {
 	}
 	v, end := sp.value(i)
 	if v.Type != gjson.Null && v.Type != gjson.False {
-		sp.failf("%s: want an object or an array, got %s", what, kind(v))
+		sp.failf("%s: want an object or an array, got %s", what, stream.JSONType(v))
 	}
 	return end
 }
@@ -382,7 +367,7 @@ func (sp *splitter) record(key string, i int) int {
 	var cause error
 	switch {
 	case !v.IsObject():
-		cause = shapef("record: want an object, got %s", kind(v))
+		cause = shapef("record: want an object, got %s", stream.JSONType(v))
 	case sp.deep && maxNesting(raw) > maxDepth+1:
 		cause = depthError()
 	}
@@ -440,7 +425,7 @@ func (sp *splitter) pagingField(key string, v gjson.Result) {
 			return
 		}
 	default:
-		sp.failf("%s: want an integer, got %s", key, kind(v))
+		sp.failf("%s: want an integer, got %s", key, stream.JSONType(v))
 		return
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(text, "+"), 10, 64)
@@ -554,24 +539,6 @@ func fieldErrors(v gjson.Result) []FieldError {
 	return out
 }
 
-// kind names a value's JSON type for error messages.
-func kind(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "null"
-	case gjson.False, gjson.True:
-		return "boolean"
-	case gjson.Number:
-		return "number"
-	case gjson.String:
-		return "string"
-	}
-	if v.IsArray() {
-		return "array"
-	}
-	return "object"
-}
-
 // validNestingLimit: documents nested at most this deep are validated by
 // gjson.Valid, whose recursion this bounds; deeper ones (valid JSON still:
 // a deep member of the envelope is ignored, a deep record is rejected alone)
@@ -670,7 +637,7 @@ func scanJSON(b []byte, spans *[]span) (depth int, ok bool) {
 				return depth, false
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			if i, ok = scanNumber(b, i); !ok {
+			if i, ok = stream.SkipNumber(b, i); !ok {
 				return depth, false
 			}
 		case c == 't' && bytes.HasPrefix(b[i:], []byte("true")), c == 'n' && bytes.HasPrefix(b[i:], []byte("null")):
@@ -767,69 +734,14 @@ func scanString(b []byte, i int) (int, bool) {
 		case c < ' ':
 			return i, false
 		case c == '\\':
-			i++
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, false
-				}
-				i += 5
-			default:
+			var ok bool
+			if i, ok = stream.SkipEscape(b, i+1); !ok {
 				return i, false
 			}
 		default:
 			i++
 		}
 	}
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// scanNumber checks the number starting at b[i] and returns the offset
-// after it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(b []byte, i int) (int, bool) {
-	if b[i] == '-' {
-		i++
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if i = digitsAt(b, i); i < 0 {
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		if i = digitsAt(b, i+1); i < 0 {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i = digitsAt(b, i); i < 0 {
-			return 0, false
-		}
-	}
-	return i, true
-}
-
-// digitsAt returns the offset after the digits from b[i], -1 if none.
-func digitsAt(b []byte, i int) int {
-	d := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	if i == d {
-		return -1
-	}
-	return i
 }
 
 // maxNesting is the deepest nesting of objects and arrays in b (strings
@@ -924,7 +836,7 @@ func splitObject(endpoint string, body []byte) (json.RawMessage, error) {
 	sp := splitter{own: own}
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(own), len(own)))
 	if !root.IsObject() {
-		return nil, &ResponseError{Endpoint: endpoint, Reason: fmt.Sprintf("response is a JSON %s, want an object", kind(root)), Kind: ErrUnexpectedShape}
+		return nil, &ResponseError{Endpoint: endpoint, Reason: fmt.Sprintf("response is a JSON %s, want an object", stream.JSONType(root)), Kind: ErrUnexpectedShape}
 	}
 	obj := root
 	var eb *errorBody

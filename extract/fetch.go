@@ -7,42 +7,6 @@ import (
 	"net/url"
 )
 
-// listPath is the configured path of a list endpoint of the main interface.
-func (c *Client) listPath(endpoint string) (string, bool) {
-	switch endpoint {
-	case EndpointBrands:
-		return c.paths.Brands, true
-	case EndpointBrandContacts:
-		return c.paths.BrandContacts, true
-	case EndpointProjects:
-		return c.paths.Projects, true
-	case EndpointBudgets:
-		return c.paths.Budgets, true
-	case EndpointInvoices:
-		return c.paths.Invoices, true
-	case EndpointCollections:
-		return c.paths.Collections, true
-	case EndpointPayments:
-		return c.paths.Payments, true
-	case EndpointProfitability:
-		return c.paths.Profitability, true
-	case EndpointAgencySummary:
-		return c.paths.AgencySummary, true
-	}
-	return "", false
-}
-
-// objectPath is the configured path of a single-object endpoint.
-func (c *Client) objectPath(endpoint string) (string, bool) {
-	switch endpoint {
-	case EndpointBrand:
-		return c.paths.Brand, true
-	case EndpointProject:
-		return c.paths.Project, true
-	}
-	return "", false
-}
-
 // ListPage fetches page `page` (1-based) of a list endpoint of the main
 // interface (an Endpoint* name), perPage rows asked, with the extra query
 // parameters q (for brand_contacts, q's "id" fills the path's {id} and is
@@ -50,7 +14,7 @@ func (c *Client) objectPath(endpoint string) (string, bool) {
 // as received, the envelope named, the paging fields answered. Pacing,
 // budget, quota counting, retries and typed errors are those of every call.
 func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, page, perPage int) (*Page, error) {
-	path, ok := c.listPath(endpoint)
+	path, ok := c.paths.path(endpoint, pathList)
 	if !ok {
 		return nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
 	}
@@ -73,7 +37,7 @@ func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, pa
 // Object fetches a single-object endpoint (EndpointBrand, EndpointProject)
 // for id and returns the object as received (SplitObject).
 func (c *Client) Object(ctx context.Context, endpoint string, id ID) (json.RawMessage, error) {
-	path, ok := c.objectPath(endpoint)
+	path, ok := c.paths.path(endpoint, pathObject)
 	if !ok {
 		return nil, fmt.Errorf("fetch %s: not a single-object endpoint", endpoint)
 	}

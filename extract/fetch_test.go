@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -134,5 +135,40 @@ func TestGenericFetchErrors(t *testing.T) {
 	bad := sandboxClient(t, s, func(o *Options) { o.APIKey = "sandbox-revoked-key" })
 	if _, err := bad.ListPage(ctx, EndpointBrands, nil, 1, 1); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("revoked key: %v, want ErrUnauthorized", err)
+	}
+}
+
+// TestPathsByEndpoint: each endpoint reads its own field of Paths (the field
+// named as the endpoint), empty fields take DefaultPaths', ListPage's lookup
+// knows only the lists and Object's only the two details.
+func TestPathsByEndpoint(t *testing.T) {
+	p := Paths{Brands: "/x/brands", Project: "/x/projects/{id}"}.withDefaults()
+	want := DefaultPaths
+	want.Brands, want.Project = "/x/brands", "/x/projects/{id}"
+	if p != want {
+		t.Fatalf("withDefaults: %+v, want %+v", p, want)
+	}
+	fields := p.fields()
+	pv := reflect.ValueOf(&p).Elem()
+	if len(fields) != pv.NumField() {
+		t.Fatalf("%d endpoints for %d fields", len(fields), pv.NumField())
+	}
+	for ep, f := range fields {
+		name := ""
+		for w := range strings.SplitSeq(ep, "_") {
+			name += strings.ToUpper(w[:1]) + w[1:]
+		}
+		if fv := pv.FieldByName(name); !fv.IsValid() || fv.Addr().Interface() != f {
+			t.Errorf("endpoint %s does not read Paths.%s", ep, name)
+		}
+		_, list := p.path(ep, pathList)
+		_, object := p.path(ep, pathObject)
+		isObject := ep == EndpointBrand || ep == EndpointProject
+		if list != (!isObject && ep != EndpointCommunications) || object != isObject {
+			t.Errorf("endpoint %s: list %v, object %v", ep, list, object)
+		}
+	}
+	if got, ok := p.path(EndpointProject, pathObject); !ok || got != "/x/projects/{id}" {
+		t.Errorf("project path %q %v", got, ok)
 	}
 }

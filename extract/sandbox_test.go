@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Integration tests against the project's in-process sandbox of the service.
@@ -294,7 +295,7 @@ func TestSandboxCommunicationFields(t *testing.T) {
 			}
 			for _, role := range []string{"to", "cc", "bcc"} {
 				gjson.GetBytes(r.Raw, "users."+role).ForEach(func(k, u gjson.Result) bool {
-					if k.Type == gjson.String && isInteger(k.Str) {
+					if k.Type == gjson.String && stream.IsInteger(k.Str) {
 						keyed++
 					} else {
 						outsiders++

@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -10,23 +9,20 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// stringEndPlain is the straightforward stringEnd: the first quote after i
-// not preceded by an odd run of backslashes.
+// stringEndPlain is stringEnd read forwards, the way the grammar reads a
+// string: from i+1, a backslash escapes the byte after it, and the first
+// quote not escaped ends the string (len(b) if none). stringEnd counts the
+// backslashes before each quote instead.
 func stringEndPlain(b []byte, i int) int {
-	for {
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		i += j + 1
-		bs := 0
-		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return i
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
 		}
 	}
+	return len(b)
 }
 
 // sameScan compares the one-pass scan with what it stands for: gjson.Valid

@@ -3,8 +3,6 @@ package inventory
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -203,33 +201,6 @@ func TestWarningJSONIsStable(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.Kind != w.Kind || !slices.Equal(back.Candidates, w.Candidates) {
 		t.Fatalf("round trip %+v %v", back, err)
 	}
-}
-
-// sandboxProjects returns the raw project records of a sandbox with the
-// given variants.
-func sandboxProjects(t *testing.T, variants ...string) [][]byte {
-	t.Helper()
-	o := sandbox.DefaultOptions()
-	o.Brands, o.ProjectsPerBrand, o.Emails, o.NoLimits, o.Variants = 8, 4, 10, true, variants
-	s, err := sandbox.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodGet, "/v1/projects?per_page=1000", nil)
-	req.Header.Set("Authorization", o.APIKey)
-	rec := httptest.NewRecorder()
-	s.APIHandler().ServeHTTP(rec, req)
-	var l struct {
-		Data []json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil || len(l.Data) == 0 {
-		t.Fatalf("projects: %v %.200s", err, rec.Body.String())
-	}
-	out := make([][]byte, len(l.Data))
-	for i, r := range l.Data {
-		out[i] = r
-	}
-	return out
 }
 
 // TestCoverageOnTheSandbox plays issue 16's story on the sandbox's projects:

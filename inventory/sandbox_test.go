@@ -10,6 +10,50 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
+// sandboxCall sends one request to s (made with o) in process, a POST to
+// the communications interface, anything else to the main one, and returns
+// the body of its answer, which must be 200.
+func sandboxCall(t *testing.T, s *sandbox.Server, o sandbox.Options, method, path, body string) []byte {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", o.APIKey)
+	req.Header.Set("X-Workflow-Key", o.CommsKey)
+	rec := httptest.NewRecorder()
+	if method == http.MethodPost {
+		s.CommsHandler().ServeHTTP(rec, req)
+	} else {
+		s.APIHandler().ServeHTTP(rec, req)
+	}
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s %s: %d %.200s", method, path, rec.Code, rec.Body.String())
+	}
+	return rec.Body.Bytes()
+}
+
+// sandboxProjects returns the raw project records of a sandbox with the
+// given variants.
+func sandboxProjects(t *testing.T, variants ...string) [][]byte {
+	t.Helper()
+	o := sandbox.DefaultOptions()
+	o.Brands, o.ProjectsPerBrand, o.Emails, o.NoLimits, o.Variants = 8, 4, 10, true, variants
+	s, err := sandbox.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := sandboxCall(t, s, o, http.MethodGet, "/v1/projects?per_page=1000", "")
+	var l struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil || len(l.Data) == 0 {
+		t.Fatalf("projects: %v %.200s", err, body)
+	}
+	out := make([][]byte, len(l.Data))
+	for i, r := range l.Data {
+		out[i] = r
+	}
+	return out
+}
+
 // sandboxRecords returns the raw records of the default sandbox (with the
 // given variants) per stream: e-mails, the project list, project details
 // and brand details.
@@ -21,21 +65,7 @@ func sandboxRecords(t *testing.T, variants ...string) map[string][][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(method, path, body string) []byte {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", o.APIKey)
-		req.Header.Set("X-Workflow-Key", o.CommsKey)
-		rec := httptest.NewRecorder()
-		if method == http.MethodPost {
-			s.CommsHandler().ServeHTTP(rec, req)
-		} else {
-			s.APIHandler().ServeHTTP(rec, req)
-		}
-		if rec.Code != http.StatusOK {
-			t.Fatalf("%s %s: %d %.200s", method, path, rec.Code, rec.Body.String())
-		}
-		return rec.Body.Bytes()
-	}
+	call := func(method, path, body string) []byte { return sandboxCall(t, s, o, method, path, body) }
 	out := map[string][][]byte{}
 	users := make([]string, o.Users)
 	for u := range users {

@@ -123,7 +123,7 @@ func coerceID(r gjson.Result, what string) (any, error) {
 		}
 		return CleanText(s), nil
 	case gjson.Number:
-		if !isInteger(r.Raw) {
+		if !IsInteger(r.Raw) {
 			return nil, valueErr("%s: id must be a string or an integer, got the number %s", what, r.Raw)
 		}
 		return r.Raw, nil
@@ -131,33 +131,23 @@ func coerceID(r gjson.Result, what string) (any, error) {
 	return nil, valueErr("%s: id must be a string or an integer, got %s", what, kind(r))
 }
 
-func isInteger(s string) bool {
-	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
-		s = s[1:]
+// numberText is the text a number column reads from r: a number's literal
+// text (never through float64) or a string's, trimmed ("" for NULL). want
+// names what the column holds, for the error any other value gets.
+func numberText(r gjson.Result, what, want string) (string, error) {
+	switch r.Type {
+	case gjson.String:
+		return strings.TrimSpace(r.Str), nil
+	case gjson.Number:
+		return r.Raw, nil
 	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return "", valueErr("%s: want %s, got %s", what, want, kind(r))
 }
 
 func coerceInt(r gjson.Result, what string, bits int) (any, error) {
-	var s string
-	switch r.Type {
-	case gjson.String:
-		s = strings.TrimSpace(r.Str)
-		if s == "" {
-			return nil, nil
-		}
-	case gjson.Number:
-		s = r.Raw
-	default:
-		return nil, valueErr("%s: want an integer, got %s", what, kind(r))
+	s, err := numberText(r, what, "an integer")
+	if err != nil || s == "" {
+		return nil, err
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(s, "+"), 10, bits)
 	if err != nil {
@@ -179,7 +169,7 @@ func coerceBool(r gjson.Result, what string) (any, error) {
 	case gjson.False, gjson.Null:
 		return false, nil
 	case gjson.Number:
-		if !isInteger(r.Raw) {
+		if !IsInteger(r.Raw) {
 			return nil, valueErr("%s: want 1, 0, true, false or null, got %s", what, r.Raw)
 		}
 		return strings.Trim(r.Raw, "-+0") != "", nil
@@ -199,17 +189,9 @@ func coerceBool(r gjson.Result, what string) (any, error) {
 }
 
 func coerceDecimal(r gjson.Result, what string) (any, error) {
-	var s string
-	switch r.Type {
-	case gjson.String:
-		s = strings.TrimSpace(r.Str)
-		if s == "" {
-			return nil, nil
-		}
-	case gjson.Number:
-		s = r.Raw // the literal text: never through float64
-	default:
-		return nil, valueErr("%s: want a decimal number, got %s", what, kind(r))
+	s, err := numberText(r, what, "a decimal number")
+	if err != nil || s == "" {
+		return nil, err
 	}
 	d, ok := CanonicalDecimal(s)
 	if !ok {
@@ -255,21 +237,36 @@ func coerceTime(r gjson.Result, what string, k timeKind) (any, error) {
 	return t.UTC().Truncate(time.Microsecond), nil
 }
 
-func kind(r gjson.Result) string {
+// JSONType names r's JSON type: null, boolean, number, string, array or
+// object.
+func JSONType(r gjson.Result) string {
 	switch r.Type {
-	case gjson.String:
-		return "a string"
-	case gjson.Number:
-		return "a number"
-	case gjson.True, gjson.False:
-		return "a boolean"
 	case gjson.Null:
 		return "null"
+	case gjson.False, gjson.True:
+		return "boolean"
+	case gjson.Number:
+		return "number"
+	case gjson.String:
+		return "string"
 	}
 	if r.IsArray() {
-		return "an array"
+		return "array"
 	}
-	return "an object"
+	return "object"
+}
+
+// kind is r's JSON type for errors, with its article: "a string", "an
+// object", "null".
+func kind(r gjson.Result) string {
+	switch t := JSONType(r); t {
+	case "null":
+		return t
+	case "array", "object":
+		return "an " + t
+	default:
+		return "a " + t
+	}
 }
 
 // maxDecimalExponent bounds exponents so "1e999999999" cannot blow up memory.
@@ -281,24 +278,13 @@ const maxDecimalExponent = 1000
 // zero; the digits after the point kept as given ("1250.50").
 func CanonicalDecimal(s string) (string, bool) {
 	b := s
-	i := 0
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
-	is := i
-	for i < len(b) && isDigit(b[i]) {
-		i++
-	}
+	neg, is := signAt(b, 0)
+	i := digitsEnd(b, is)
 	intPart := b[is:i]
 	frac := ""
 	if i < len(b) && b[i] == '.' {
-		i++
-		fs := i
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
+		fs := i + 1
+		i = digitsEnd(b, fs)
 		frac = b[fs:i]
 	}
 	if len(intPart)+len(frac) == 0 {
@@ -308,19 +294,12 @@ func CanonicalDecimal(s string) (string, bool) {
 	hasExp := false
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		hasExp = true
-		i++
-		eneg := false
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			eneg = b[i] == '-'
-			i++
-		}
-		es := i
-		for i < len(b) && isDigit(b[i]) {
+		eneg, es := signAt(b, i+1)
+		for i = es; i < len(b) && isDigit(b[i]); i++ {
 			if exp > maxDecimalExponent {
 				return "", false
 			}
 			exp = exp*10 + int(b[i]-'0')
-			i++
 		}
 		if i == es || exp > maxDecimalExponent {
 			return "", false
@@ -370,6 +349,24 @@ func CanonicalDecimal(s string) (string, bool) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// signAt reads the optional sign at s[i]: whether it is '-', and the index
+// after it.
+func signAt(s string, i int) (neg bool, next int) {
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		return s[i] == '-', i + 1
+	}
+	return false, i
+}
+
+// digitsEnd returns the index after the digits from b[i] on (i when there
+// are none).
+func digitsEnd[T ~string | ~[]byte](b T, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
 
 func allZeroDigits(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -5,7 +5,11 @@
 // of the key, and what load must know of it (sticky, fallback, parent, soft
 // delete, the reject stream). One file per stream: brands.go, projects.go,
 // finance.go, communications.go; a stream's hooks (what a declaration cannot
-// say, such as the shapes of an e-mail's recipients) sit in its file.
+// say, such as the shapes of an e-mail's recipients) sit in its file. The
+// column forms most tables repeat have a constructor each: field(name, type)
+// for a column read from the field of its own name, recordID(name) for a
+// list's key (the record's id), rawColumn() for the record as received; a
+// column with any other rule spells it out as a Column.
 //
 // The package also says what a column's Type means when reading JSON
 // (Column.Coerce: ids as strings or numbers, numbers as strings, exact
@@ -24,9 +28,13 @@
 // stream imports only the standard library and gjson. The stages import it,
 // never the other way round:
 //
-//	cmd, cli ──► engine ──► extract
+//	cmd, cli ──► engine ──► extract ──► stream
 //	                 │ ──► transform ──► stream
 //	                 └───► load ──────► stream
+//
+// extract reads its page scan's numbers, escapes and integer keys by the
+// same grammar as View (SkipNumber, SkipEscape, IsInteger) and names a
+// value's JSON type as Coerce does (JSONType).
 //
 // transform turns records (stream.Record: a key and the raw JSON) into rows
 // by the declarations; load derives its table specs (keys, SQL types,

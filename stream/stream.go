@@ -209,6 +209,25 @@ type Column struct {
 	Sparse bool
 }
 
+// The three column forms most declarations repeat, said once.
+
+// field is a column read from the source field of its own name, with no
+// other rule.
+func field(name string, t Type) Column {
+	return Column{Name: name, Field: name, Type: t}
+}
+
+// recordID is the key column name of a list's records: the record's id,
+// or the field of that name ("brand_id") when id holds no value.
+func recordID(name string) Column {
+	return Column{Name: name, Field: "id", Alternates: []string{name}, Type: ID, Key: true}
+}
+
+// rawColumn is raw, the record as received.
+func rawColumn() Column {
+	return Column{Name: "raw", Derived: DerivedRecord, Type: JSONB}
+}
+
 // FillsFrom reports whether records of endpoint fill the column.
 func (c *Column) FillsFrom(endpoint string) bool {
 	return len(c.Endpoints) == 0 || slices.Contains(c.Endpoints, endpoint)

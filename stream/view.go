@@ -404,19 +404,27 @@ func (sp *splitter) object(s string, i int, t *Table, wrap, depth int, nested bo
 		if !ok {
 			return 0, false
 		}
-		i = skipSpace(s, ve)
-		if i >= len(s) {
-			return 0, false
-		}
-		switch s[i] {
-		case ',':
-			i = skipSpace(s, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return 0, false
+		var done bool
+		if i, done, ok = afterValue(s, ve, '}'); !ok || done {
+			return i, ok
 		}
 	}
+}
+
+// afterValue reads what follows a member or element that ends at s[ve] in
+// a container closed by close: a comma (i: the start of the next one) or
+// close (done; i: the index after it). ok is false for anything else.
+func afterValue(s string, ve int, close byte) (i int, done, ok bool) {
+	i = skipSpace(s, ve)
+	switch {
+	case i >= len(s):
+		return 0, false, false
+	case s[i] == ',':
+		return skipSpace(s, i+1), false, true
+	case s[i] == close:
+		return i + 1, true, true
+	}
+	return 0, false, false
 }
 
 func skipSpace(s string, i int) int {
@@ -440,19 +448,8 @@ func skipString(s string, i int) (end int, esc, ok bool) {
 			return i + 1, esc, true
 		}
 		esc = true
-		i++
-		if i >= len(s) {
-			return 0, false, false
-		}
-		switch s[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+4 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) {
-				return 0, false, false
-			}
-			i += 5
-		default:
+		var ok bool
+		if i, ok = SkipEscape(s, i+1); !ok {
 			return 0, false, false
 		}
 	}
@@ -486,10 +483,6 @@ func quoteOrBackslash(s string, i int) int {
 	return len(s)
 }
 
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
 // skipValue returns the index after the JSON value starting at s[i]: a
 // string, number or literal checked as JSON has it; an object or an array
 // found as gjson finds it (see squash), its contents not checked.
@@ -510,7 +503,7 @@ func skipValue(s string, i, depth int) (int, bool) {
 	case c == 'n':
 		return skipWord(s, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return skipNumber(s, i)
+		return SkipNumber(s, i)
 	}
 	return 0, false
 }
@@ -552,47 +545,6 @@ func skipWord(s string, i int, w string) (int, bool) {
 		return 0, false
 	}
 	return i + len(w), true
-}
-
-// skipNumber returns the index after the number starting at s[i]:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func skipNumber(s string, i int) (int, bool) {
-	if s[i] == '-' {
-		i++
-	}
-	if i < len(s) && s[i] == '0' {
-		i++
-	} else if i = skipDigits(s, i); i < 0 {
-		return 0, false
-	}
-	if i < len(s) && s[i] == '.' {
-		if i = skipDigits(s, i+1); i < 0 {
-			return 0, false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i = skipDigits(s, i); i < 0 {
-			return 0, false
-		}
-	}
-	return i, true
-}
-
-// skipDigits returns the index after the digits from s[i] on, -1 when
-// there are none.
-func skipDigits(s string, i int) int {
-	d := i
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	if i == d {
-		return -1
-	}
-	return i
 }
 
 // forEach calls fn for each element of the array or object r as gjson's
@@ -657,17 +609,9 @@ func (sp *splitter) array(s string, i int) (int, bool) {
 			return 0, false
 		}
 		sp.stack = append(sp.stack, member{v0: uint32(i), v1: uint32(ve)})
-		i = skipSpace(s, ve)
-		if i >= len(s) {
-			return 0, false
-		}
-		switch s[i] {
-		case ',':
-			i = skipSpace(s, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
+		var done bool
+		if i, done, ok = afterValue(s, ve, ']'); !ok || done {
+			return i, ok
 		}
 	}
 }

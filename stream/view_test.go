@@ -192,3 +192,19 @@ func BenchmarkNewView(b *testing.B) {
 		}
 	}
 }
+
+// TestKindNamesJSONTypes: Coerce's errors name a value's type with its
+// article, extract's without (JSONType).
+func TestKindNamesJSONTypes(t *testing.T) {
+	for raw, want := range map[string]string{
+		`null`: "null", `false`: "a boolean", `-1.5`: "a number", `"x"`: "a string", `[1]`: "an array", `{"a":1}`: "an object",
+	} {
+		r := gjson.Parse(raw)
+		if got := kind(r); got != want {
+			t.Errorf("kind(%s) = %q, want %q", raw, got, want)
+		}
+		if got := JSONType(r); !strings.HasSuffix(want, got) || got == "" {
+			t.Errorf("JSONType(%s) = %q, want the type of %q", raw, got, want)
+		}
+	}
+}
