@@ -164,6 +164,19 @@ func (h *harness) runWorker(ctx context.Context, label string, env map[string]st
 	return res, err
 }
 
+// runSucceeded runs agencysync as runWorker does and fails unless it exited
+// 0 with a succeeded run (childproc.Result.Err, naming what it was).
+func (h *harness) runSucceeded(ctx context.Context, label, what string, env map[string]string, args ...string) (*childproc.Result, error) {
+	res, err := h.runWorker(ctx, label, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Err(what); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 func (h *harness) want(fig string) bool {
 	if len(h.cfg.Figures) == 0 {
 		return true
