@@ -2,15 +2,16 @@
 -- needs) are compressed with lz4 where the server was built with it; a
 -- server without lz4 keeps pglz, its default, and says so in a NOTICE.
 --
--- Only new values use lz4: a value already stored keeps the compression it
--- was written with until it is written again (the record changes, or
--- VACUUM FULL rewrites the table). PostgreSQL compresses a value only when
--- its row passes about 2 kB (TOAST_TUPLE_THRESHOLD, fixed when the server is
--- built; toast_tuple_target does not lower it for inserts): e-mails with
--- bodies (AGENCY_COMMS_WITH_MESSAGE=1) and large details are compressed, an
--- e-mail without body (about 1.3 kB a row) is stored as it is whatever the
--- method. ALTER COLUMN SET COMPRESSION rewrites nothing: it changes the
--- catalogue only.
+-- Only values written anew use lz4: a value already stored keeps the
+-- compression it was written with (VACUUM FULL copies compressed values as
+-- they are), and so does a compressed value copied from another table.
+-- PostgreSQL compresses a value only when its row passes about 2 kB
+-- (TOAST_TUPLE_THRESHOLD, fixed when the server is built; toast_tuple_target
+-- does not lower it for inserts): e-mails with bodies
+-- (AGENCY_COMMS_WITH_MESSAGE=1) and large details are compressed, an e-mail
+-- without body (about 1.3 kB a row) is stored as it is whatever the method.
+-- ALTER COLUMN SET COMPRESSION rewrites nothing: it changes the catalogue
+-- only.
 
 -- +goose Up
 -- +goose StatementBegin
