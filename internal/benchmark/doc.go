@@ -27,6 +27,9 @@
 //     service's, from the worker's quota ledger checked against the
 //     sandbox), detail and communications rates at a raised rate limit, and
 //     a first sync spanning several quota days, compared with the truth.
+//  9. storage (issue 17), each setting once: the bytes a first sync leaves
+//     per e-mail, raw compressed with pglz and with lz4, e-mails without
+//     and with bodies, beside a page-grouped alternative.
 //
 // Every scenario run uses a fresh warehouse schema, dropped afterwards. The
 // result is one Markdown table (Table), printed and written with the

@@ -40,7 +40,7 @@ type Config struct {
 	// PGBinDir holds the private cluster's server binaries (PG_BINDIR);
 	// empty: searched for.
 	PGBinDir string
-	// Figures selects figures by number ("1".."8"); empty runs them all.
+	// Figures selects figures by number ("1".."9"); empty runs them all.
 	Figures []string
 	// LargeDays, when positive, is the number of simulated days of figure
 	// 8's large agency instead of the mode's (14, quick 3): the 14 days at
@@ -70,6 +70,9 @@ type Sizes struct {
 	BackfillSmall, BackfillLarge int
 	// PipelineEmails are the e-mails of the pipeline scenario.
 	PipelineEmails int
+	// StorageEmails are the e-mails of the storage figure's first syncs
+	// (the sandbox's default agency otherwise).
+	StorageEmails int
 	// SteadyEmails are the steady-state agency's e-mails (0: the sandbox's
 	// default, 20 000) and SteadyAppend the e-mails of its day of changes.
 	SteadyEmails, SteadyAppend int
@@ -85,7 +88,7 @@ type Sizes struct {
 }
 
 // FullSizes are the sizes of make bench (issue 8's).
-var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000_000, PipelineEmails: 100_000,
+var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000_000, PipelineEmails: 100_000, StorageEmails: 100_000,
 	SteadyAppend:    5000,
 	Pace:            childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},
 	DecodeBenchtime: "1s", LoadBenchEmails: 20_000,
@@ -98,7 +101,7 @@ var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000
 // QuickSizes are the sizes of make bench-quick: the same table, smaller
 // (a quarter of the steady-state agency, a tenth of the e-mails).
 var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 15},
-	BackfillSmall: 10_000, BackfillLarge: 100_000, PipelineEmails: 20_000,
+	BackfillSmall: 10_000, BackfillLarge: 100_000, PipelineEmails: 20_000, StorageEmails: 20_000,
 	SteadyEmails: 5000, SteadyAppend: 1250,
 	Pace:            childproc.SandboxOptions{Brands: 2, ProjectsPerBrand: 6, Emails: 10_000},
 	DecodeBenchtime: "30x", LoadBenchEmails: 3000,
@@ -162,6 +165,19 @@ func (h *harness) runWorker(ctx context.Context, label string, env map[string]st
 		}
 	}
 	return res, err
+}
+
+// runSucceeded runs agencysync as runWorker does and fails unless it exited
+// 0 with a succeeded run (childproc.Result.Err, naming what it was).
+func (h *harness) runSucceeded(ctx context.Context, label, what string, env map[string]string, args ...string) (*childproc.Result, error) {
+	res, err := h.runWorker(ctx, label, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Err(what); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func (h *harness) want(fig string) bool {

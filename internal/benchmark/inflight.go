@@ -178,20 +178,15 @@ func (h *harness) inflightOnce(ctx context.Context, sb *Sandbox, label string, e
 	for k, v := range extra {
 		env[k] = v
 	}
-	if res, err := h.runWorker(ctx, label+"-migrate", env, "migrate", "up"); err != nil {
-		return inflightRun{}, err
-	} else if err := res.Err("migrate up"); err != nil {
+	if _, err := h.runSucceeded(ctx, label+"-migrate", "migrate up", env, "migrate", "up"); err != nil {
 		return inflightRun{}, err
 	}
 	if err := sb.ResetStats(ctx); err != nil {
 		return inflightRun{}, err
 	}
 	env["LOG_LEVEL"] = "debug" // one line per request: their pace
-	res, err := h.runWorker(ctx, label, env, append([]string{"run", "--no-migrate"}, args...)...)
+	res, err := h.runSucceeded(ctx, label, label+" sync", env, append([]string{"run", "--no-migrate"}, args...)...)
 	if err != nil {
-		return inflightRun{}, err
-	}
-	if err := res.Err(label + " sync"); err != nil {
 		return inflightRun{}, err
 	}
 	st, err := sb.Stats(ctx)

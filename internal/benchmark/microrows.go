@@ -31,25 +31,35 @@ func (h *harness) micro(ctx context.Context) []Row {
 
 // decodeRows summarises the extract decode benchmarks.
 func decodeRows(m map[string]BenchSummary) []Row {
-	var rows []Row
-	for _, b := range []struct{ name, figure string }{
+	return benchRows(m, []benchFigure{
 		{"BenchmarkDecodeCommunicationsPage", "Decode: a 1000-row communications page split into records (extract.SplitPage)"},
 		{"BenchmarkDecodeCommunicationsPageUniquePeople", "Decode: the same page, every participant a different person"},
 		{"BenchmarkDecodeProjectsPage", "Decode: a 1000-row projects page split into records (extract.SplitPage)"},
-	} {
-		s, ok := m[b.name]
-		if !ok {
-			rows = append(rows, notReported(b.name, b.figure))
-			continue
-		}
-		rows = append(rows, Row{ID: "7", Figure: b.figure,
+	}, func(b benchFigure, s BenchSummary) Row {
+		return Row{ID: "7", Figure: b.figure,
 			Result: fmt.Sprintf("%s pages/s, %s MB/s, %s allocs/op", Float(s.Median["pages/s"], 0), Float(s.Median["MB/s"], 1),
 				Float(s.Median["allocs/op"], 0)),
 			Verdict: Info,
 			Detail: fmt.Sprintf("%s, %d runs: pages/s %s; MB/s %s; B/op %s", b.name, s.Runs,
 				List(s.Values["pages/s"], func(x float64) string { return Float(x, 0) }),
 				List(s.Values["MB/s"], func(x float64) string { return Float(x, 1) }),
-				List(s.Values["B/op"], func(x float64) string { return Int(int64(x)) }))})
+				List(s.Values["B/op"], func(x float64) string { return Int(int64(x)) }))}
+	})
+}
+
+// benchFigure is a micro-benchmark and the figure it measures.
+type benchFigure struct{ name, figure string }
+
+// benchRows renders the row of each benchmark of benches with row, or its
+// notReported row when m holds no result of it.
+func benchRows(m map[string]BenchSummary, benches []benchFigure, row func(benchFigure, BenchSummary) Row) []Row {
+	var rows []Row
+	for _, b := range benches {
+		if s, ok := m[b.name]; ok {
+			rows = append(rows, row(b, s))
+		} else {
+			rows = append(rows, notReported(b.name, b.figure))
+		}
 	}
 	return rows
 }
@@ -62,41 +72,32 @@ func notReported(name, figure string) Row {
 
 // loadRows summarises the load benchmarks.
 func loadRows(m map[string]BenchSummary, emails int) []Row {
-	var rows []Row
 	rate := func(x float64) string { return Float(x, 0) }
-	for _, b := range []struct{ name, figure string }{
+	rows := benchRows(m, []benchFigure{
 		{"BenchmarkLoadEmails/default", "Load: CommitPage ÷ raw COPY into unlogged tables, e-mails/s"},
 		{"BenchmarkLoadEmails/sync_commit", "Load: the same with SyncCommit (each page waits for its WAL flush)"},
-	} {
-		s, ok := m[b.name]
-		if !ok {
-			rows = append(rows, notReported(b.name, b.figure))
-			continue
-		}
+	}, func(b benchFigure, s BenchSummary) Row {
 		med := s.Median["ratio"]
-		rows = append(rows, Row{ID: "7", Figure: b.figure,
+		return Row{ID: "7", Figure: b.figure,
 			Result:  fmt.Sprintf("%s (%s vs %s e-mails/s)", Float(med, 2), rate(s.Median["normalized_emails/s"]), rate(s.Median["rawcopy_emails/s"])),
 			Target:  "≥ 0.5",
 			Verdict: Check(med, med >= 0.5),
 			Detail: fmt.Sprintf("%s, %s e-mails, %d runs: ratio %s; CommitPage %s; raw COPY %s e-mails/s", b.name, Int(int64(emails)), s.Runs,
 				List(s.Values["ratio"], func(x float64) string { return Float(x, 3) }),
-				List(s.Values["normalized_emails/s"], rate), List(s.Values["rawcopy_emails/s"], rate))})
-	}
-	name := "BenchmarkReloadUnchanged"
-	figure := "Load: reloading unchanged pages, tuples written and WAL"
-	s, ok := m[name]
-	if !ok {
-		return append(rows, notReported(name, figure))
-	}
-	_, maxTuples := MinMax(s.Values["reload_tuples"])
-	rows = append(rows, Row{ID: "7", Figure: figure,
-		Result: fmt.Sprintf("%s tuples, WAL %s (%s of the first load)", Int(int64(s.Median["reload_tuples"])),
-			Bytes(s.Median["reload_WAL_bytes"]), Float(s.Median["reload/first_WAL"], 3)),
-		Target:  "0 tuples",
-		Verdict: Check(maxTuples, maxTuples == 0),
-		Detail: fmt.Sprintf("%s, %s e-mails, %d runs: first load %s tuples, %s WAL, %s e-mails/s; reload %s e-mails/s", name, Int(int64(emails)), s.Runs,
-			Int(int64(s.Median["first_tuples"])), Bytes(s.Median["first_WAL_bytes"]), rate(s.Median["first_emails/s"]), rate(s.Median["reload_emails/s"]))})
-	return rows
+				List(s.Values["normalized_emails/s"], rate), List(s.Values["rawcopy_emails/s"], rate))}
+	})
+	return append(rows, benchRows(m, []benchFigure{
+		{"BenchmarkReloadUnchanged", "Load: reloading unchanged pages, tuples written and WAL"},
+	}, func(b benchFigure, s BenchSummary) Row {
+		_, maxTuples := MinMax(s.Values["reload_tuples"])
+		return Row{ID: "7", Figure: b.figure,
+			Result: fmt.Sprintf("%s tuples, WAL %s (%s of the first load)", Int(int64(s.Median["reload_tuples"])),
+				Bytes(s.Median["reload_WAL_bytes"]), Float(s.Median["reload/first_WAL"], 3)),
+			Target:  "0 tuples",
+			Verdict: Check(maxTuples, maxTuples == 0),
+			Detail: fmt.Sprintf("%s, %s e-mails, %d runs: first load %s tuples, %s WAL, %s e-mails/s; reload %s e-mails/s", b.name, Int(int64(emails)), s.Runs,
+				Int(int64(s.Median["first_tuples"])), Bytes(s.Median["first_WAL_bytes"]), rate(s.Median["first_emails/s"]), rate(s.Median["reload_emails/s"]))}
+	})...)
 }
 
 // decodeLibraryRows summarises BenchmarkDecodeLibraries (issue 14 item 4):

@@ -83,11 +83,8 @@ func (h *harness) backfillOnce(ctx context.Context, sb *Sandbox) (backfillRun, e
 	}
 	env := sb.WorkerEnv(h.dsn, schema)
 	env["AGENCY_RATE_LIMIT"] = "1000"
-	res, err := h.runWorker(ctx, "backfill", env, "run")
+	res, err := h.runSucceeded(ctx, "backfill", "first sync", env, "run")
 	if err != nil {
-		return backfillRun{}, err
-	}
-	if err := res.Err("first sync"); err != nil {
 		return backfillRun{}, err
 	}
 	st, err := sb.Stats(ctx)
@@ -210,20 +207,15 @@ func (h *harness) paceOnce(ctx context.Context, sb *Sandbox) (paceRun, error) {
 	env := sb.WorkerEnv(h.dsn, schema)
 	env["AGENCY_RATE_LIMIT"] = "10"
 	// Migrations first, so that the measured process is the sync alone.
-	if res, err := h.runWorker(ctx, "pace-migrate", env, "migrate", "up"); err != nil {
-		return paceRun{}, err
-	} else if err := res.Err("migrate up"); err != nil {
+	if _, err := h.runSucceeded(ctx, "pace-migrate", "migrate up", env, "migrate", "up"); err != nil {
 		return paceRun{}, err
 	}
 	if err := sb.ResetStats(ctx); err != nil {
 		return paceRun{}, err
 	}
 	env["LOG_LEVEL"] = "debug" // one line per request: the spacing of the requests
-	res, err := h.runWorker(ctx, "pace", env, "run", "--no-migrate")
+	res, err := h.runSucceeded(ctx, "pace", "paced sync", env, "run", "--no-migrate")
 	if err != nil {
-		return paceRun{}, err
-	}
-	if err := res.Err("paced sync"); err != nil {
 		return paceRun{}, err
 	}
 	st, err := sb.Stats(ctx)
@@ -326,11 +318,8 @@ func (h *harness) pipelineOnce(ctx context.Context, sb *Sandbox) (pipelineRun, e
 	env := sb.WorkerEnv(h.dsn, schema)
 	env["AGENCY_RATE_LIMIT"] = "1000"
 	sbBefore, pgBefore := treeCPU(sb.Pid()), h.pgCPU()
-	res, err := h.runWorker(ctx, "pipeline", env, "run", "--streams", "communications")
+	res, err := h.runSucceeded(ctx, "pipeline", "communications sync", env, "run", "--streams", "communications")
 	if err != nil {
-		return r, err
-	}
-	if err := res.Err("communications sync"); err != nil {
 		return r, err
 	}
 	h.workerGone(ctx) // its backends' CPU time is in the postmaster's once they ended
@@ -438,11 +427,8 @@ func (h *harness) steadyOnce(ctx context.Context) (steadyRun, error) {
 		if err := sb.ResetStats(ctx); err != nil {
 			return nil, 0, err
 		}
-		res, err := h.runWorker(ctx, "steady-"+strings.ReplaceAll(what, " ", "-"), env, args...)
+		res, err := h.runSucceeded(ctx, "steady-"+strings.ReplaceAll(what, " ", "-"), what, env, args...)
 		if err != nil {
-			return nil, 0, err
-		}
-		if err := res.Err(what); err != nil {
 			return nil, 0, err
 		}
 		st, err := sb.Stats(ctx)

@@ -1,0 +1,94 @@
+package load
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+)
+
+// recordColumns are the columns holding an API record as received (the
+// warehouse contract's raw jsonb, and the details' detail_raw).
+var recordColumns = []string{
+	"agency_finance_summary.raw", "brand_contacts.raw", "brands.detail_raw", "brands.raw", "budgets.raw",
+	"collections.raw", "emails.raw", "invoices.raw", "payments.raw", "profitability.raw",
+	"projects.detail_raw", "projects.raw",
+}
+
+// TestRawCompressedWithLZ4: after the migrations every raw and detail_raw
+// column is compressed with lz4 where the server was built with it (the
+// server's default otherwise), and an e-mail whose row passes PostgreSQL's
+// compression threshold (about 2 kB: one with its body) is stored
+// lz4-compressed.
+func TestRawCompressedWithLZ4(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	ctx := context.Background()
+	var lz4 bool
+	if err := pool.QueryRow(ctx, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
+		t.Fatal(err)
+	}
+	want, wantMethod := "", "pglz" // "": the server's default, pglz without lz4
+	if lz4 {
+		want, wantMethod = "l", "lz4"
+	}
+	rows, err := pool.Query(ctx, `SELECT c.relname || '.' || a.attname, a.attcompression::text
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' AND a.attname IN ('raw', 'detail_raw') AND NOT a.attisdropped`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var col, compression string
+		if err := rows.Scan(&col, &compression); err != nil {
+			t.Fatal(err)
+		}
+		got[col] = compression
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cols := slices.Sorted(maps.Keys(got)); !slices.Equal(cols, recordColumns) {
+		t.Errorf("raw columns %v, want %v", cols, recordColumns)
+	}
+	for _, col := range recordColumns {
+		if got[col] != want {
+			t.Errorf("%s: compression %q, want %q", col, got[col], want)
+		}
+	}
+
+	b := newCommsGenerator().page(0)
+	withBodies(t, &b, 0)
+	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: b}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = pool.Query(ctx, `SELECT coalesce(pg_column_compression(raw), 'none'), count(*), sum(pg_column_size(raw)), sum(octet_length(raw::text))
+FROM `+qualified(schema, "emails")+` GROUP BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stored struct{ emails, bytes, text int64 }
+	by := map[string]stored{}
+	for rows.Next() {
+		var method string
+		var st stored
+		if err := rows.Scan(&method, &st.emails, &st.bytes, &st.text); err != nil {
+			t.Fatal(err)
+		}
+		by[method] = st
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for method, st := range by {
+		if method != wantMethod && method != "none" {
+			t.Errorf("%d e-mails' raw compressed with %s, want %s", st.emails, method, wantMethod)
+		}
+	}
+	compressed := by[wantMethod]
+	if compressed.emails == 0 || compressed.bytes >= compressed.text {
+		t.Errorf("e-mails with bodies: %d raw compressed with %s (%d bytes stored for %d of text); by method %+v",
+			compressed.emails, wantMethod, compressed.bytes, compressed.text, by)
+	}
+}
