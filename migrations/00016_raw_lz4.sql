@@ -17,13 +17,12 @@
 -- +goose StatementBegin
 DO $$
 DECLARE
-    method text := 'pglz';
     col text[];
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
-        method := 'lz4';
-    ELSE
+    -- Servers before 14 have neither lz4 nor SET COMPRESSION: nothing to do there.
+    IF NOT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
         RAISE NOTICE 'this PostgreSQL server was built without lz4: raw and detail_raw stay compressed with pglz';
+        RETURN;
     END IF;
     FOREACH col SLICE 1 IN ARRAY ARRAY[
         ['brands', 'raw'], ['brands', 'detail_raw'], ['brand_contacts', 'raw'],
@@ -31,20 +30,28 @@ BEGIN
         ['budgets', 'raw'], ['invoices', 'raw'], ['collections', 'raw'], ['payments', 'raw'],
         ['profitability', 'raw'], ['agency_finance_summary', 'raw'], ['emails', 'raw']]
     LOOP
-        EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET COMPRESSION %s', col[1], col[2], method);
+        EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET COMPRESSION lz4', col[1], col[2]);
     END LOOP;
 END
 $$;
 -- +goose StatementEnd
 
 -- +goose Down
-ALTER TABLE brands ALTER COLUMN raw SET COMPRESSION default, ALTER COLUMN detail_raw SET COMPRESSION default;
-ALTER TABLE brand_contacts ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE projects ALTER COLUMN raw SET COMPRESSION default, ALTER COLUMN detail_raw SET COMPRESSION default;
-ALTER TABLE budgets ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE invoices ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE collections ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE payments ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE profitability ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE agency_finance_summary ALTER COLUMN raw SET COMPRESSION default;
-ALTER TABLE emails ALTER COLUMN raw SET COMPRESSION default;
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF current_setting('server_version_num')::int >= 140000 THEN
+        EXECUTE 'ALTER TABLE brands ALTER COLUMN raw SET COMPRESSION default, ALTER COLUMN detail_raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE brand_contacts ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE projects ALTER COLUMN raw SET COMPRESSION default, ALTER COLUMN detail_raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE budgets ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE invoices ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE collections ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE payments ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE profitability ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE agency_finance_summary ALTER COLUMN raw SET COMPRESSION default';
+        EXECUTE 'ALTER TABLE emails ALTER COLUMN raw SET COMPRESSION default';
+    END IF;
+END
+$$;
+-- +goose StatementEnd
