@@ -132,3 +132,38 @@ func TestKeyWithLineBreakExits2AtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageErrorsNameTheFlag: a command's stray argument, unknown stream or
+// malformed day is a usage error (exit 2) whose message names the command or
+// flag, before anything is opened.
+func TestUsageErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "x"}, `check takes no arguments, got ["x"]`},
+		{[]string{"config", "x"}, `config takes no arguments, got ["x"]`},
+		{[]string{"rebuild", "x"}, `rebuild takes no arguments, got ["x"]`},
+		{[]string{"run", "x", "y"}, `run takes no arguments, got ["x" "y"]`},
+		{[]string{"verify", "x"}, `verify takes no arguments, got ["x"]`},
+		{[]string{"check", "--streams", "emails"}, `--streams: `},
+		{[]string{"run", "--streams", "emails"}, `--streams: `},
+		{[]string{"plan", "--streams", "emails"}, `--streams: `},
+		{[]string{"rebuild", "--streams", "emails"}, `--streams: `},
+		{[]string{"verify", "--from", "2024-13-01"}, `--from "2024-13-01": want YYYY-MM-DD`},
+		{[]string{"verify", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
+		{[]string{"backfill", "--from", "yesterday"}, `--from "yesterday": want YYYY-MM-DD`},
+		{[]string{"backfill", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			env, out, errb := testEnv(nil)
+			want := "agencysync " + c.args[0] + ": " + c.want
+			if code := Main(context.Background(), c.args, env); code != ExitUsage || !strings.Contains(errb.String(), want) {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s\n%s", code, want, out, errb)
+			}
+		})
+	}
+}
