@@ -102,11 +102,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = warehouse.Migrate(ctx, pool, schema, nil)
-		}()
+		wg.Go(func() { errs[i] = warehouse.Migrate(ctx, pool, schema, nil) })
 	}
 	wg.Wait()
 	for i, err := range errs {
