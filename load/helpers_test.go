@@ -136,6 +136,14 @@ func queryText(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) string
 	return *s
 }
 
+// assertText reports when the text sql reads (see queryText) is not want.
+func assertText(t testing.TB, pool *pgxpool.Pool, want, sql string, args ...any) {
+	t.Helper()
+	if got := queryText(t, pool, sql, args...); got != want {
+		t.Errorf("%s\n got %q\nwant %q", sql, got, want)
+	}
+}
+
 func qualified(schema, table string) string { return pgx.Identifier{schema, table}.Sanitize() }
 
 // Fixtures shaped like the spec's records.
