@@ -136,6 +136,14 @@ func queryText(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) string
 	return *s
 }
 
+// assertCount reports when the number sql reads (see queryInt) is not want.
+func assertCount(t testing.TB, pool *pgxpool.Pool, want int64, sql string, args ...any) {
+	t.Helper()
+	if got := queryInt(t, pool, sql, args...); got != want {
+		t.Errorf("%s\n got %d\nwant %d", sql, got, want)
+	}
+}
+
 // assertText reports when the text sql reads (see queryText) is not want.
 func assertText(t testing.TB, pool *pgxpool.Pool, want, sql string, args ...any) {
 	t.Helper()

@@ -241,9 +241,8 @@ func TestChildrenReplacedExactly(t *testing.T) {
 		}
 	}
 	assertText(t, pool, "12", "SELECT string_agg(user_id, ',') FROM "+qualified(schema, "project_team_members"))
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_history")); n != 2 {
-		t.Errorf("history rows = %d, want 2 (kept as a log)", n)
-	}
+	// History rows are kept as a log.
+	assertCount(t, pool, 2, "SELECT count(*) FROM "+qualified(schema, "project_history"))
 
 	// Child rows whose parent the batch does not name are merged, and the
 	// parent's other children stay.
@@ -261,9 +260,7 @@ func TestChildrenReplacedExactly(t *testing.T) {
 	if c.Tables["project_team_members"].Written() != 0 {
 		t.Errorf("list load touched the team: %+v", c.Tables)
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 2 {
-		t.Errorf("team rows = %d, want 2", n)
-	}
+	assertCount(t, pool, 2, "SELECT count(*) FROM "+qualified(schema, "project_team_members"))
 }
 
 func TestSoftDeleteAndUndelete(t *testing.T) {
@@ -429,9 +426,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 	}
 	// …and gone after the failure.
 	for _, table := range append(s.Tables(), "rejected_records", "sync_state") {
-		if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, table)); n != 0 {
-			t.Errorf("%s holds %d rows after a failed page", table, n)
-		}
+		assertCount(t, pool, 0, "SELECT count(*) FROM "+qualified(schema, table))
 	}
 	if _, err := s.GetState(ctx, "communications", ""); !errors.Is(err, ErrNoState) {
 		t.Errorf("GetState = %v, want ErrNoState", err)
@@ -489,9 +484,7 @@ func TestBatchDuplicatesCollapse(t *testing.T) {
 	assertText(t, pool, "12 0722 123 456", "SELECT platform_user_id || ' ' || phone FROM "+qualified(schema, "users"))
 	// The same through the merge path (the rows exist now).
 	commit(t, s, Page{Batch: b})
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "email_recipients")); n != 1 {
-		t.Errorf("recipients = %d", n)
-	}
+	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "email_recipients"))
 }
 
 func TestStateCheckpoint(t *testing.T) {
@@ -605,9 +598,7 @@ func TestLedger(t *testing.T) {
 	if err := l2.CountRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := queryInt(t, pool, "SELECT requests FROM "+qualified(schema, "api_quota_usage")+" WHERE day = '2024-11-05'"); n != 2 {
-		t.Errorf("requests = %d, want 2", n)
-	}
+	assertCount(t, pool, 2, "SELECT requests FROM "+qualified(schema, "api_quota_usage")+" WHERE day = '2024-11-05'")
 }
 
 func TestNewValidates(t *testing.T) {
@@ -730,9 +721,7 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 			t.Errorf("%s: raw holds a detail or detail_raw is lost: %s", table, got)
 		}
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 1 {
-		t.Errorf("team rows = %d", n)
-	}
+	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "project_team_members"))
 }
 
 // budget is a budget record with key id, as a listing page carries it.
