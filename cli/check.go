@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,15 +22,12 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("check", a)
 	asJSON := fs.Bool("json", false, "print the report as JSON (shape documented in the README)")
 	streams := fs.String("streams", "", "comma-separated streams to check: "+strings.Join(engine.AllStreams, ",")+" (default all)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("check takes no arguments, got %q", fs.Args())
-	}
-	sel, err := engine.ParseStreams(*streams)
+	sel, err := parseStreams(*streams)
 	if err != nil {
-		return usagef("--streams: %v", err)
+		return err
 	}
 	var need config.Need
 	for _, s := range sel {
@@ -98,9 +94,7 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(a.env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(a.env.Stdout, rep); err != nil {
 			return fmt.Errorf("write check report: %w", err)
 		}
 	} else if err := check.WriteTable(a.env.Stdout, rep); err != nil {

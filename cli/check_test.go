@@ -48,6 +48,20 @@ func parseCheck(t *testing.T, out string) checkJSON {
 	return rep
 }
 
+// checkVariant starts the sandbox serving one variant, runs check --json
+// against it and asserts its exit code; it returns the environment and the
+// report.
+func checkVariant(t *testing.T, variant string, want int) (map[string]string, checkJSON) {
+	t.Helper()
+	sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{variant} })
+	vars := syncEnv(t, sb, o, nil)
+	code, out, errs := mainWith(vars, "check", "--json")
+	if code != want {
+		t.Fatalf("check against the %s variant: exit %d, want %d\n%s\n%s", variant, code, want, out, errs)
+	}
+	return vars, parseCheck(t, out)
+}
+
 // quotaSpent reads the ledger's count of today's requests (status --json).
 func quotaSpent(t *testing.T, vars map[string]string) int {
 	t.Helper()
@@ -144,13 +158,7 @@ const renamedEverywhere = "projects.name=title,projects.status=state,projects.de
 // with AGENCY_FIELD_MAP mapping them, it exits 0.
 func TestCheckRenamedFields(t *testing.T) {
 	t.Parallel()
-	sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{sandbox.VariantRenamedFields} })
-	vars := syncEnv(t, sb, o, nil)
-	code, out, errs := mainWith(vars, "check", "--json")
-	if code != ExitFailure {
-		t.Fatalf("check against renamed fields: exit %d, want 1\n%s\n%s", code, out, errs)
-	}
-	rep := parseCheck(t, out)
+	vars, rep := checkVariant(t, sandbox.VariantRenamedFields, ExitFailure)
 	if rep.Outcome != "mismatch" {
 		t.Errorf("outcome %q, want mismatch", rep.Outcome)
 	}
@@ -187,7 +195,7 @@ func TestCheckRenamedFields(t *testing.T) {
 		t.Errorf("missing columns named: %v; want all of %v", seen, want)
 	}
 	// The table names them too, each with its replacement.
-	code, out, _ = mainWith(vars, "check")
+	code, out, _ := mainWith(vars, "check")
 	for _, line := range []string{"projects.name", "title", "projects.budget_amount", "budget_total", "AGENCY_FIELD_MAP"} {
 		if code != ExitFailure || !strings.Contains(out, line) {
 			t.Fatalf("check (table): exit %d, %q missing:\n%s", code, line, out)
@@ -195,7 +203,7 @@ func TestCheckRenamedFields(t *testing.T) {
 	}
 
 	vars["AGENCY_FIELD_MAP"] = renamedEverywhere
-	code, out, errs = mainWith(vars, "check", "--json")
+	code, out, errs := mainWith(vars, "check", "--json")
 	if code != ExitOK {
 		t.Fatalf("check with the renames mapped: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -208,13 +216,8 @@ func TestCheckRenamedFields(t *testing.T) {
 // numbers as strings, [] for empty objects, the paginator) all map.
 func TestCheckPHPVariant(t *testing.T) {
 	t.Parallel()
-	sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{sandbox.VariantPHP} })
-	vars := syncEnv(t, sb, o, nil)
-	code, out, errs := mainWith(vars, "check", "--json")
-	if code != ExitOK {
-		t.Fatalf("check against the php variant: exit %d\n%s\n%s", code, out, errs)
-	}
-	for _, e := range parseCheck(t, out).Endpoints {
+	_, rep := checkVariant(t, sandbox.VariantPHP, ExitOK)
+	for _, e := range rep.Endpoints {
 		if e.Endpoint != "brand" && e.Endpoint != "project" && e.Endpoint != "communications" && e.Envelope != "php-paginator" {
 			t.Errorf("%s: envelope %q, want php-paginator", e.Endpoint, e.Envelope)
 		}
@@ -283,12 +286,8 @@ func TestCheckEveryTolerantVariant(t *testing.T) {
 		}
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
-			sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{v.Name} })
-			code, out, errs := mainWith(syncEnv(t, sb, o, nil), "check", "--json")
-			if code != ExitOK {
-				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
-			}
-			for _, e := range parseCheck(t, out).Endpoints {
+			_, rep := checkVariant(t, v.Name, ExitOK)
+			for _, e := range rep.Endpoints {
 				if e.Endpoint != "brand" && e.Endpoint != "project" && e.Envelope == "" {
 					t.Errorf("%s: no envelope named", e.Endpoint)
 				}

@@ -5,16 +5,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/logging"
 	"github.com/agencysync/agencysync/warehouse"
 )
@@ -200,6 +203,44 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usagef("%v", err)
 	}
 	return nil
+}
+
+// parseNoArgs parses a command's flags like parseFlags and refuses
+// arguments left after them: "<command> takes no arguments".
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "agencysync "), fs.Args())
+	}
+	return nil
+}
+
+// parseStreams reads a --streams flag: the streams it names (all when it is
+// empty), or a usage error naming the flag.
+func parseStreams(list string) ([]string, error) {
+	sel, err := engine.ParseStreams(list)
+	if err != nil {
+		return nil, usagef("--streams: %v", err)
+	}
+	return sel, nil
+}
+
+// parseDay reads a YYYY-MM-DD flag value, or a usage error naming the flag.
+func parseDay(name, value string) (time.Time, error) {
+	d, err := time.Parse(time.DateOnly, value)
+	if err != nil {
+		return time.Time{}, usagef("%s %q: want YYYY-MM-DD", name, value)
+	}
+	return d, nil
+}
+
+// printJSON writes v to w as indented JSON (the commands' --json output).
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // openWarehouse opens the configured warehouse (a private cluster when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,31 @@ func assertNoSecrets(t *testing.T, texts ...string) {
 	}
 }
 
+// tempFile writes content to a file named name in a new temporary folder
+// and returns its path.
+func tempFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// assertUsageError runs agencysync with args under the environment vars and
+// asserts exit 2, a stderr that says want, and no secret printed.
+func assertUsageError(t *testing.T, vars map[string]string, want string, args ...string) {
+	t.Helper()
+	env, out, errb := testEnv(vars)
+	if code := Main(context.Background(), args, env); code != ExitUsage {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb)
+	}
+	if !strings.Contains(errb.String(), want) {
+		t.Fatalf("stderr does not say %q: %s", want, errb)
+	}
+	assertNoSecrets(t, out.String(), errb.String())
+}
+
 func TestBadConfigurationExits2NamingTheVariable(t *testing.T) {
 	t.Parallel()
 	for name, value := range map[string]string{
@@ -52,15 +78,7 @@ func TestBadConfigurationExits2NamingTheVariable(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			env, out, errb := testEnv(map[string]string{name: value})
-			code := Main(context.Background(), []string{"migrate", "status"}, env)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb)
-			}
-			if !strings.Contains(errb.String(), name+":") {
-				t.Fatalf("stderr does not name %s: %s", name, errb)
-			}
-			assertNoSecrets(t, out.String(), errb.String())
+			assertUsageError(t, map[string]string{name: value}, name+":", "migrate", "status")
 		})
 	}
 }
@@ -120,15 +138,38 @@ func TestKeyWithLineBreakExits2AtStart(t *testing.T) {
 			}
 			// No service address either: had the key passed, the error
 			// would name AGENCY_BASE_URL instead.
-			env, out, errb := testEnv(map[string]string{name: value})
-			code := Main(context.Background(), []string{"plan"}, env)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, errb)
-			}
-			if !strings.Contains(errb.String(), name+":") {
-				t.Fatalf("stderr does not name %s: %s", name, errb)
-			}
-			assertNoSecrets(t, out.String(), errb.String())
+			assertUsageError(t, map[string]string{name: value}, name+":", "plan")
+		})
+	}
+}
+
+// TestUsageErrorsNameTheFlag: a command's stray argument, unknown stream or
+// malformed day is a usage error (exit 2) whose message names the command or
+// flag, before anything is opened.
+func TestUsageErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "x"}, `check takes no arguments, got ["x"]`},
+		{[]string{"config", "x"}, `config takes no arguments, got ["x"]`},
+		{[]string{"rebuild", "x"}, `rebuild takes no arguments, got ["x"]`},
+		{[]string{"run", "x", "y"}, `run takes no arguments, got ["x" "y"]`},
+		{[]string{"verify", "x"}, `verify takes no arguments, got ["x"]`},
+		{[]string{"check", "--streams", "emails"}, `--streams: `},
+		{[]string{"run", "--streams", "emails"}, `--streams: `},
+		{[]string{"plan", "--streams", "emails"}, `--streams: `},
+		{[]string{"rebuild", "--streams", "emails"}, `--streams: `},
+		{[]string{"verify", "--from", "2024-13-01"}, `--from "2024-13-01": want YYYY-MM-DD`},
+		{[]string{"verify", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
+		{[]string{"backfill", "--from", "yesterday"}, `--from "yesterday": want YYYY-MM-DD`},
+		{[]string{"backfill", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			assertUsageError(t, nil, "agencysync "+c.args[0]+": "+c.want, c.args...)
 		})
 	}
 }

@@ -13,11 +13,8 @@ import (
 func runConfig(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("config", a)
 	effective := fs.Bool("effective", false, "print the values in force (secrets masked) instead of the reference")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("config takes no arguments, got %q", fs.Args())
 	}
 	if !*effective {
 		return runConfigHelp(ctx, a, nil)

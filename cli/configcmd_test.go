@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,10 +15,7 @@ func TestConfigEffective(t *testing.T) {
 	t.Parallel()
 	apiKey := strings.Repeat("k", 31) + "apikey123"   // 40 characters
 	commsKey := "comms-secret-from-a-file-0123456789" // 35 characters
-	keyFile := filepath.Join(t.TempDir(), "comms_key")
-	if err := os.WriteFile(keyFile, []byte(commsKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := tempFile(t, "comms_key", commsKey+"\n")
 	dsn := "postgres://owner:pg-pass-word@db.example:5433/wh?sslmode=require"
 	vars := map[string]string{
 		"AGENCY_API_KEY": apiKey, "AGENCY_COMMS_KEY_FILE": keyFile, "DATABASE_URL": dsn,
@@ -81,10 +76,7 @@ func TestConfigEffective(t *testing.T) {
 // variable's overriding.
 func TestConfigEffectiveShowsTheFieldMapInForce(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "fields.yaml")
-	if err := os.WriteFile(file, []byte("projects:\n  name: title\n  status: state\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := tempFile(t, "fields.yaml", "projects:\n  name: title\n  status: state\n")
 	vars := map[string]string{"AGENCY_FIELD_MAP_FILE": file, "AGENCY_FIELD_MAP": "projects.status=status_label,projects.deadline=due_date",
 		"DATABASE_URL": "postgres://u@db.example/w"}
 	code, out, errs := mainWith(vars, "config", "--effective")

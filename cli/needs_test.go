@@ -3,8 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +16,25 @@ func warehouseOnly(t *testing.T) map[string]string {
 	return map[string]string{
 		"DATABASE_URL": warehousetest.DSN(t), "WAREHOUSE_SCHEMA": warehousetest.NewSchemaName(t), "LOG_FORMAT": "json",
 	}
+}
+
+// serviceVars is every variable of the service that a sync uses, pointing
+// at an address nobody listens on.
+func serviceVars() map[string]string {
+	return map[string]string{
+		"AGENCY_BASE_URL": "http://127.0.0.1:9", "AGENCY_API_KEY": testAPIKey,
+		"AGENCY_COMMS_URL": "http://127.0.0.1:9", "AGENCY_COMMS_KEY": testCommsKey,
+		"AGENCY_COMMS_DOMAIN_ID": "1", "AGENCY_COMMS_USER_IDS": "1-3", "AGENCY_COMMS_START_DATE": "2024-01-01",
+	}
+}
+
+// sourceVars is a configuration that passes Require(config.NeedSync) without a service
+// behind it (nothing here sends a request).
+func sourceVars(t *testing.T) map[string]string {
+	t.Helper()
+	vars := warehouseOnly(t)
+	maps.Copy(vars, serviceVars())
+	return vars
 }
 
 // TestStatusAndMigrateRunWithoutAPIKeys: the commands that only read or
@@ -56,64 +73,49 @@ func TestMissingVariablesFailOnlyTheCommandsThatUseThem(t *testing.T) {
 	// A warehouse nobody listens on: a command that got past its
 	// configuration would fail with exit 1 instead.
 	base := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "LOG_FORMAT": "json"}
-	source := map[string]string{
-		"AGENCY_BASE_URL": "http://127.0.0.1:9", "AGENCY_API_KEY": testAPIKey,
-		"AGENCY_COMMS_URL": "http://127.0.0.1:9", "AGENCY_COMMS_KEY": testCommsKey,
-		"AGENCY_COMMS_DOMAIN_ID": "1", "AGENCY_COMMS_USER_IDS": "1-3", "AGENCY_COMMS_START_DATE": "2024-01-01",
+	source := serviceVars()
+	// Per command line: the variables it uses (each one left out fails it
+	// with exit 2 naming it) and some it does not use (left out, it goes on).
+	cases := []struct{ line, uses, unused string }{
+		{"run", "AGENCY_API_KEY AGENCY_COMMS_KEY AGENCY_COMMS_START_DATE", ""},
+		{"run --streams brands,finance", "AGENCY_API_KEY", "AGENCY_COMMS_KEY AGENCY_COMMS_USER_IDS"},
+		{"run --streams communications", "AGENCY_COMMS_DOMAIN_ID", "AGENCY_API_KEY"},
+		{"serve", "AGENCY_API_KEY AGENCY_COMMS_USER_IDS", ""},
+		{"verify", "AGENCY_COMMS_KEY", "AGENCY_API_KEY"},
+		{"verify --from 2024-02-01 --to 2024-02-03", "", "AGENCY_COMMS_START_DATE"},
+		{"verify --from 2024-02-01", "AGENCY_COMMS_START_DATE", ""},
+		{"backfill --from 2024-02-01", "AGENCY_COMMS_URL", "AGENCY_API_KEY AGENCY_COMMS_START_DATE"},
+		{"plan", "AGENCY_COMMS_START_DATE", "AGENCY_API_KEY AGENCY_COMMS_KEY AGENCY_BASE_URL"},
+		{"status", "", "AGENCY_API_KEY AGENCY_COMMS_START_DATE"},
+		{"migrate status", "", "AGENCY_COMMS_KEY"},
+		{"check", "AGENCY_API_KEY AGENCY_COMMS_USER_IDS", "AGENCY_COMMS_START_DATE"},
+		{"check --streams brands,finance", "AGENCY_BASE_URL", "AGENCY_COMMS_KEY"},
+		{"check --streams communications", "AGENCY_COMMS_URL", "AGENCY_API_KEY"},
 	}
-	cases := []struct {
-		args    []string
-		missing string // the variable left out
-		want    bool   // whether the command uses it
-	}{
-		{[]string{"run"}, "AGENCY_API_KEY", true},
-		{[]string{"run"}, "AGENCY_COMMS_KEY", true},
-		{[]string{"run"}, "AGENCY_COMMS_START_DATE", true},
-		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_COMMS_KEY", false},
-		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_COMMS_USER_IDS", false},
-		{[]string{"run", "--streams", "brands,finance"}, "AGENCY_API_KEY", true},
-		{[]string{"run", "--streams", "communications"}, "AGENCY_API_KEY", false},
-		{[]string{"run", "--streams", "communications"}, "AGENCY_COMMS_DOMAIN_ID", true},
-		{[]string{"serve"}, "AGENCY_API_KEY", true},
-		{[]string{"serve"}, "AGENCY_COMMS_USER_IDS", true},
-		{[]string{"verify"}, "AGENCY_API_KEY", false},
-		{[]string{"verify"}, "AGENCY_COMMS_KEY", true},
-		{[]string{"verify", "--from", "2024-02-01", "--to", "2024-02-03"}, "AGENCY_COMMS_START_DATE", false},
-		{[]string{"verify", "--from", "2024-02-01"}, "AGENCY_COMMS_START_DATE", true},
-		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_API_KEY", false},
-		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_COMMS_START_DATE", false},
-		{[]string{"backfill", "--from", "2024-02-01"}, "AGENCY_COMMS_URL", true},
-		{[]string{"plan"}, "AGENCY_API_KEY", false},
-		{[]string{"plan"}, "AGENCY_COMMS_KEY", false},
-		{[]string{"plan"}, "AGENCY_BASE_URL", false},
-		{[]string{"plan"}, "AGENCY_COMMS_START_DATE", true},
-		{[]string{"status"}, "AGENCY_API_KEY", false},
-		{[]string{"status"}, "AGENCY_COMMS_START_DATE", false},
-		{[]string{"migrate", "status"}, "AGENCY_COMMS_KEY", false},
-		{[]string{"check"}, "AGENCY_API_KEY", true},
-		{[]string{"check"}, "AGENCY_COMMS_USER_IDS", true},
-		{[]string{"check"}, "AGENCY_COMMS_START_DATE", false},
-		{[]string{"check", "--streams", "brands,finance"}, "AGENCY_COMMS_KEY", false},
-		{[]string{"check", "--streams", "brands,finance"}, "AGENCY_BASE_URL", true},
-		{[]string{"check", "--streams", "communications"}, "AGENCY_API_KEY", false},
-		{[]string{"check", "--streams", "communications"}, "AGENCY_COMMS_URL", true},
-	}
-	for _, c := range cases {
-		t.Run(strings.Join(c.args, " ")+" without "+c.missing, func(t *testing.T) {
+	without := func(line, missing string, want bool) {
+		t.Run(line+" without "+missing, func(t *testing.T) {
 			t.Parallel()
 			vars := maps.Clone(base)
 			maps.Copy(vars, source)
-			delete(vars, c.missing)
-			code, out, errs := mainWith(vars, c.args...)
-			named := strings.Contains(errs, c.missing+": is required")
+			delete(vars, missing)
+			code, out, errs := mainWith(vars, strings.Fields(line)...)
+			named := strings.Contains(errs, missing+": is required")
 			switch {
-			case c.want && (code != ExitUsage || !named):
-				t.Fatalf("exit %d, want 2 naming %s:\n%s\n%s", code, c.missing, out, errs)
-			case !c.want && (code == ExitUsage || named):
-				t.Fatalf("exit %d: the command asked for %s, which it does not use:\n%s\n%s", code, c.missing, out, errs)
+			case want && (code != ExitUsage || !named):
+				t.Fatalf("exit %d, want 2 naming %s:\n%s\n%s", code, missing, out, errs)
+			case !want && (code == ExitUsage || named):
+				t.Fatalf("exit %d: the command asked for %s, which it does not use:\n%s\n%s", code, missing, out, errs)
 			}
 			assertNoSecrets(t, out, errs)
 		})
+	}
+	for _, c := range cases {
+		for _, missing := range strings.Fields(c.uses) {
+			without(c.line, missing, true)
+		}
+		for _, missing := range strings.Fields(c.unused) {
+			without(c.line, missing, false)
+		}
 	}
 }
 
@@ -122,11 +124,7 @@ func TestMissingVariablesFailOnlyTheCommandsThatUseThem(t *testing.T) {
 // exit 2 naming it, before anything is opened.
 func TestBadVariableFailsEveryCommand(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	badYAML := filepath.Join(dir, "fields.yaml")
-	if err := os.WriteFile(badYAML, []byte("projects:\n  name: [title]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	badYAML := tempFile(t, "fields.yaml", "projects:\n  name: [title]\n")
 	bad := map[string]string{
 		"SYNC_PRIORITIES":       "communications-increment,emails",
 		"SYNC_STREAM_SCHEDULES": "emails=0 * * * *",

@@ -16,18 +16,15 @@ func runRebuild(ctx context.Context, a *app, args []string) error {
 	streams := fs.String("streams", "", "comma-separated streams to rebuild (default all)")
 	batch := fs.Int("batch", engine.DefaultRebuildBatch, "stored records re-derived per transaction")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("rebuild takes no arguments, got %q", fs.Args())
 	}
 	if *batch <= 0 {
 		return usagef("--batch %d: want a positive number", *batch)
 	}
-	sel, err := engine.ParseStreams(*streams)
+	sel, err := parseStreams(*streams)
 	if err != nil {
-		return usagef("--streams: %v", err)
+		return err
 	}
 	x, err := a.wireReader(ctx, a.cfg.AutoMigrate && !*noMigrate)
 	if err != nil {

@@ -15,20 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
-	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
-
-// sourceVars is a configuration that passes Require(config.NeedSync) without a service
-// behind it (nothing here sends a request).
-func sourceVars(t *testing.T) map[string]string {
-	t.Helper()
-	return map[string]string{
-		"DATABASE_URL": warehousetest.DSN(t), "WAREHOUSE_SCHEMA": warehousetest.NewSchemaName(t),
-		"AGENCY_BASE_URL": "http://127.0.0.1:9", "AGENCY_COMMS_URL": "http://127.0.0.1:9",
-		"AGENCY_API_KEY": testAPIKey, "AGENCY_COMMS_KEY": testCommsKey, "AGENCY_COMMS_DOMAIN_ID": "1",
-		"AGENCY_COMMS_USER_IDS": "1-3", "AGENCY_COMMS_START_DATE": "2024-01-01", "LOG_FORMAT": "json",
-	}
-}
 
 // metricValue reads one sample of a Prometheus text exposition.
 func metricValue(t *testing.T, body, series string) float64 {

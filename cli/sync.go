@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -206,15 +205,12 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	var refresh stringList
 	fs.Var(&refresh, "full-refresh", "reset this stream's state first and sync it from scratch (repeatable)")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("run takes no arguments, got %q", fs.Args())
-	}
-	sel, err := engine.ParseStreams(*streams)
+	sel, err := parseStreams(*streams)
 	if err != nil {
-		return usagef("--streams: %v", err)
+		return err
 	}
 	if _, err := engine.ParseStreams(refresh.String()); err != nil && len(refresh) > 0 {
 		return usagef("--full-refresh: %v", err)
@@ -222,7 +218,14 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(syncNeeds(sel)); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
+	return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+}
+
+// syncOnce is one sync of run or backfill: it wires the warehouse (migrating
+// it first when SYNC_AUTO_MIGRATE and migrate allow), runs req through the
+// runner and maps the result to the exit code.
+func (a *app) syncOnce(ctx context.Context, migrate bool, req engine.Request) error {
+	x, err := a.wire(ctx, a.cfg.AutoMigrate && migrate, a.progress(10*time.Second))
 	if err != nil {
 		return err
 	}
@@ -232,7 +235,7 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer drain()
-	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerRun, Streams: sel, FullRefresh: refresh})
+	res, err := runner.Run(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -251,14 +254,14 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 	if *stream != engine.StreamCommunications {
 		return usagef("--stream %q: only communications can be backfilled by date; use run --full-refresh %s", *stream, *stream)
 	}
-	f, err := time.Parse(time.DateOnly, *from)
+	f, err := parseDay("--from", *from)
 	if err != nil {
-		return usagef("--from %q: want YYYY-MM-DD", *from)
+		return err
 	}
 	t := time.Now().UTC().Truncate(24 * time.Hour)
 	if *to != "" {
-		if t, err = time.Parse(time.DateOnly, *to); err != nil {
-			return usagef("--to %q: want YYYY-MM-DD", *to)
+		if t, err = parseDay("--to", *to); err != nil {
+			return err
 		}
 	}
 	if t.Before(f) {
@@ -269,21 +272,7 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms); err != nil {
 		return err
 	}
-	x, err := a.wire(ctx, a.cfg.AutoMigrate && !*noMigrate, a.progress(10*time.Second))
-	if err != nil {
-		return err
-	}
-	defer x.close()
-	runner, drain, err := a.runner(x)
-	if err != nil {
-		return err
-	}
-	defer drain()
-	res, err := runner.Run(ctx, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
-	if err != nil {
-		return err
-	}
-	return exitFor(res)
+	return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
 }
 
 func runPlan(ctx context.Context, a *app, args []string) error {
@@ -292,9 +281,9 @@ func runPlan(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	sel, err := engine.ParseStreams(*streams)
+	sel, err := parseStreams(*streams)
 	if err != nil {
-		return usagef("--streams: %v", err)
+		return err
 	}
 	// The plan sends no request: it reads the warehouse, and for the
 	// e-mails estimates their history from where it starts.
@@ -333,9 +322,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(a.env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(a.env.Stdout, rep)
 	}
 	report.Status(a.env.Stdout, rep)
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -22,22 +21,19 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	to := fs.String("to", "", "last day to verify, YYYY-MM-DD (default today in AGENCY_COMMS_TZ)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("verify takes no arguments, got %q", fs.Args())
 	}
 	var rg engine.Range
 	var err error
 	if *from != "" {
-		if rg.From, err = time.Parse(time.DateOnly, *from); err != nil {
-			return usagef("--from %q: want YYYY-MM-DD", *from)
+		if rg.From, err = parseDay("--from", *from); err != nil {
+			return err
 		}
 	}
 	if *to != "" {
-		if rg.To, err = time.Parse(time.DateOnly, *to); err != nil {
-			return usagef("--to %q: want YYYY-MM-DD", *to)
+		if rg.To, err = parseDay("--to", *to); err != nil {
+			return err
 		}
 	}
 	if !rg.From.IsZero() && !rg.To.IsZero() && rg.To.Before(rg.From) {
@@ -66,9 +62,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(a.env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
+		if err := printJSON(a.env.Stdout, struct {
 			RunID  string               `json:"run_id"`
 			Status engine.Status        `json:"status"`
 			Report *engine.VerifyReport `json:"report"`

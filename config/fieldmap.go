@@ -21,30 +21,20 @@ type FieldMapPairs map[string]string
 // EnvDecode implements envconfig.Decoder: the syntax only (Known.FieldMap
 // checks the tables and columns).
 func (m *FieldMapPairs) EnvDecode(v string) error {
-	out := FieldMapPairs{}
-	for part := range strings.SplitSeq(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		key, path, ok := strings.Cut(part, "=")
-		key, path = strings.TrimSpace(key), strings.TrimSpace(path)
+	out, err := parsePairs(v, "%s mapped twice", func(pair, key, path string, ok bool) string {
 		if !ok {
-			return &valueError{fmt.Sprintf("%q is not table.column=path", part)}
+			return fmt.Sprintf("%q is not table.column=path", pair)
 		}
 		if err := checkColumnKey(key); err != nil {
-			return &valueError{fmt.Sprintf("%q: %v", part, err)}
+			return fmt.Sprintf("%q: %v", pair, err)
 		}
 		if err := checkFieldPath(path); err != nil {
-			return &valueError{fmt.Sprintf("%q: %v", part, err)}
+			return fmt.Sprintf("%q: %v", pair, err)
 		}
-		if _, dup := out[key]; dup {
-			return &valueError{fmt.Sprintf("%s mapped twice", key)}
-		}
-		out[key] = path
-	}
-	if len(out) == 0 {
-		out = nil
+		return ""
+	})
+	if err != nil {
+		return err
 	}
 	*m = out
 	return nil

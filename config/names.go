@@ -102,13 +102,8 @@ type StreamSchedules []StreamSchedule
 // expressions (Load checks the stream names against Known.Streams).
 func (s *StreamSchedules) EnvDecode(v string) error {
 	var out StreamSchedules
-	for entry := range strings.SplitSeq(v, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		name, spec, ok := strings.Cut(entry, "=")
-		name, spec = strings.TrimSpace(name), strings.TrimSpace(spec)
+	for entry := range listItems(v, ";") {
+		name, spec, ok := cutTrimmed(entry, "=")
 		if !ok || name == "" || spec == "" {
 			return &valueError{fmt.Sprintf("%q is not stream=cron", entry)}
 		}
@@ -192,24 +187,14 @@ type EndpointPaths map[string]string
 // EnvDecode implements envconfig.Decoder: the syntax (Load checks the names
 // against Known.Endpoints).
 func (p *EndpointPaths) EnvDecode(v string) error {
-	out := EndpointPaths{}
-	for part := range strings.SplitSeq(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, path, ok := strings.Cut(part, "=")
-		name, path = strings.TrimSpace(name), strings.TrimSpace(path)
+	out, err := parsePairs(v, "endpoint %q twice", func(pair, name, path string, ok bool) string {
 		if !ok || name == "" || !strings.HasPrefix(path, "/") {
-			return &valueError{fmt.Sprintf("%q is not name=/path", part)}
+			return fmt.Sprintf("%q is not name=/path", pair)
 		}
-		if _, dup := out[name]; dup {
-			return &valueError{fmt.Sprintf("endpoint %q twice", name)}
-		}
-		out[name] = path
-	}
-	if len(out) == 0 {
-		out = nil
+		return ""
+	})
+	if err != nil {
+		return err
 	}
 	*p = out
 	return nil

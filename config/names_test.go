@@ -89,9 +89,20 @@ func TestPathsAreCheckedAtLoad(t *testing.T) {
 	if want := (EndpointPaths{"brand_contacts": "/v1/clients/{id}/people", "communications": "/hooks/mail"}); !reflect.DeepEqual(cfg.Paths, want) {
 		t.Errorf("paths %v, want %v", cfg.Paths, want)
 	}
-	for _, bad := range []string{"contacts=/v1/contacts", "brands=v1/brands", "brands", "brands=/a,brands=/b"} {
+	for bad, problem := range map[string]string{
+		"contacts=/v1/contacts": `"contacts"`, "brands=v1/brands": `"brands=v1/brands" is not name=/path`,
+		"brands": `"brands" is not name=/path`, "brands=/a,brands=/b": `endpoint "brands" twice`,
+	} {
 		_, err := loadTest(env(map[string]string{"AGENCY_PATHS": bad}), noFiles)
 		assertVariable(t, err, "AGENCY_PATHS")
+		if !strings.Contains(err.Error(), problem) {
+			t.Errorf("AGENCY_PATHS=%s: %v, want it to say %s", bad, err, problem)
+		}
+	}
+	if cfg, err := loadTest(env(map[string]string{"AGENCY_PATHS": " , "}), noFiles); err != nil {
+		t.Errorf("AGENCY_PATHS of no pair: %v", err)
+	} else if cfg.Paths != nil {
+		t.Errorf("AGENCY_PATHS of no pair: paths %v, want none", cfg.Paths)
 	}
 }
 

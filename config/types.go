@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -13,6 +14,46 @@ import (
 type valueError struct{ problem string }
 
 func (e *valueError) Error() string { return e.problem }
+
+// listItems yields the items of a sep-separated list, trimmed of spaces,
+// skipping the empty ones.
+func listItems(v, sep string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for item := range strings.SplitSeq(v, sep) {
+			if item = strings.TrimSpace(item); item != "" && !yield(item) {
+				return
+			}
+		}
+	}
+}
+
+// parsePairs reads comma-separated "name=value" pairs into a map (nil when
+// there are none). problem says what is wrong with one pair, given the pair,
+// its halves and whether it has a "="; "" when nothing is. twice is the
+// format of the problem of a name given twice.
+func parsePairs(v, twice string, problem func(pair, name, value string, ok bool) string) (map[string]string, error) {
+	out := map[string]string{}
+	for pair := range listItems(v, ",") {
+		name, value, ok := cutTrimmed(pair, "=")
+		if p := problem(pair, name, value, ok); p != "" {
+			return nil, &valueError{p}
+		}
+		if _, dup := out[name]; dup {
+			return nil, &valueError{fmt.Sprintf(twice, name)}
+		}
+		out[name] = value
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// cutTrimmed is strings.Cut with both halves trimmed of spaces.
+func cutTrimmed(s, sep string) (before, after string, found bool) {
+	before, after, found = strings.Cut(s, sep)
+	return strings.TrimSpace(before), strings.TrimSpace(after), found
+}
 
 // Secret holds a credential. Every way of printing it — fmt verbs, JSON, slog,
 // zap's reflection — shows "[REDACTED]"; only Value returns the text.
@@ -74,19 +115,15 @@ func (u *UserIDs) EnvDecode(v string) error {
 // An empty string is an empty set.
 func ParseUserIDs(v string) (UserIDs, error) {
 	var out UserIDs
-	for part := range strings.SplitSeq(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		first, err := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
+	for part := range listItems(v, ",") {
+		lo, hi, isRange := cutTrimmed(part, "-")
+		first, err := strconv.ParseInt(lo, 10, 64)
 		if err != nil || first <= 0 {
 			return nil, &valueError{fmt.Sprintf("%q is not a positive id", part)}
 		}
 		last := first
 		if isRange {
-			last, err = strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
+			last, err = strconv.ParseInt(hi, 10, 64)
 			if err != nil || last < first {
 				return nil, &valueError{fmt.Sprintf("%q is not a range low-high", part)}
 			}

@@ -303,13 +303,7 @@ WHERE sender_platform_user_id IS NOT NULL AND email_at >= now() - interval '30 d
 		}
 	},
 	"Overdue invoices": func(t *testing.T, s *synced, rows []map[string]any) {
-		got := map[string]bool{}
-		for _, r := range rows {
-			got[text(r["number"])] = true
-			if num(t, r["outstanding"]).Sign() <= 0 || num(t, r["days_overdue"]).Sign() <= 0 {
-				t.Errorf("row %v: not overdue", r)
-			}
-		}
+		got := keysOfPositiveRows(t, rows, "number", "not overdue", "outstanding", "days_overdue")
 		if got[s.cancelled] {
 			t.Errorf("cancelled invoice %s is listed as overdue", s.cancelled)
 		}
@@ -340,13 +334,7 @@ WHERE sender_platform_user_id IS NOT NULL AND email_at >= now() - interval '30 d
 		}
 	},
 	"Projects past deadline with open deliverables": func(t *testing.T, s *synced, rows []map[string]any) {
-		got := map[string]bool{}
-		for _, r := range rows {
-			got[text(r["project_id"])] = true
-			if num(t, r["days_late"]).Sign() <= 0 || num(t, r["open_deliverables"]).Sign() <= 0 {
-				t.Errorf("row %v: not late, or nothing open", r)
-			}
-		}
+		got := keysOfPositiveRows(t, rows, "project_id", "not late, or nothing open", "days_late", "open_deliverables")
 		want := map[string]bool{}
 		for _, r := range s.query(t, inSchema(`SELECT p.project_id FROM agency.projects p
 WHERE p._deleted_at IS NULL AND p.closed_at IS NULL AND p.deadline < current_date
@@ -423,6 +411,20 @@ func mapsEqual(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// keysOfPositiveRows returns the set of the rows' key column, and reports
+// (as problem) each row in which one of cols is not positive.
+func keysOfPositiveRows(t *testing.T, rows []map[string]any, key, problem string, cols ...string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, r := range rows {
+		got[text(r[key])] = true
+		if slices.ContainsFunc(cols, func(c string) bool { return num(t, r[c]).Sign() <= 0 }) {
+			t.Errorf("row %v: %s", r, problem)
+		}
+	}
+	return got
 }
 
 // TestReadmeCookbook runs every SQL block of the README against a warehouse

@@ -92,9 +92,7 @@ func TestStreamResetAndProgress(t *testing.T) {
 	if _, err := s.GetState(ctx, "brands", "list"); !errors.Is(err, ErrNoState) {
 		t.Errorf("state after reset: %v", err)
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE detail_hash IS NOT NULL"); n != 0 {
-		t.Errorf("%d detail hashes survived the reset", n)
-	}
+	assertCount(t, pool, 0, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE detail_hash IS NOT NULL")
 	if st, err := s.GetState(ctx, "finance", "budgets"); err != nil || string(st.Cursor) == "{}" {
 		t.Errorf("another stream's state went with the reset: %+v %v", st, err)
 	}
@@ -125,12 +123,9 @@ func TestMarkUnlistedWithTheListing(t *testing.T) {
 	}
 	commit(t, s, Page{Stream: "brands", Batch: only43, Listing: l, Listed: []ListedEntity{{ID: "43", Hash: "b"}}})
 	commit(t, s, Page{Stream: "brands", Listing: l, EndsListing: true, MarkUnlisted: true})
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE listed"); n != 1 {
-		t.Errorf("%d listed entities, want 1 (43)", n)
-	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NULL"); n != 0 {
-		t.Errorf("%d contacts of the deleted brand 42 still live", n)
-	}
+	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE listed") // 43
+	// No contact of the deleted brand 42 is still live.
+	assertCount(t, pool, 0, "SELECT count(*) FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NULL")
 	if _, err := s.CommitPage(context.Background(), Page{Stream: "finance", MarkUnlisted: true}); !errors.Is(err, ErrNoDetails) {
 		t.Errorf("MarkUnlisted on finance: %v, want ErrNoDetails", err)
 	}
@@ -154,9 +149,7 @@ func TestRunsBookkeeping(t *testing.T) {
 	if err := s.CloseDeadRuns(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+runs+" WHERE status = 'running'"); n != 0 {
-		t.Errorf("%d runs still running", n)
-	}
+	assertCount(t, pool, 0, "SELECT count(*) FROM "+runs+" WHERE status = 'running'")
 	recent, err := s.RecentRuns(ctx, 2)
 	if err != nil || len(recent) != 2 || recent[0].Status != "failed" || recent[1].Status != "partial" || recent[0].Error == "" {
 		t.Errorf("recent runs %+v, %v; want the closed dead run, then the partial one", recent, err)

@@ -136,6 +136,22 @@ func queryText(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) string
 	return *s
 }
 
+// assertCount reports when the number sql reads (see queryInt) is not want.
+func assertCount(t testing.TB, pool *pgxpool.Pool, want int64, sql string, args ...any) {
+	t.Helper()
+	if got := queryInt(t, pool, sql, args...); got != want {
+		t.Errorf("%s\n got %d\nwant %d", sql, got, want)
+	}
+}
+
+// assertText reports when the text sql reads (see queryText) is not want.
+func assertText(t testing.TB, pool *pgxpool.Pool, want, sql string, args ...any) {
+	t.Helper()
+	if got := queryText(t, pool, sql, args...); got != want {
+		t.Errorf("%s\n got %q\nwant %q", sql, got, want)
+	}
+}
+
 func qualified(schema, table string) string { return pgx.Identifier{schema, table}.Sanitize() }
 
 // Fixtures shaped like the spec's records.

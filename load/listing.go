@@ -163,17 +163,16 @@ func (s *Store) markDeletedSQL(l *Listing) (string, []any, error) {
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	var conds, arrays, stored, names, match []string
 	var args []any
-	keys := slices.Collect(maps.Keys(l.seen))
-	vals := make([]any, len(keys))
+	keys := make([][]any, 0, len(l.seen))
+	for k := range l.seen {
+		keys = append(keys, k[:len(t.key)])
+	}
+	keyArrays, err := t.keyArrays(keys)
+	if err != nil {
+		return "", nil, err
+	}
 	for i, c := range t.key {
-		for j, k := range keys {
-			vals[j] = k[i]
-		}
-		arr, err := typedArray(c.typ, vals)
-		if err != nil {
-			return "", nil, err
-		}
-		args = append(args, arr)
+		args = append(args, keyArrays[i])
 		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", len(args), c.typ))
 		stored = append(stored, "s."+q(c.name))
 		names = append(names, q(c.name))

@@ -146,9 +146,7 @@ func TestStoredValuesExact(t *testing.T) {
 		{"SELECT deliverables || ' ' || open_deliverables || ' ' || team_size || ' ' || brand_name FROM %s.project_status", "2 1 2 Cofetăria Dulce Tradiție"},
 	}
 	for _, c := range checks {
-		if got := queryText(t, pool, fmt.Sprintf(c.sql, pgx.Identifier{schema}.Sanitize())); got != c.want {
-			t.Errorf("%s\n got %q\nwant %q", c.sql, got, c.want)
-		}
+		assertText(t, pool, c.want, fmt.Sprintf(c.sql, pgx.Identifier{schema}.Sanitize()))
 	}
 }
 
@@ -193,12 +191,8 @@ func TestChangedRowsUpdate(t *testing.T) {
 	if afterInv := versions(t, pool, schema, "invoices"); afterInv["i1"] == beforeInvoices["i1"] {
 		t.Errorf("changed invoice kept its version")
 	}
-	if got := queryText(t, pool, "SELECT subject FROM "+qualified(schema, "emails")+" WHERE record_id = 2701"); got != "Ofertă campanie Crăciun (v2)" {
-		t.Errorf("subject = %q", got)
-	}
-	if got := queryText(t, pool, "SELECT phone FROM "+qualified(schema, "users")+" WHERE user_key = 'ana.popescu@agentie.ro'"); got != "0744 000 111" {
-		t.Errorf("phone = %q", got)
-	}
+	assertText(t, pool, "Ofertă campanie Crăciun (v2)", "SELECT subject FROM "+qualified(schema, "emails")+" WHERE record_id = 2701")
+	assertText(t, pool, "0744 000 111", "SELECT phone FROM "+qualified(schema, "users")+" WHERE user_key = 'ana.popescu@agentie.ro'")
 }
 
 func TestChildrenReplacedExactly(t *testing.T) {
@@ -246,12 +240,9 @@ func TestChildrenReplacedExactly(t *testing.T) {
 			t.Errorf("unchanged recipient %s was rewritten", k)
 		}
 	}
-	if got := queryText(t, pool, "SELECT string_agg(user_id, ',') FROM "+qualified(schema, "project_team_members")); got != "12" {
-		t.Errorf("team = %s", got)
-	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_history")); n != 2 {
-		t.Errorf("history rows = %d, want 2 (kept as a log)", n)
-	}
+	assertText(t, pool, "12", "SELECT string_agg(user_id, ',') FROM "+qualified(schema, "project_team_members"))
+	// History rows are kept as a log.
+	assertCount(t, pool, 2, "SELECT count(*) FROM "+qualified(schema, "project_history"))
 
 	// Child rows whose parent the batch does not name are merged, and the
 	// parent's other children stay.
@@ -262,18 +253,14 @@ func TestChildrenReplacedExactly(t *testing.T) {
 	if c.Tables["project_team_members"] != (TableCounts{Inserted: 1, Updated: 1}) {
 		t.Errorf("loose children: %+v", c.Tables)
 	}
-	if got := queryText(t, pool, "SELECT string_agg(user_id || ':' || role, ',' ORDER BY user_id) FROM "+qualified(schema, "project_team_members")); got != "12:Lead,23:Copy" {
-		t.Errorf("team = %s", got)
-	}
+	assertText(t, pool, "12:Lead,23:Copy", "SELECT string_agg(user_id || ':' || role, ',' ORDER BY user_id) FROM "+qualified(schema, "project_team_members"))
 
 	// A list-only project load leaves the children alone.
 	c = commit(t, s, Page{Batch: recordjson.Projects([]fixture.Project{{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Raw: json.RawMessage(`{"id":"7"}`)}})})
 	if c.Tables["project_team_members"].Written() != 0 {
 		t.Errorf("list load touched the team: %+v", c.Tables)
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 2 {
-		t.Errorf("team rows = %d, want 2", n)
-	}
+	assertCount(t, pool, 2, "SELECT count(*) FROM "+qualified(schema, "project_team_members"))
 }
 
 func TestSoftDeleteAndUndelete(t *testing.T) {
@@ -351,9 +338,8 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(t, s, Page{Batch: recordjson.Contacts("42", []fixture.Contact{contact("c1")}), Listing: l, EndsListing: true})
-	if got := queryText(t, pool, "SELECT string_agg(brand_id || '/' || contact_id, ',') FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NOT NULL"); got != "42/c2" {
-		t.Errorf("deleted contacts = %q, want 42/c2 only", got)
-	}
+	// Only 42/c2 is deleted.
+	assertText(t, pool, "42/c2", "SELECT string_agg(brand_id || '/' || contact_id, ',') FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NOT NULL")
 	if _, err := s.NewListing("email_recipients", nil); err == nil {
 		t.Error("NewListing accepted a table without soft deletes")
 	}
@@ -397,9 +383,7 @@ func TestRejectsUpserted(t *testing.T) {
 		t.Errorf("counts = %+v", c)
 	}
 	rr := qualified(schema, "rejected_records")
-	if got := queryText(t, pool, "SELECT stream || ' ' || record_key || ' ' || occurrences || ' ' || (last_run_id = $1::uuid) || ' ' || (payload->'email'->>'subject') FROM "+rr, runID); got != "communications 9 2 true x" {
-		t.Errorf("rejected = %q", got)
-	}
+	assertText(t, pool, "communications 9 2 true x", "SELECT stream || ' ' || record_key || ' ' || occurrences || ' ' || (last_run_id = $1::uuid) || ' ' || (payload->'email'->>'subject') FROM "+rr, runID)
 	first := queryText(t, pool, "SELECT last_seen_at::text FROM "+rr+" WHERE record_key = '9'")
 
 	// Rejects made by hand are stored whatever their payload.
@@ -410,14 +394,12 @@ func TestRejectsUpserted(t *testing.T) {
 	if c.Rejected != 2 {
 		t.Errorf("rejected = %d", c.Rejected)
 	}
-	if got := queryText(t, pool, "SELECT payload #>> '{}' FROM "+rr+" WHERE record_key = 'page-7'"); got != "<html>502</html>" {
-		t.Errorf("payload = %q, want the bytes as a JSON string", got)
-	}
+	// The payload is kept as the bytes, a JSON string.
+	assertText(t, pool, "<html>502</html>", "SELECT payload #>> '{}' FROM "+rr+" WHERE record_key = 'page-7'")
 	time.Sleep(2 * time.Millisecond)
 	commit(t, s, Page{Stream: "communications", Batch: recordjson.Communications([]fixture.Communication{bad})})
-	if got := queryText(t, pool, "SELECT occurrences || ' ' || (last_seen_at > $1::timestamptz) || ' ' || (first_seen_at < last_seen_at) || ' ' || (last_run_id = $2::uuid) FROM "+rr+" WHERE record_key = '9'", first, runID); got != "3 true true true" {
-		t.Errorf("after the second rejection: %q", got)
-	}
+	// After the second rejection.
+	assertText(t, pool, "3 true true true", "SELECT occurrences || ' ' || (last_seen_at > $1::timestamptz) || ' ' || (first_seen_at < last_seen_at) || ' ' || (last_run_id = $2::uuid) FROM "+rr+" WHERE record_key = '9'", first, runID)
 }
 
 func TestFailedPageLeavesNothing(t *testing.T) {
@@ -444,9 +426,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 	}
 	// …and gone after the failure.
 	for _, table := range append(s.Tables(), "rejected_records", "sync_state") {
-		if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, table)); n != 0 {
-			t.Errorf("%s holds %d rows after a failed page", table, n)
-		}
+		assertCount(t, pool, 0, "SELECT count(*) FROM "+qualified(schema, table))
 	}
 	if _, err := s.GetState(ctx, "communications", ""); !errors.Is(err, ErrNoState) {
 		t.Errorf("GetState = %v, want ErrNoState", err)
@@ -476,9 +456,8 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	if c.Tables["users"] != (TableCounts{Updated: 1}) {
 		t.Errorf("page 2 users = %+v, want ana updated once", c.Tables["users"])
 	}
-	if got := queryText(t, pool, "SELECT platform_user_id || ' ' || phone FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'"); got != "12 0722 123 456" {
-		t.Errorf("ana = %q: the id must be learned and the phone kept", got)
-	}
+	// The id must be learned and the phone kept.
+	assertText(t, pool, "12 0722 123 456", "SELECT platform_user_id || ' ' || phone FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'")
 	before := versions(t, pool, schema, "users")
 	// Page 3: ana sends again, without id: nothing to change, nothing written.
 	c = commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
@@ -486,9 +465,8 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	if c.Tables["users"].Written() != 0 || !maps.Equal(before, versions(t, pool, schema, "users")) {
 		t.Errorf("page 3 churned users: %+v", c.Tables["users"])
 	}
-	if got := queryText(t, pool, "SELECT platform_user_id::text FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'"); got != "12" {
-		t.Errorf("platform_user_id lost: %s", got)
-	}
+	// The platform user id is not lost.
+	assertText(t, pool, "12", "SELECT platform_user_id::text FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'")
 }
 
 func TestBatchDuplicatesCollapse(t *testing.T) {
@@ -502,17 +480,11 @@ func TestBatchDuplicatesCollapse(t *testing.T) {
 	noID.Phone = nil
 	b.Append(recordjson.Communications([]fixture.Communication{communication(1, "v2", []fixture.Participant{noID}, nil, nil, nil)}))
 	commit(t, s, Page{Batch: b})
-	if got := queryText(t, pool, "SELECT subject FROM "+qualified(schema, "emails")); got != "v2" {
-		t.Errorf("subject = %q", got)
-	}
-	if got := queryText(t, pool, "SELECT platform_user_id || ' ' || phone FROM "+qualified(schema, "users")); got != "12 0722 123 456" {
-		t.Errorf("user = %q", got)
-	}
+	assertText(t, pool, "v2", "SELECT subject FROM "+qualified(schema, "emails"))
+	assertText(t, pool, "12 0722 123 456", "SELECT platform_user_id || ' ' || phone FROM "+qualified(schema, "users"))
 	// The same through the merge path (the rows exist now).
 	commit(t, s, Page{Batch: b})
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "email_recipients")); n != 1 {
-		t.Errorf("recipients = %d", n)
-	}
+	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "email_recipients"))
 }
 
 func TestStateCheckpoint(t *testing.T) {
@@ -560,9 +532,7 @@ func TestStateCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := qualified(schema, "sync_runs")
-	if got := queryText(t, pool, "SELECT status || ' ' || requests_used || ' ' || (rows_by_table->>'emails') || ' ' || (finished_at IS NOT NULL) FROM "+runs+" WHERE run_id = $1::uuid", runID); got != "succeeded 4 2 true" {
-		t.Errorf("run = %q", got)
-	}
+	assertText(t, pool, "succeeded 4 2 true", "SELECT status || ' ' || requests_used || ' ' || (rows_by_table->>'emails') || ' ' || (finished_at IS NOT NULL) FROM "+runs+" WHERE run_id = $1::uuid", runID)
 	if err := s.FinishRun(ctx, "00000000-0000-0000-0000-000000000000", RunResult{Status: RunFailed}); err == nil {
 		t.Error("FinishRun of an unknown run succeeded")
 	}
@@ -573,9 +543,7 @@ func TestStateCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := queryText(t, pool, "SELECT status || ' ' || error FROM "+runs+" WHERE run_id = $1::uuid", skipped); got != "skipped another sync holds the lock" {
-		t.Errorf("skipped run = %q", got)
-	}
+	assertText(t, pool, "skipped another sync holds the lock", "SELECT status || ' ' || error FROM "+runs+" WHERE run_id = $1::uuid", skipped)
 	ledger, err := NewLedger(pool, schema, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -583,9 +551,7 @@ func TestStateCheckpoint(t *testing.T) {
 	if err := ledger.CountRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := queryText(t, pool, "SELECT stream || ' ' || partitions || ' ' || rows_total || ' ' || last_run_status || ' ' || quota_requests || ' ' || (lag IS NULL) FROM "+qualified(schema, "sync_freshness")); got != fmt.Sprintf("communications 2 %d succeeded 1 true", c.Written()) {
-		t.Errorf("sync_freshness = %q", got)
-	}
+	assertText(t, pool, fmt.Sprintf("communications 2 %d succeeded 1 true", c.Written()), "SELECT stream || ' ' || partitions || ' ' || rows_total || ' ' || last_run_status || ' ' || quota_requests || ' ' || (lag IS NULL) FROM "+qualified(schema, "sync_freshness"))
 }
 
 func TestLedger(t *testing.T) {
@@ -632,9 +598,7 @@ func TestLedger(t *testing.T) {
 	if err := l2.CountRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := queryInt(t, pool, "SELECT requests FROM "+qualified(schema, "api_quota_usage")+" WHERE day = '2024-11-05'"); n != 2 {
-		t.Errorf("requests = %d, want 2", n)
-	}
+	assertCount(t, pool, 2, "SELECT requests FROM "+qualified(schema, "api_quota_usage")+" WHERE day = '2024-11-05'")
 }
 
 func TestNewValidates(t *testing.T) {
@@ -705,9 +669,7 @@ func TestConcurrentWriterCollision(t *testing.T) {
 	if got := c.Tables["emails"]; got != (TableCounts{Inserted: 1, Updated: 1}) {
 		t.Errorf("emails = %+v, want 2702 inserted and 2701 updated by the retry", got)
 	}
-	if got := queryText(t, pool, "SELECT subject FROM "+qualified(schema, "emails")+" WHERE record_id = 2701"); got != "Ofertă campanie Crăciun" {
-		t.Errorf("subject = %q", got)
-	}
+	assertText(t, pool, "Ofertă campanie Crăciun", "SELECT subject FROM "+qualified(schema, "emails")+" WHERE record_id = 2701")
 }
 
 // The engine loads the projects list every run and a project's detail when
@@ -731,9 +693,8 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 	b.Append(recordjson.ProjectDetails([]fixture.Project{detailed}))
 	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{brandDetail}, snapshot))
 	commit(t, s, Page{Batch: b})
-	if got := queryText(t, pool, "SELECT (raw::text = detail_raw::text)::text FROM "+qualified(schema, "projects")); got != "true" {
-		t.Errorf("a project never listed: raw = detail_raw is %s", got)
-	}
+	// A project never listed: raw = detail_raw.
+	assertText(t, pool, "true", "SELECT (raw::text = detail_raw::text)::text FROM "+qualified(schema, "projects"))
 
 	list := func() transform.Batch {
 		var b transform.Batch
@@ -760,9 +721,7 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 			t.Errorf("%s: raw holds a detail or detail_raw is lost: %s", table, got)
 		}
 	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "project_team_members")); n != 1 {
-		t.Errorf("team rows = %d", n)
-	}
+	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "project_team_members"))
 }
 
 // budget is a budget record with key id, as a listing page carries it.

@@ -277,9 +277,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	if marked != 5 {
 		t.Errorf("marked %d profitability rows deleted, want 5", marked)
 	}
-	if n := queryInt(t, pool, fmt.Sprintf("SELECT count(*) FROM %s WHERE _deleted_at IS NOT NULL", qualified(schema, "profitability"))); n != 5 {
-		t.Errorf("%d profitability rows carry _deleted_at, want 5", n)
-	}
+	assertCount(t, pool, 5, fmt.Sprintf("SELECT count(*) FROM %s WHERE _deleted_at IS NOT NULL", qualified(schema, "profitability")))
 
 	// Child tables: 400 projects × 50 deliverables, team members and history
 	// entries (20 000 each), then the same projects with one of each gone.

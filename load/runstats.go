@@ -48,18 +48,25 @@ func (s *Store) SetStreamsDetail(ctx context.Context, runID string, detail map[s
 	if detail == nil {
 		detail = map[string]TaskDetail{}
 	}
-	b, err := json.Marshal(detail)
+	return s.setRunJSON(ctx, runID, "streams_detail", "streams detail", detail)
+}
+
+// setRunJSON stores v as JSON in column of run runID's sync_runs row,
+// replacing what was stored; what names the column in errors ("set what of
+// run …"), ErrNoRun when there is no such run.
+func (s *Store) setRunJSON(ctx context.Context, runID, column, what string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("set streams detail of run %s: %w", runID, err)
+		return fmt.Errorf("set %s of run %s: %w", what, runID, err)
 	}
-	q := fmt.Sprintf(`UPDATE %s SET streams_detail = $2::jsonb, _synced_at = now() WHERE run_id = $1::text::uuid`,
-		pgx.Identifier{s.schema, "sync_runs"}.Sanitize())
+	q := fmt.Sprintf(`UPDATE %s SET %s = $2::jsonb, _synced_at = now() WHERE run_id = $1::text::uuid`,
+		pgx.Identifier{s.schema, "sync_runs"}.Sanitize(), pgx.Identifier{column}.Sanitize())
 	tag, err := s.pool.Exec(ctx, q, runID, string(b))
 	if err != nil {
-		return fmt.Errorf("set streams detail of run %s: %w", runID, err)
+		return fmt.Errorf("set %s of run %s: %w", what, runID, err)
 	}
 	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("set streams detail of run %s: %w", runID, ErrNoRun)
+		return fmt.Errorf("set %s of run %s: %w", what, runID, ErrNoRun)
 	}
 	return nil
 }

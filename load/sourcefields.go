@@ -95,20 +95,7 @@ func (s *Store) SetRunWarnings(ctx context.Context, runID string, ws []inventory
 	if ws == nil {
 		ws = []inventory.Warning{}
 	}
-	b, err := json.Marshal(ws)
-	if err != nil {
-		return fmt.Errorf("set warnings of run %s: %w", runID, err)
-	}
-	q := fmt.Sprintf(`UPDATE %s SET warnings = $2::jsonb, _synced_at = now() WHERE run_id = $1::text::uuid`,
-		pgx.Identifier{s.schema, "sync_runs"}.Sanitize())
-	tag, err := s.pool.Exec(ctx, q, runID, string(b))
-	if err != nil {
-		return fmt.Errorf("set warnings of run %s: %w", runID, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("set warnings of run %s: %w", runID, ErrNoRun)
-	}
-	return nil
+	return s.setRunJSON(ctx, runID, "warnings", "warnings", ws)
 }
 
 // LastRunWarnings returns the latest finished run that was not skipped and

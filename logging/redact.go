@@ -224,13 +224,13 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// hex4 reads four hex digits from units[i:].
-func hex4(units []unit, i int) (rune, bool) {
-	if i+4 > len(units) {
+// hexDigits reads n hex digits from units[i:].
+func hexDigits(units []unit, i, n int) (rune, bool) {
+	if i+n > len(units) {
 		return 0, false
 	}
 	var r rune
-	for _, u := range units[i : i+4] {
+	for _, u := range units[i : i+n] {
 		d, ok := hexDigit(u.b)
 		if !ok {
 			return 0, false
@@ -240,6 +240,37 @@ func hex4(units []unit, i int) (rune, bool) {
 	return r, true
 }
 
+// byteEscape reads an escape of one byte at units[i:] — %XX, \xXX (Go's %q
+// form) or a backslash before one character, such as \n — and returns the
+// byte and how many units the escape spans.
+func byteEscape(units []unit, i int) (byte, int, bool) {
+	switch {
+	case units[i].b == '%':
+		r, ok := hexDigits(units, i+1, 2)
+		return byte(r), 3, ok
+	case units[i].b != '\\' || i+1 >= len(units):
+		return 0, 0, false
+	case units[i+1].b == 'x':
+		r, ok := hexDigits(units, i+2, 2)
+		return byte(r), 4, ok
+	}
+	switch c := units[i+1].b; c {
+	case '/', '\\', '"', '\'':
+		return c, 2, true
+	case 'n':
+		return '\n', 2, true
+	case 't':
+		return '\t', 2, true
+	case 'r':
+		return '\r', 2, true
+	case 'b':
+		return '\b', 2, true
+	case 'f':
+		return '\f', 2, true
+	}
+	return 0, 0, false
+}
+
 // decodeUnits decodes one layer of %XX and backslash escapes; each decoded
 // byte spans the source bytes of its whole escape.
 func decodeUnits(in []unit) ([]unit, bool) {
@@ -247,27 +278,18 @@ func decodeUnits(in []unit) ([]unit, bool) {
 	changed := false
 	for i := 0; i < len(in); {
 		u := in[i]
-		switch {
-		case u.b == '%' && i+2 < len(in):
-			hi, ok1 := hexDigit(in[i+1].b)
-			lo, ok2 := hexDigit(in[i+2].b)
-			if ok1 && ok2 {
-				out = append(out, unit{b: hi<<4 | lo, start: u.start, end: in[i+2].end})
-				i += 3
-				changed = true
-				continue
-			}
-		case u.b == '\\' && i+1 < len(in):
-			c := in[i+1].b
-			if c == 'u' {
-				r, ok := hex4(in, i+2)
-				if !ok {
-					break
-				}
+		if b, n, ok := byteEscape(in, i); ok {
+			out = append(out, unit{b: b, start: u.start, end: in[i+n-1].end})
+			i += n
+			changed = true
+			continue
+		}
+		if u.b == '\\' && i+1 < len(in) && in[i+1].b == 'u' {
+			if r, ok := hexDigits(in, i+2, 4); ok {
 				end := in[i+5].end
 				next := i + 6
 				if r >= 0xD800 && r < 0xDC00 && next+1 < len(in) && in[next].b == '\\' && in[next+1].b == 'u' {
-					if lo, ok := hex4(in, next+2); ok && lo >= 0xDC00 && lo < 0xE000 {
+					if lo, ok := hexDigits(in, next+2, 4); ok && lo >= 0xDC00 && lo < 0xE000 {
 						r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 						end = in[next+5].end
 						next += 6
@@ -279,37 +301,6 @@ func decodeUnits(in []unit) ([]unit, bool) {
 					out = append(out, unit{b: b, start: u.start, end: end})
 				}
 				i = next
-				changed = true
-				continue
-			}
-			if c == 'x' && i+3 < len(in) { // Go's %q form
-				hi, ok1 := hexDigit(in[i+2].b)
-				lo, ok2 := hexDigit(in[i+3].b)
-				if ok1 && ok2 {
-					out = append(out, unit{b: hi<<4 | lo, start: u.start, end: in[i+3].end})
-					i += 4
-					changed = true
-					continue
-				}
-			}
-			var d byte
-			switch c {
-			case '/', '\\', '"', '\'':
-				d = c
-			case 'n':
-				d = '\n'
-			case 't':
-				d = '\t'
-			case 'r':
-				d = '\r'
-			case 'b':
-				d = '\b'
-			case 'f':
-				d = '\f'
-			}
-			if d != 0 {
-				out = append(out, unit{b: d, start: u.start, end: in[i+1].end})
-				i += 2
 				changed = true
 				continue
 			}

@@ -13,19 +13,19 @@ import (
 const secret = "Sk-live/4f9A+b=c&d<e>0123456789"
 
 // TestRedactorEncodings: the key is removed raw, URL-encoded both ways,
-// JSON-escaped (escaped slashes, \u escapes in either case), Go-quoted, a
-// JSON copy of a URL-encoded copy, and in part (8 characters or more);
+// JSON-escaped (escaped slashes, \u escapes in either case), Go-quoted
+// (\x escapes), a JSON copy of a URL-encoded copy, and in part (8 characters or more);
 // text around it is kept.
 func TestRedactorEncodings(t *testing.T) {
 	r := NewRedactor(secret, "")
-	u := func(s string, upper bool) string {
+	hex := func(prefix, s string, upper bool) string {
 		var b strings.Builder
 		for _, c := range s {
 			h := "0123456789abcdef"
 			if upper {
 				h = "0123456789ABCDEF"
 			}
-			b.WriteString(`\u00` + string(h[c>>4]) + string(h[c&15]))
+			b.WriteString(prefix + string(h[c>>4]) + string(h[c&15]))
 		}
 		return b.String()
 	}
@@ -34,8 +34,10 @@ func TestRedactorEncodings(t *testing.T) {
 		"query":      url.QueryEscape(secret),
 		"path":       url.PathEscape(secret),
 		"json":       strings.ReplaceAll(strings.ReplaceAll(secret, "/", `\/`), "&", `\u0026`),
-		"u":          u(secret, false),
-		"U":          u(secret, true),
+		"u":          hex(`\u00`, secret, false),
+		"U":          hex(`\u00`, secret, true),
+		"x":          hex(`\x`, secret, false),
+		"percent":    hex("%", secret, true),
 		"query-json": strings.ReplaceAll(url.QueryEscape(secret), "%", `\u0025`),
 		"prefix":     secret[:8],
 		"suffix":     secret[len(secret)-9:],

@@ -33,9 +33,8 @@ type Metrics struct {
 // registered, e.g. for a one-shot run).
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agencysync_requests_total", Help: "Requests sent to the Agency Data Service, by endpoint and HTTP status (0: no response).",
-		}, []string{"endpoint", "status"}),
+		Requests: counterVec("agencysync_requests_total",
+			"Requests sent to the Agency Data Service, by endpoint and HTTP status (0: no response).", "endpoint", "status"),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "agencysync_request_duration_seconds", Help: "Duration of requests to the Agency Data Service.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
@@ -49,25 +48,19 @@ func New(reg prometheus.Registerer) *Metrics {
 		QuotaLeft: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "agencysync_quota_left_requests", Help: "Requests left today after the reserve for other users of the key.",
 		}),
-		RowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agencysync_rows_written_total", Help: "Warehouse rows inserted, updated or soft-deleted, by table.",
-		}, []string{"table"}),
-		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agencysync_rejected_records_total", Help: "Records that could not be loaded, by stream.",
-		}, []string{"stream"}),
-		LastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "agencysync_last_success_timestamp_seconds", Help: "Unix time of the last complete sync of each stream.",
-		}, []string{"stream"}),
+		RowsWritten: counterVec("agencysync_rows_written_total",
+			"Warehouse rows inserted, updated or soft-deleted, by table.", "table"),
+		Rejected: counterVec("agencysync_rejected_records_total",
+			"Records that could not be loaded, by stream.", "stream"),
+		LastSuccess: gaugeVec("agencysync_last_success_timestamp_seconds",
+			"Unix time of the last complete sync of each stream.", "stream"),
 		RunDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "agencysync_run_duration_seconds", Help: "Duration of sync runs, by final status.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}, []string{"status"}),
-		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agencysync_runs_total", Help: "Sync runs, by final status.",
-		}, []string{"status"}),
-		NextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "agencysync_next_run_timestamp_seconds", Help: "Unix time of the next scheduled sync of each stream (serve).",
-		}, []string{"stream"}),
+		Runs: counterVec("agencysync_runs_total", "Sync runs, by final status.", "status"),
+		NextRun: gaugeVec("agencysync_next_run_timestamp_seconds",
+			"Unix time of the next scheduled sync of each stream (serve).", "stream"),
 		SourceFieldWarnings: inventory.NewWarningsGauge(nil),
 	}
 	if reg != nil {
@@ -75,4 +68,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun, m.SourceFieldWarnings)
 	}
 	return m
+}
+
+// counterVec declares a counter with labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// gaugeVec declares a gauge with labels.
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }

@@ -11,6 +11,25 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// assertStatus prints rep as status does and asserts that the output holds
+// each of want and none of not.
+func assertStatus(t *testing.T, rep *engine.StatusReport, want, not []string) {
+	t.Helper()
+	var b strings.Builder
+	Status(&b, rep)
+	out := b.String()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(out, n) {
+			t.Errorf("output holds %q:\n%s", n, out)
+		}
+	}
+}
+
 // TestStatusTables prints realistic reports and checks what an operator
 // reads in them: stream rows, the verification lines, the runs (errors cut
 // at 80 characters) and the last run's tasks in priority order.
@@ -61,19 +80,7 @@ func TestStatusTables(t *testing.T) {
 		}, []string{"last run", "verify: last proved"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
-			Status(&b, c.rep)
-			out := b.String()
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, n := range c.not {
-				if strings.Contains(out, n) {
-					t.Errorf("output holds %q:\n%s", n, out)
-				}
-			}
+			assertStatus(t, c.rep, c.want, c.not)
 		})
 	}
 	// Tasks follow the default priorities; unknown names come last.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/agencysync/agencysync/engine"
@@ -34,19 +33,7 @@ func TestStatusShowsWarnings(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := &engine.StatusReport{Schema: "agency", QuotaDay: "2026-11-24", Warnings: c.warnings}
-			var b strings.Builder
-			Status(&b, rep)
-			out := b.String()
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, n := range c.not {
-				if strings.Contains(out, n) {
-					t.Errorf("output holds %q:\n%s", n, out)
-				}
-			}
+			assertStatus(t, rep, c.want, c.not)
 			js, err := json.Marshal(rep)
 			if err != nil {
 				t.Fatal(err)

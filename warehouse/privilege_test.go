@@ -71,12 +71,7 @@ func TestMissingRightsAreNamed(t *testing.T) {
 	if err := warehouse.EnsureSchema(ctx, pool, foreign); err != nil {
 		t.Fatalf("EnsureSchema with USAGE: %v", err)
 	}
-	m, err := warehouse.NewMigrator(ctx, pool, foreign, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	assertPrivilege(t, m.Up(ctx), "CREATE", "schema "+foreign, "")
+	assertPrivilege(t, openMigrator(t, pool, foreign, nil).Up(ctx), "CREATE", "schema "+foreign, "")
 }
 
 func assertPrivilege(t *testing.T, err error, right, object, hint string) {

@@ -25,16 +25,8 @@ func TestReadinessAgreesWithGoose(t *testing.T) {
 	old := fstest.MapFS{"00001_a.sql": mig("a"), "00002_b.sql": mig("b")}
 	newer := fstest.MapFS{"00001_a.sql": mig("a"), "00002_b.sql": mig("b"), "00003_c.sql": mig("c"), "notes.txt": {Data: []byte("x")}}
 
-	m, err := warehouse.NewMigratorFS(ctx, pool, schema, newer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	mOld, err := warehouse.NewMigratorFS(ctx, pool, schema, old, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mOld.Close()
+	m := openMigrator(t, pool, schema, newer)
+	mOld := openMigrator(t, pool, schema, old)
 	r, err := warehouse.NewReadinessFS(pool, schema, newer)
 	if err != nil {
 		t.Fatal(err)

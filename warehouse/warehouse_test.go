@@ -3,17 +3,35 @@ package warehouse_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"sync"
 	"testing"
 	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/migrations"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
 func TestMain(m *testing.M) { warehousetest.Main(m) }
+
+// openMigrator opens a migrator of schema through pool, closed when the test
+// ends: of the binary's migrations when fsys is nil, else of fsys's.
+func openMigrator(t *testing.T, pool *pgxpool.Pool, schema string, fsys fs.FS) *warehouse.Migrator {
+	t.Helper()
+	if fsys == nil {
+		fsys = migrations.FS
+	}
+	m, err := warehouse.NewMigratorFS(context.Background(), pool, schema, fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
 
 func tableCount(t *testing.T, schema string) int {
 	t.Helper()
@@ -31,11 +49,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 	ctx := context.Background()
 	pool := warehousetest.Pool(t)
 	schema := warehousetest.NewSchemaName(t)
-	m, err := warehouse.NewMigrator(ctx, pool, schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openMigrator(t, pool, schema, nil)
 	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +102,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = warehouse.Migrate(ctx, pool, schema, nil)
-		}()
+		wg.Go(func() { errs[i] = warehouse.Migrate(ctx, pool, schema, nil) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -112,12 +122,7 @@ func TestConcurrentMigrations(t *testing.T) {
 
 func mustStatus(t *testing.T, schema string) []warehouse.MigrationStatus {
 	t.Helper()
-	m, err := warehouse.NewMigrator(context.Background(), warehousetest.Pool(t), schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	st, err := m.Status(context.Background())
+	st, err := openMigrator(t, warehousetest.Pool(t), schema, nil).Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +137,7 @@ func TestSchemasAreIndependent(t *testing.T) {
 	if err := warehouse.Migrate(ctx, pool, b, nil); err != nil {
 		t.Fatal(err)
 	}
-	m, err := warehouse.NewMigrator(ctx, pool, b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.DownTo(ctx, 0); err != nil {
+	if err := openMigrator(t, pool, b, nil).DownTo(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if tableCount(t, a) == 0 {
@@ -165,12 +165,7 @@ func TestMigrationFailureRollsBack(t *testing.T) {
 		"00001_ok.sql":  {Data: []byte("-- +goose Up\nCREATE TABLE a (x int);\n-- +goose Down\nDROP TABLE a;\n")},
 		"00002_bad.sql": {Data: []byte("-- +goose Up\nCREATE TABLE b (x int);\nSELECT no_such_function();\n-- +goose Down\nDROP TABLE b;\n")},
 	}
-	m, err := warehouse.NewMigratorFS(ctx, pool, schema, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Up(ctx); err == nil {
+	if err := openMigrator(t, pool, schema, fsys).Up(ctx); err == nil {
 		t.Fatal("a failing migration reported success")
 	}
 	var hasB bool
