@@ -92,3 +92,39 @@ FROM `+qualified(schema, "emails")+` GROUP BY 1`)
 			compressed.emails, wantMethod, compressed.bytes, compressed.text, by)
 	}
 }
+
+// TestUpdatedRawKeepsTheColumnsCompression: a row that changes goes
+// through the staging table; a value the staging table compressed would be
+// copied into the target as it is, with the server's default method. The
+// updated e-mails' raw must be compressed with the target column's method.
+func TestUpdatedRawKeepsTheColumnsCompression(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	ctx := context.Background()
+	var lz4 bool
+	if err := pool.QueryRow(ctx, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
+		t.Fatal(err)
+	}
+	if !lz4 {
+		t.Skip("this server has no lz4: every method is the server's default")
+	}
+	gen := newCommsGenerator()
+	plain := gen.page(0)
+	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: plain}); err != nil {
+		t.Fatal(err)
+	}
+	bodies := gen.page(0)
+	withBodies(t, &bodies, 0)
+	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: bodies}); err != nil {
+		t.Fatal(err)
+	}
+	var pglz, lz, none int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_column_compression(raw) = 'pglz'),
+  count(*) FILTER (WHERE pg_column_compression(raw) = 'lz4'), count(*) FILTER (WHERE pg_column_compression(raw) IS NULL)
+FROM `+qualified(schema, "emails")).Scan(&pglz, &lz, &none); err != nil {
+		t.Fatal(err)
+	}
+	if pglz != 0 || lz == 0 {
+		t.Errorf("updated e-mails' raw: %d pglz, %d lz4, %d uncompressed; want every compressed one lz4", pglz, lz, none)
+	}
+}

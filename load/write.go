@@ -20,7 +20,7 @@ type table struct {
 	stage    pgx.Identifier // pg_temp.<staging table>
 	colNames []string
 
-	createStage  string // creates the staging table (once per connection)
+	createStage  []string // create the staging table (once per connection)
 	keyProbe     probe  // is any key of the batch stored?
 	parentProbe  probe  // child tables: has any parent of the batch stored children?
 	mergeSQL     string // staging → target, unchanged rows filtered out; returns (inserted, updated)
@@ -38,12 +38,22 @@ func bindTable(schema string, s *spec) *table {
 	_, _ = h.Write([]byte(schema + "\x00" + strings.Join(t.colNames, ",")))
 	stageName := "agencysync_stage_" + s.name + "_" + strconv.FormatUint(h.Sum64(), 36)
 	t.stage = pgx.Identifier{"pg_temp", stageName}
-	var defs []string
+	var defs, external []string
 	for _, c := range s.columns() {
 		defs = append(defs, pgx.Identifier{c.name}.Sanitize()+" "+c.typ)
+		if c.typ == "jsonb" {
+			external = append(external, "ALTER COLUMN "+pgx.Identifier{c.name}.Sanitize()+" SET STORAGE EXTERNAL")
+		}
 	}
-	t.createStage = fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS",
-		pgx.Identifier{stageName}.Sanitize(), strings.Join(defs, ", "))
+	t.createStage = []string{fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS",
+		pgx.Identifier{stageName}.Sanitize(), strings.Join(defs, ", "))}
+	// A value the staging table compressed would be copied into the target
+	// as it is, with the server's default method instead of the target
+	// column's (lz4 on raw, migration 00016): the records as received are
+	// staged uncompressed, and the target compresses them its own way.
+	if len(external) > 0 {
+		t.createStage = append(t.createStage, fmt.Sprintf("ALTER TABLE %s %s", t.stage.Sanitize(), strings.Join(external, ", ")))
+	}
 
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	on := func(a, b string, cols []column) string {
@@ -286,8 +296,10 @@ func (st *stageSet) ensure(ctx context.Context, tx pgx.Tx, t *table) error {
 	if st.known[key] != nil || slices.Contains(st.fresh, key) {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, t.createStage); err != nil {
-		return fmt.Errorf("create staging table of %s: %w", t.name, err)
+	for _, stmt := range t.createStage {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("create staging table of %s: %w", t.name, err)
+		}
 	}
 	st.fresh = append(st.fresh, key)
 	return nil
