@@ -21,11 +21,11 @@ type table struct {
 	colNames []string
 
 	createStage  []string // create the staging table (once per connection)
-	keyProbe     probe  // is any key of the batch stored?
-	parentProbe  probe  // child tables: has any parent of the batch stored children?
-	mergeSQL     string // staging → target, unchanged rows filtered out; returns (inserted, updated)
-	deleteAbsent string // child tables: delete the parents' children missing from staging
-	deleteAll    string // child tables: delete every child of the parents
+	keyProbe     probe    // is any key of the batch stored?
+	parentProbe  probe    // child tables: has any parent of the batch stored children?
+	mergeSQL     string   // staging → target, unchanged rows filtered out; returns (inserted, updated)
+	deleteAbsent string   // child tables: delete the parents' children missing from staging
+	deleteAll    string   // child tables: delete every child of the parents
 }
 
 func bindTable(schema string, s *spec) *table {
