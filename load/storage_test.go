@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // recordColumns are the columns holding an API record as received (the
@@ -24,10 +26,7 @@ func TestRawCompressedWithLZ4(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	var lz4 bool
-	if err := pool.QueryRow(ctx, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
-		t.Fatal(err)
-	}
+	lz4 := serverHasLZ4(t, pool)
 	want, wantMethod := "", "pglz" // "": the server's default, pglz without lz4
 	if lz4 {
 		want, wantMethod = "l", "lz4"
@@ -101,10 +100,7 @@ func TestUpdatedRawKeepsTheColumnsCompression(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	ctx := context.Background()
-	var lz4 bool
-	if err := pool.QueryRow(ctx, `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
-		t.Fatal(err)
-	}
+	lz4 := serverHasLZ4(t, pool)
 	if !lz4 {
 		t.Skip("this server has no lz4: every method is the server's default")
 	}
@@ -127,4 +123,14 @@ FROM `+qualified(schema, "emails")).Scan(&pglz, &lz, &none); err != nil {
 	if pglz != 0 || lz == 0 {
 		t.Errorf("updated e-mails' raw: %d pglz, %d lz4, %d uncompressed; want every compressed one lz4", pglz, lz, none)
 	}
+}
+
+// serverHasLZ4 says whether the server was built with lz4.
+func serverHasLZ4(t *testing.T, pool *pgxpool.Pool) bool {
+	t.Helper()
+	var lz4 bool
+	if err := pool.QueryRow(context.Background(), `SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'default_toast_compression'`).Scan(&lz4); err != nil {
+		t.Fatal(err)
+	}
+	return lz4
 }
