@@ -20,6 +20,21 @@ func declared(t testing.TB, name string) *stream.Stream {
 	return s
 }
 
+// applied returns every stream by name as it reads under field map m
+// (stream.Apply, which refuses a map Validate refuses).
+func applied(t testing.TB, m stream.FieldMap) map[string]*stream.Stream {
+	t.Helper()
+	streams, err := stream.Apply(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := make(map[string]*stream.Stream, len(streams))
+	for _, s := range streams {
+		byName[s.Name] = s
+	}
+	return byName
+}
+
 // run transforms raw records (key "" unless given as "key|json").
 func run(t testing.TB, s *stream.Stream, endpoint string, params map[string]string, snapshot time.Time, raws ...string) Batch {
 	t.Helper()
@@ -394,21 +409,8 @@ func TestFieldMapRemap(t *testing.T) {
 		t.Errorf("derived column raw counted in coverage")
 	}
 
-	m := stream.FieldMap{"projects.name": "title", "projects.status": "state", "projects.deadline": "due_date", "projects.budget_amount": "budget_total"}
-	err := m.Validate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	streams, err := stream.Apply(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var projects *stream.Stream
-	for _, s := range streams {
-		if s.Name == "projects" {
-			projects = s
-		}
-	}
+	projects := applied(t, stream.FieldMap{"projects.name": "title", "projects.status": "state",
+		"projects.deadline": "due_date", "projects.budget_amount": "budget_total"})["projects"]
 	mapped := run(t, projects, stream.EndpointProjects, nil, time.Time{}, renamed,
 		`{"id":"8","title":"x","due_date":"soon"}`)
 	p = rowsOf(mapped, "projects")[0]
