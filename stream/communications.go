@@ -203,7 +203,7 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 // without key as a sender and keyed by user id as a recipient.
 type userObject struct {
 	view   *View
-	email  string
+	email  string    // lower-cased
 	err    error     // reading the e-mail failed
 	people []*person // one per key it was met under
 }
@@ -212,8 +212,8 @@ func userObjectOf(emailCol *Column, raw gjson.Result) *userObject {
 	u := &userObject{view: viewOf(raw)}
 	if emailCol != nil {
 		v, err := emailCol.Coerce(u.view.Value(emailCol), "email")
-		u.email, _ = v.(string)
-		u.err = err
+		email, _ := v.(string)
+		u.email, u.err = strings.ToLower(email), err
 	}
 	return u
 }
@@ -265,7 +265,7 @@ func (u *userObject) personOf(key string) (*person, error) {
 	}
 	switch {
 	case u.email != "":
-		p.userKey = strings.ToLower(u.email)
+		p.userKey = u.email
 		p.email = p.userKey
 	case hasID:
 		p.userKey = "id:" + strconv.FormatInt(id, 10)
