@@ -238,7 +238,7 @@ func (u *userObject) person(key string) (*person, error) {
 type person struct {
 	key     string
 	view    *View
-	userKey string
+	userKey any               // string: boxed once for the Element.Set maps
 	email   any               // string, or nil
 	id      any               // int64, or nil
 	sets    [4]map[string]any // Element.Set per role, made once
@@ -265,15 +265,15 @@ func (u *userObject) personOf(key string) (*person, error) {
 	}
 	switch {
 	case u.email != "":
+		if len(u.email) > MaxKeyBytes {
+			return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(u.email), MaxKeyBytes)
+		}
 		p.userKey = u.email
 		p.email = p.userKey
 	case hasID:
 		p.userKey = "id:" + strconv.FormatInt(id, 10)
 	default:
 		return nil, errors.New("neither e-mail nor user id")
-	}
-	if len(p.userKey) > MaxKeyBytes {
-		return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(p.userKey), MaxKeyBytes)
 	}
 	return p, nil
 }
