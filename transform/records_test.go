@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -495,5 +496,30 @@ func TestBatchAppendAndJSON(t *testing.T) {
 	if back.Len("emails") != 1 || at[0] != instant("2024-01-01T00:00:00.5Z") || back.Column("emails", "record_id")[0] != int64(1) ||
 		back.Column("budgets", "amount")[0] != "1" || len(back.Rows("email_recipients").Parents) != 1 {
 		t.Errorf("round trip: %+v", back.Tables)
+	}
+}
+
+// TestNewRowsDoNotOverlap: rows carved out of one chunk are zero, as long
+// as asked, and an append to one cannot write into the next.
+func TestNewRowsDoNotOverlap(t *testing.T) {
+	var p plan
+	rows := make([][]any, 0, 600)
+	for i := range cap(rows) {
+		r := p.newRow(1 + i%13)
+		if len(r) != 1+i%13 || cap(r) != len(r) || slices.ContainsFunc(r, func(v any) bool { return v != nil }) {
+			t.Fatalf("row %d: len %d cap %d %v", i, len(r), cap(r), r)
+		}
+		r[0] = i
+		rows = append(rows, r)
+	}
+	for i := range rows {
+		if grown := append(rows[i], "appended"); len(grown) != len(rows[i])+1 {
+			t.Fatalf("append to row %d: %v", i, grown)
+		}
+	}
+	for i, r := range rows {
+		if r[0] != i || slices.Contains(r, any("appended")) {
+			t.Fatalf("row %d = %v: another row wrote into it", i, r)
+		}
 	}
 }
