@@ -66,7 +66,8 @@ func (b Batch) AppendJSON(buf []byte) ([]byte, error) {
 						buf = append(buf, ',')
 					}
 					var err error
-					if buf, err = appendValue(buf, v, tr.Table.Columns[i].Derived == stream.DerivedRecord); err != nil {
+					record := i < len(tr.Table.Columns) && tr.Table.Columns[i].Derived == stream.DerivedRecord
+					if buf, err = appendValue(buf, v, record); err != nil {
 						return nil, fmt.Errorf("encode %s.%s: %w", name, tr.Table.Columns[i].Name, err)
 					}
 				}

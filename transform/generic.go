@@ -193,10 +193,11 @@ type plan struct {
 	hooked   []*stream.Table // tables without parent filled by Elements
 	fills    []tableFills    // per table: which columns the endpoint fills
 
+	vals []any // row values not yet handed out (see newRow)
+
 	// Reused from record to record (nothing keeps them past it).
 	elemBuf []stream.Element // elements listed by the hooks
 	slab    []bundle         // bundles not yet used
-	vals    []any            // row values not yet used (see newRow)
 	yield   func(stream.Element)
 	check   row
 	parent  parentRow
