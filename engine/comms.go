@@ -98,6 +98,14 @@ func parseDate(s string) (time.Time, error) {
 	return t, nil
 }
 
+// dates parses the range's first and last day.
+func (rc *rangeCursor) dates() (from, to time.Time, err error) {
+	if from, err = parseDate(rc.From); err == nil {
+		to, err = parseDate(rc.To)
+	}
+	return from, to, err
+}
+
 // commsState is the loaded state of a communications partition.
 type commsState struct {
 	partition string
@@ -142,6 +150,19 @@ func (r *run) save(ctx context.Context, cs *commsState, succeeded bool) error {
 	return r.e.store.SetState(sctx, StreamCommunications, r.id, *cp)
 }
 
+// loadCommsStarted reads the state of partition partComms, as the increment
+// and the backfill begin, starting the backfill first when it never started.
+func (r *run) loadCommsStarted(ctx context.Context) (*commsState, error) {
+	cs, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.initBackfill(ctx, cs); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
 // initBackfill starts the backfill the first time the stream runs: from
 // AGENCY_COMMS_START_DATE to today, as one range (or windows).
 func (r *run) initBackfill(ctx context.Context, cs *commsState) error {
@@ -162,11 +183,8 @@ func (r *run) initBackfill(ctx context.Context, cs *commsState) error {
 // is still under way, the increment covers only the days after the
 // backfill's end, which the backfill will not fetch.
 func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
-	cs, err := r.loadComms(ctx, partComms)
+	cs, err := r.loadCommsStarted(ctx)
 	if err != nil {
-		return err
-	}
-	if err := r.initBackfill(ctx, cs); err != nil {
 		return err
 	}
 	if now := r.e.set.Now().UTC(); cs.watermark != nil && cs.watermark.After(now) {
@@ -254,11 +272,7 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	case c.LastPerPage <= 0:
 		return nil
 	}
-	from, err := parseDate(rc.From)
-	if err != nil {
-		return err
-	}
-	to, err := parseDate(rc.To)
+	from, to, err := rc.dates()
 	if err != nil {
 		return err
 	}
@@ -330,11 +344,8 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 // commsBackfill pages through the history, window by window, resuming at
 // the first page not committed.
 func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
-	cs, err := r.loadComms(ctx, partComms)
+	cs, err := r.loadCommsStarted(ctx)
 	if err != nil {
-		return err
-	}
-	if err := r.initBackfill(ctx, cs); err != nil {
 		return err
 	}
 	bf := cs.cur.Backfill
@@ -422,11 +433,7 @@ func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) err
 // ends otherwise — cancellation, an error — returns an error and leaves the
 // cursor on the first page not committed.
 func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc *rangeCursor, onPage func(done bool)) error {
-	from, err := parseDate(rc.From)
-	if err != nil {
-		return err
-	}
-	to, err := parseDate(rc.To)
+	from, to, err := rc.dates()
 	if err != nil {
 		return err
 	}

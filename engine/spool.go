@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -56,7 +58,7 @@ func (s *pageSpool) tidy() {
 }
 
 // put writes v under key.
-func (s *pageSpool) put(key string, v any) { s.dir.Put(key, v) }
+func (s *pageSpool) put(key string, v spool.Appender) { s.dir.Put(key, v) }
 
 // get reads key into v; false when there is no such file.
 func (s *pageSpool) get(key string, v any) bool { return s.dir.Get(key, v) }
@@ -75,11 +77,51 @@ type spooledPage struct {
 	Batch                                  transform.Batch
 }
 
+// AppendJSON appends p as encoding/json writes it (get reads it so), the
+// batch by its own appender (spool.Appender).
+func (p *spooledPage) AppendJSON(buf []byte) ([]byte, error) {
+	buf = appendInt(buf, `{"Number":`, int64(p.Number))
+	buf = appendInt(buf, `,"PerPage":`, int64(p.PerPage))
+	buf = appendInt(buf, `,"Total":`, int64(p.Total))
+	buf = appendInt(buf, `,"LastPage":`, int64(p.LastPage))
+	buf = appendInt(buf, `,"Rows":`, int64(p.Rows))
+	buf = strconv.AppendBool(append(buf, `,"Paged":`...), p.Paged)
+	ids, err := json.Marshal(p.IDs) // a few microseconds a page
+	if err != nil {
+		return nil, fmt.Errorf("encode spooled page ids: %w", err)
+	}
+	buf = append(append(buf, `,"IDs":`...), ids...)
+	buf = appendInt(buf, `,"FirstID":`, p.FirstID)
+	buf = appendInt(buf, `,"LastID":`, p.LastID)
+	buf = strconv.AppendBool(append(buf, `,"HasIDs":`...), p.HasIDs)
+	if buf, err = p.Batch.AppendJSON(append(buf, `,"Batch":`...)); err != nil {
+		return nil, fmt.Errorf("encode spooled page: %w", err)
+	}
+	return append(buf, '}'), nil
+}
+
 // spooledDetail is a transformed brand or project detail, as spooled.
 type spooledDetail struct {
 	Batch         transform.Batch
 	Contacts      bool
 	ContactsShort bool
+}
+
+// AppendJSON appends d as encoding/json writes it (get reads it so), the
+// batch by its own appender (spool.Appender).
+func (d *spooledDetail) AppendJSON(buf []byte) ([]byte, error) {
+	buf, err := d.Batch.AppendJSON(append(buf, `{"Batch":`...))
+	if err != nil {
+		return nil, fmt.Errorf("encode spooled detail: %w", err)
+	}
+	buf = strconv.AppendBool(append(buf, `,"Contacts":`...), d.Contacts)
+	buf = strconv.AppendBool(append(buf, `,"ContactsShort":`...), d.ContactsShort)
+	return append(buf, '}'), nil
+}
+
+// appendInt appends key (the JSON text before a member's value) and n.
+func appendInt(buf []byte, key string, n int64) []byte {
+	return strconv.AppendInt(append(buf, key...), n, 10)
 }
 
 // pageKey is the key of a communications page: the range's request and

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -206,4 +207,56 @@ func TestSpoolRoundTripIsExact(t *testing.T) {
 			t.Errorf("mode %d: detail round trip changed the batch", mode)
 		}
 	}
+}
+
+// TestSpooledBytesMatchEncodingJSON: what the spool writes for a page or a
+// detail (their appenders) decodes to the same JSON value as what
+// encoding/json writes for them (what the spool wrote before: the oracle,
+// which also covers every field a later change adds).
+func TestSpooledBytesMatchEncodingJSON(t *testing.T) {
+	var values []spool.Appender
+	for mode := range 3 {
+		b := fillBatch(mode)
+		if mode == 2 {
+			b.Coverage = transform.Coverage{Rows: map[string]int{"emails": 1}, Nulls: map[string]int{"emails.subject": 0}}
+		}
+		values = append(values,
+			&spooledPage{Number: 1, PerPage: 1000, Total: 1, LastPage: 1, Rows: 1, Batch: b},
+			&spooledPage{Number: 2, PerPage: 50, Total: 120, LastPage: 3, Rows: 50, Paged: true, IDs: []int64{},
+				Batch: b},
+			&spooledPage{Number: 3, PerPage: 50, Total: -1, LastPage: 3, Rows: 20, Paged: mode == 1,
+				IDs: []int64{9, 1 << 62, 3}, FirstID: 3, LastID: 1 << 62, HasIDs: true, Batch: b},
+			&spooledDetail{Batch: b, Contacts: mode == 1, ContactsShort: mode == 2},
+			&spooledDetail{})
+	}
+	for i, v := range values {
+		got, err := v.AppendJSON([]byte("prefix"))
+		if err != nil || string(got[:len("prefix")]) != "prefix" {
+			t.Fatalf("value %d: %v (or the buffer's start changed)", i, err)
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := canonicalJSON(t, got[len("prefix"):]), canonicalJSON(t, want); g != w {
+			t.Errorf("value %d: the appender and encoding/json differ\nappender %s\n    json %s", i, g, w)
+		}
+	}
+}
+
+// canonicalJSON is the value of the JSON text b written again with object
+// members sorted by key and numbers as they were (not through float64).
+func canonicalJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		t.Fatalf("not one JSON value (%v):\n%s", err, b)
+	}
+	c, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(c)
 }

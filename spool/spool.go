@@ -9,7 +9,6 @@
 package spool
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,8 +31,17 @@ const MaxAge = 24 * time.Hour
 
 // Dir is a spool folder. A nil *Dir is no spool.
 type Dir struct {
-	dir string
-	log *zap.Logger
+	dir  string
+	log  *zap.Logger
+	bufs sync.Pool // *[]byte: Put's encoding buffers, reused (a page's is a few MiB)
+}
+
+// Appender is a value Put can spool: it appends its JSON encoding to buf,
+// which Put writes as it is (encoding/json, given a json.Marshaler, would
+// check and compact its output again, which on a page costs about as much
+// as encoding it). Get reads it back with encoding/json.
+type Appender interface {
+	AppendJSON(buf []byte) ([]byte, error)
 }
 
 // Open returns the spool of folder dir, nil for "". The folder is made when
@@ -93,15 +102,20 @@ func (s *Dir) path(key string) string {
 	return filepath.Join(s.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// Put writes v (as JSON) under key (a temporary file renamed into place, so a crash
-// never leaves half a file under the key's name).
-func (s *Dir) Put(key string, v any) {
-	var buf bytes.Buffer
-	err := json.NewEncoder(&buf).Encode(v)
+// Put writes v (as JSON, see Appender) under key (a temporary file renamed
+// into place, so a crash never leaves half a file under the key's name).
+func (s *Dir) Put(key string, v Appender) {
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.bufs.Put(bp)
+	buf, err := v.AppendJSON((*bp)[:0])
+	*bp = buf
 	if err == nil {
 		var tmp *os.File
 		if tmp, err = os.CreateTemp(s.dir, ".tmp-*"); err == nil {
-			_, err = tmp.Write(buf.Bytes())
+			_, err = tmp.Write(buf)
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
 			}

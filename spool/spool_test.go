@@ -2,6 +2,7 @@ package spool
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,17 @@ type row struct {
 	ID  string
 	Raw json.RawMessage
 }
+
+// AppendJSON spools an item as encoding/json writes it.
+func (it item) AppendJSON(buf []byte) ([]byte, error) {
+	b, err := json.Marshal(it)
+	return append(buf, b...), err
+}
+
+// failing is a value whose encoding fails.
+type failing struct{}
+
+func (failing) AppendJSON([]byte) ([]byte, error) { return nil, errors.New("no encoding") }
 
 // TestDir: values come back as they were put, nil raw JSON included (a
 // JSON round trip makes it null); dropped and damaged files are gone; the
@@ -51,9 +63,17 @@ func TestDir(t *testing.T) {
 	}
 	k := Key("detail", "agency", "projects", "42", "h1")
 	d.Put(k, item{N: 42})
+	want, _ := json.Marshal(item{N: 42})
+	if got, err := os.ReadFile(d.path(k)); err != nil || string(got) != string(want) {
+		t.Errorf("file holds %q (%v), want the appended bytes %q", got, err, want)
+	}
 	d.Drop(k)
 	if d.Get(k, &item{}) {
 		t.Error("a dropped item was found")
+	}
+	d.Put(k, failing{})
+	if entries, _ := os.ReadDir(dir); d.Get(k, &item{}) || len(entries) != 3 {
+		t.Errorf("a value that could not be encoded left a file: %d files, want the 3 of the round trips", len(entries))
 	}
 	d.Put(k, item{N: 42})
 	if err := os.WriteFile(d.path(k), []byte("not JSON"), 0o600); err != nil {

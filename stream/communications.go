@@ -172,20 +172,15 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 		i := -1
 		err := eachParticipant(users, role, func(raw gjson.Result, key string) error {
 			i++
-			var p *person
 			seen, _ := scratch.Get(raw.Raw)
-			for _, q := range asPeople(seen) {
-				if q.key == key {
-					p = q
-					break
-				}
+			u, _ := seen.(*userObject)
+			if u == nil {
+				u = userObjectOf(emailCol, raw)
+				scratch.Put(raw.Raw, u)
 			}
-			if p == nil {
-				var err error
-				if p, err = personOf(emailCol, raw, key); err != nil {
-					return fmt.Errorf("%s participant %d: %w", role, i, err)
-				}
-				scratch.Put(raw.Raw, append(asPeople(seen), p))
+			p, err := u.person(key)
+			if err != nil {
+				return fmt.Errorf("%s participant %d: %w", role, i, err)
 			}
 			if p.sets[r] == nil {
 				p.sets[r] = map[string]any{"role": role, "user_key": p.userKey, "email": p.email, "platform_user_id": p.id}
@@ -203,18 +198,54 @@ func participants(s *Stream, rec *View, scratch *Scratch, yield func(Element)) e
 	return nil
 }
 
+// userObject is what participants works out once per user object text in a
+// batch, whatever the key it is met under: a platform user is often listed
+// without key as a sender and keyed by user id as a recipient.
+type userObject struct {
+	view   *View
+	email  string    // lower-cased
+	err    error     // reading the e-mail failed
+	people []*person // one per key it was met under
+}
+
+func userObjectOf(emailCol *Column, raw gjson.Result) *userObject {
+	u := &userObject{view: viewOf(raw)}
+	if emailCol != nil {
+		v, err := emailCol.Coerce(u.view.Value(emailCol), "email")
+		email, _ := v.(string)
+		u.email, u.err = strings.ToLower(email), err
+	}
+	return u
+}
+
+// person is the person of u under key, worked out once (an error is not
+// kept: it rejects the record).
+func (u *userObject) person(key string) (*person, error) {
+	for _, p := range u.people {
+		if p.key == key {
+			return p, nil
+		}
+	}
+	p, err := u.personOf(key)
+	if err != nil {
+		return nil, err
+	}
+	u.people = append(u.people, p)
+	return p, nil
+}
+
 // person is what participants works out for one user object under one key.
 type person struct {
 	key     string
 	view    *View
-	userKey string
+	userKey any               // string: boxed once for the Element.Set maps
 	email   any               // string, or nil
 	id      any               // int64, or nil
 	sets    [4]map[string]any // Element.Set per role, made once
 }
 
-func personOf(emailCol *Column, raw gjson.Result, key string) (*person, error) {
-	p := &person{key: key, view: viewOf(raw)}
+func (u *userObject) personOf(key string) (*person, error) {
+	p := &person{key: key, view: u.view}
 	var id int64
 	hasID := false
 	if key != "" {
@@ -229,32 +260,22 @@ func personOf(emailCol *Column, raw gjson.Result, key string) (*person, error) {
 			p.id = n
 		}
 	}
-	var email string
-	if emailCol != nil {
-		v, err := emailCol.Coerce(p.view.Value(emailCol), "email")
-		if err != nil {
-			return nil, err
-		}
-		email, _ = v.(string)
+	if u.err != nil {
+		return nil, u.err
 	}
 	switch {
-	case email != "":
-		p.userKey = strings.ToLower(email)
+	case u.email != "":
+		if len(u.email) > MaxKeyBytes {
+			return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(u.email), MaxKeyBytes)
+		}
+		p.userKey = u.email
 		p.email = p.userKey
 	case hasID:
 		p.userKey = "id:" + strconv.FormatInt(id, 10)
 	default:
 		return nil, errors.New("neither e-mail nor user id")
 	}
-	if len(p.userKey) > MaxKeyBytes {
-		return nil, fmt.Errorf("e-mail is %d bytes long, more than the %d a key may have", len(p.userKey), MaxKeyBytes)
-	}
 	return p, nil
-}
-
-func asPeople(v any) []*person {
-	ps, _ := v.([]*person)
-	return ps
 }
 
 // eachParticipant calls fn for each user object of users.<role> (users: the

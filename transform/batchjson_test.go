@@ -155,3 +155,26 @@ func TestBatchJSONMatchesPlainEncoder(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchJSONChecksJSONNotFromRecords: a JSON value read from a field
+// (brands.general_info) is checked before it is written; the record as
+// received (a DerivedRecord column) is valid by construction and written as
+// it is.
+func TestBatchJSONChecksJSONNotFromRecords(t *testing.T) {
+	tb, _, ok := stream.LookupTable("brands")
+	if !ok {
+		t.Fatal("no brands table")
+	}
+	row := func(col string, v any) Batch {
+		r := make([]any, len(tb.Columns))
+		r[columnIndex(tb, col)] = v
+		return Batch{Tables: map[string]*TableRows{tb.Name: {Table: tb, Rows: [][]any{r}}}}
+	}
+	if _, err := row("general_info", json.RawMessage(`{"a":`)).AppendJSON(nil); err == nil || !strings.Contains(err.Error(), "brands.general_info") {
+		t.Errorf("invalid general_info: err = %v, want one naming brands.general_info", err)
+	}
+	got, err := row("raw", json.RawMessage(`{"id":"7"}`)).AppendJSON(nil)
+	if err != nil || !strings.Contains(string(got), `{"j":{"id":"7"}}`) {
+		t.Errorf("raw: %s, %v", got, err)
+	}
+}

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -166,4 +167,52 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBatchJSONCommunicationsPage encodes the batch of a 1000-e-mail
+// sandbox page, as the page spool writes it, two ways in one run: through
+// encoding/json's Encoder ("encoder": what the spool did — it calls
+// MarshalJSON, then re-scans and compacts its output) and by AppendJSON into
+// a reused buffer ("append": what the spool does).
+//
+//	go test -run '^$' -bench BatchJSONCommunicationsPage -benchmem ./transform/
+func BenchmarkBatchJSONCommunicationsPage(b *testing.B) {
+	s, _ := stream.Lookup("communications")
+	p, err := extract.SplitPage(benchBody(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]stream.Record, len(p.Records))
+	for i, r := range p.Records {
+		recs[i] = stream.Record{Key: r.Key, Raw: r.Raw}
+	}
+	batch := Records(Input{Stream: s, Endpoint: stream.EndpointCommunications}, recs)
+	if batch.Len("emails") != 1000 {
+		b.Fatalf("%d e-mails", batch.Len("emails"))
+	}
+	b.Run("encoder", func(b *testing.B) {
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		cpu0 := processCPU(b)
+		for b.Loop() {
+			buf.Reset()
+			if err := json.NewEncoder(&buf).Encode(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(buf.Len()))
+		reportCPU(b, processCPU(b)-cpu0)
+	})
+	b.Run("append", func(b *testing.B) {
+		var buf []byte
+		b.ReportAllocs()
+		cpu0 := processCPU(b)
+		for b.Loop() {
+			if buf, err = batch.AppendJSON(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+		reportCPU(b, processCPU(b)-cpu0)
+	})
 }

@@ -193,6 +193,8 @@ type plan struct {
 	hooked   []*stream.Table // tables without parent filled by Elements
 	fills    []tableFills    // per table: which columns the endpoint fills
 
+	vals []any // row values not yet handed out (see newRow)
+
 	// Reused from record to record (nothing keeps them past it).
 	elemBuf []stream.Element // elements listed by the hooks
 	slab    []bundle         // bundles not yet used
@@ -445,11 +447,24 @@ type elementList struct {
 	elems []stream.Element
 }
 
+// newRow returns n values for a row, carved out of a chunk shared with
+// the batch's other rows: one allocation for many rows (a 1000-e-mail page
+// has some 5000), which the batch keeps together anyway. A row's capacity
+// is its length, so an append to it cannot reach the next row.
+func (p *plan) newRow(n int) []any {
+	if len(p.vals) < n {
+		p.vals = make([]any, max(n, 1024))
+	}
+	r := p.vals[:n:n]
+	p.vals = p.vals[n:]
+	return r
+}
+
 // columns reads the values of t's columns from view v. rec is the record
 // (nil for an element), elemKey an element's key in a keyed collection, set
 // a hook's values, parent the parent's row (child tables).
 func (p *plan) columns(t *stream.Table, v *stream.View, rec *stream.Record, elemKey string, set map[string]any, parent *parentRow) ([]any, error) {
-	vals := make([]any, len(t.Columns))
+	vals := p.newRow(len(t.Columns))
 	fills := p.fillsOf(t)
 	for i := range t.Columns {
 		c := &t.Columns[i]

@@ -11,19 +11,7 @@ import (
 // record, the raw detail, the key columns — with the current mapping, as
 // a sync that received those records would have.
 func TestRebuildFromStoredRaw(t *testing.T) {
-	m := stream.FieldMap{"projects.name": "title", "projects.status": "state"}
-	err := m.Validate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	streams, err := stream.Apply(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*stream.Stream{}
-	for _, s := range streams {
-		byName[s.Name] = s
-	}
+	byName := applied(t, stream.FieldMap{"projects.name": "title", "projects.status": "state"})
 	day := date("2024-11-05")
 
 	list := `{"id":"7","title":"Campanie","state":"activ"}`

@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,21 @@ func declared(t testing.TB, name string) *stream.Stream {
 		t.Fatalf("no stream %s", name)
 	}
 	return s
+}
+
+// applied returns every stream by name as it reads under field map m
+// (stream.Apply, which refuses a map Validate refuses).
+func applied(t testing.TB, m stream.FieldMap) map[string]*stream.Stream {
+	t.Helper()
+	streams, err := stream.Apply(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := make(map[string]*stream.Stream, len(streams))
+	for _, s := range streams {
+		byName[s.Name] = s
+	}
+	return byName
 }
 
 // run transforms raw records (key "" unless given as "key|json").
@@ -394,21 +410,8 @@ func TestFieldMapRemap(t *testing.T) {
 		t.Errorf("derived column raw counted in coverage")
 	}
 
-	m := stream.FieldMap{"projects.name": "title", "projects.status": "state", "projects.deadline": "due_date", "projects.budget_amount": "budget_total"}
-	err := m.Validate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	streams, err := stream.Apply(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var projects *stream.Stream
-	for _, s := range streams {
-		if s.Name == "projects" {
-			projects = s
-		}
-	}
+	projects := applied(t, stream.FieldMap{"projects.name": "title", "projects.status": "state",
+		"projects.deadline": "due_date", "projects.budget_amount": "budget_total"})["projects"]
 	mapped := run(t, projects, stream.EndpointProjects, nil, time.Time{}, renamed,
 		`{"id":"8","title":"x","due_date":"soon"}`)
 	p = rowsOf(mapped, "projects")[0]
@@ -493,5 +496,30 @@ func TestBatchAppendAndJSON(t *testing.T) {
 	if back.Len("emails") != 1 || at[0] != instant("2024-01-01T00:00:00.5Z") || back.Column("emails", "record_id")[0] != int64(1) ||
 		back.Column("budgets", "amount")[0] != "1" || len(back.Rows("email_recipients").Parents) != 1 {
 		t.Errorf("round trip: %+v", back.Tables)
+	}
+}
+
+// TestNewRowsDoNotOverlap: rows carved out of one chunk are zero, as long
+// as asked, and an append to one cannot write into the next.
+func TestNewRowsDoNotOverlap(t *testing.T) {
+	var p plan
+	rows := make([][]any, 0, 600)
+	for i := range cap(rows) {
+		r := p.newRow(1 + i%13)
+		if len(r) != 1+i%13 || cap(r) != len(r) || slices.ContainsFunc(r, func(v any) bool { return v != nil }) {
+			t.Fatalf("row %d: len %d cap %d %v", i, len(r), cap(r), r)
+		}
+		r[0] = i
+		rows = append(rows, r)
+	}
+	for i := range rows {
+		if grown := append(rows[i], "appended"); len(grown) != len(rows[i])+1 {
+			t.Fatalf("append to row %d: %v", i, grown)
+		}
+	}
+	for i, r := range rows {
+		if r[0] != i || slices.Contains(r, any("appended")) {
+			t.Fatalf("row %d = %v: another row wrote into it", i, r)
+		}
 	}
 }
