@@ -855,7 +855,14 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrMalformedResponse,
 			Reason: "truncated body: " + c.redact(rerr.Error())}
 	}
-	if err := onOK(buf.Bytes()); err != nil {
+	// A key the service echoes in what it serves (a signed link, a note)
+	// is removed before anything splits, stores or logs the records.
+	answer := c.redactor.Body(buf.Bytes())
+	if len(answer) != buf.Len() || (len(answer) > 0 && &answer[0] != &buf.Bytes()[0]) {
+		c.log.Warn("the service echoed an API key in a response; it was redacted before the records were read",
+			zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page))
+	}
+	if err := onOK(answer); err != nil {
 		var re *ResponseError
 		if errors.As(err, &re) {
 			if re.notJSON != nil {

@@ -1,6 +1,8 @@
 package logging
 
 import (
+	"bytes"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -46,6 +48,7 @@ const ClipMargin = 64 * PartialLen
 type Redactor struct {
 	win     int                 // window length: PartialLen, or the shortest secret's length
 	windows map[string]struct{} // every win-byte piece of every secret
+	marks   [][]byte            // Body's screen: each secret's first and last window, as echoed
 }
 
 // NewRedactor returns a redactor of the given secrets; empty ones and ones
@@ -71,7 +74,50 @@ func NewRedactor(secrets ...string) *Redactor {
 	if len(r.windows) == 0 {
 		return nil
 	}
+	r.marks = screenMarks(r.win, secrets)
 	return r
+}
+
+// screenMarks returns the pieces Body looks for: the first and the last
+// window of each secret, raw, URL-encoded (either case of hex digits) and
+// with escaped slashes (PHP's json_encode), each once.
+func screenMarks(win int, secrets []string) [][]byte {
+	seen := map[string]bool{}
+	var marks [][]byte
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			continue
+		}
+		for _, piece := range []string{s[:win], s[len(s)-win:]} {
+			q := url.QueryEscape(piece)
+			for _, form := range []string{piece, q, strings.ToLower(q), url.PathEscape(piece), strings.ReplaceAll(piece, "/", `\/`)} {
+				if !seen[form] {
+					seen[form] = true
+					marks = append(marks, []byte(form))
+				}
+			}
+		}
+	}
+	return marks
+}
+
+// Body returns a response body with every secret removed, as String does,
+// for bodies whose records are stored. Screening comes first and is cheap
+// (a few substring searches): a body that holds neither the first nor the
+// last PartialLen bytes of any secret, raw, URL-encoded or with escaped
+// slashes, is returned as it is, the same slice. A body that does is
+// redacted whole; Redacted holds no character JSON escapes, so a key echoed
+// inside a JSON string leaves the body valid JSON.
+func (r *Redactor) Body(b []byte) []byte {
+	if r == nil || len(b) < r.win {
+		return b
+	}
+	for _, m := range r.marks {
+		if bytes.Contains(b, m) {
+			return []byte(r.String(string(b)))
+		}
+	}
+	return b
 }
 
 // unit is one decoded byte and the span of source bytes it came from.
