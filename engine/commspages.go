@@ -283,6 +283,11 @@ func (a *pagesAhead) launch(n, per int, sp *pageSpool, key string, fetch func(ct
 	go func() {
 		defer a.wg.Done()
 		defer close(f.done)
+		defer func() {
+			if v := recover(); v != nil {
+				f.p, f.fromSpool, f.err = nil, false, panicError(v)
+			}
+		}()
 		f.p, f.fromSpool, f.err = fetch(ctx)
 		if f.err != nil || f.fromSpool || sp == nil {
 			return

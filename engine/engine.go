@@ -508,14 +508,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	res.Notes = r.notes
 	res.Verify = r.verified
 	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps)
-	errText := ""
-	if res.Err != nil {
-		errText = res.Err.Error()
-	}
-	if len(res.Notes) > 0 {
-		errText = strings.TrimSpace(errText + "; notes: " + strings.Join(res.Notes, "; "))
-		errText = strings.TrimPrefix(errText, "; ")
-	}
+	errText := runErrorText(res.Err, res.Notes, r.client.Redact)
 	// Record the end even when the run's context was cancelled, and through
 	// a database blip: the error that failed the run may have left dead
 	// connections in the pool, and a "running" row would outlive the run.
@@ -804,4 +797,19 @@ func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 		zap.Int("warnings", len(ws)), zap.Duration("observing", observing),
 		zap.Duration("recording", time.Since(start)))
 	return ws
+}
+
+// runErrorText is what sync_runs.error holds for a run: its error and its
+// notes, redacted. The client's errors are redacted where they are made;
+// this covers every other origin (a recovered panic's value, a note).
+func runErrorText(err error, notes []string, redact func(string) string) string {
+	text := ""
+	if err != nil {
+		text = err.Error()
+	}
+	if len(notes) > 0 {
+		text = strings.TrimSpace(text + "; notes: " + strings.Join(notes, "; "))
+		text = strings.TrimPrefix(text, "; ")
+	}
+	return redact(text)
 }

@@ -3,10 +3,24 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"runtime/debug"
 	"sync"
 )
+
+// ErrPanic marks the error of a goroutine that fetched ahead and panicked:
+// its owner gets it as the fetch's error (the run fails and its row is
+// closed with the error, redacted like any other) instead of the process
+// ending with Go's unredacted report.
+var ErrPanic = errors.New("panic in a goroutine fetching ahead")
+
+// panicError is the error for a recovered panic value: the value and the
+// goroutine's stack, marked ErrPanic.
+func panicError(v any) error {
+	return fmt.Errorf("%w: %v\n%s", ErrPanic, v, debug.Stack())
+}
 
 // prefetch runs the sequence made by open in its own goroutine, one item
 // ahead of the consumer: while the consumer handles (loads) item n, item n+1
@@ -33,6 +47,14 @@ func prefetch[T any](ctx context.Context, off bool, open func(ctx context.Contex
 		go func() {
 			defer close(done)
 			defer close(ch)
+			defer func() {
+				if v := recover(); v != nil {
+					select {
+					case ch <- item{err: panicError(v)}:
+					case <-pctx.Done():
+					}
+				}
+			}()
 			for v, err := range open(pctx) {
 				select {
 				case ch <- item{v, err}:
@@ -100,6 +122,11 @@ func fetchOrdered[T any](ctx context.Context, inFlight func() int, count int, fe
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					defer func() {
+						if v := recover(); v != nil {
+							ch <- result{err: panicError(v)}
+						}
+					}()
 					v, err := fetch(pctx, i)
 					ch <- result{v, err}
 				}()

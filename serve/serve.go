@@ -112,7 +112,13 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 			log.Warn("metrics not read from the warehouse at start; they fill in after the first sync", zap.Error(err))
 		}
 	}
-	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second}
+	// net/http reports a handler's panic (value and stack) and connection
+	// errors to ErrorLog; the injected logger's sink is the redacted one.
+	errLog, err := zap.NewStdLogAt(log.With(zap.String("component", "http")), zap.ErrorLevel)
+	if err != nil {
+		return fmt.Errorf("build http error log: %w", err)
+	}
+	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
