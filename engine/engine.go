@@ -146,6 +146,7 @@ type warehouseStore interface {
 	StartRun(ctx context.Context, r load.Run) (string, error)
 	FinishRun(ctx context.Context, runID string, r load.RunResult) error
 	GetState(ctx context.Context, stream, partition string) (load.State, error)
+	States(ctx context.Context, stream string) ([]load.State, error)
 	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
 	NewListing(table string, scope map[string]any) (*load.Listing, error)
 	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)

@@ -85,6 +85,15 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 	if err != nil || !strings.Contains(string(st.Cursor), `"after"`) {
 		t.Fatalf("cursor after the interruption: %s, %v", st.Cursor, err)
 	}
+	// status says a rebuild waits to be finished, and how.
+	rep, err := eng.Status(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rebuilds) != 1 || rep.Rebuilds[0].Table != "projects" || rep.Rebuilds[0].Stream != StreamProjects ||
+		rep.Rebuilds[0].Stage != RebuildStageRecords || rep.Rebuilds[0].LastProgress.IsZero() {
+		t.Fatalf("status after the interruption: rebuilds %+v, want projects waiting at its stored records", rep.Rebuilds)
+	}
 
 	eng.store = store
 	res, err = eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}, BatchSize: 5})
@@ -99,6 +108,9 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 	}
 	if _, err := store.GetState(context.Background(), load.RebuildStream, "projects"); !errors.Is(err, load.ErrNoState) {
 		t.Errorf("a finished rebuild kept its cursor: %v", err)
+	}
+	if rep, err := eng.Status(context.Background(), 5); err != nil || len(rep.Rebuilds) != 0 {
+		t.Errorf("status after the finished rebuild: rebuilds %+v, %v", rep.Rebuilds, err)
 	}
 	runs := fmt.Sprintf("SELECT count(*) FROM %s WHERE trigger = 'rebuild' AND requests_used = 0 AND status = $1", pgx.Identifier{h.schema, "sync_runs"}.Sanitize())
 	if h.count(runs, "partial") != 1 || h.count(runs, "succeeded") != 1 {

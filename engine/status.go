@@ -2,12 +2,16 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // StreamStatus is one stream's health, for `agencysync status`.
@@ -38,6 +42,24 @@ type StatusReport struct {
 	// Warnings are the coverage warnings of the last finished run; nil
 	// before any.
 	Warnings *RunWarnings `json:"warnings,omitempty"`
+	// Rebuilds are the tables whose `agencysync rebuild` was interrupted
+	// (its cursor waits in sync_state); empty when none is.
+	Rebuilds []RebuildPending `json:"rebuilds,omitempty"`
+}
+
+// The stages of a table's rebuild (RebuildPending.Stage).
+const (
+	RebuildStageRecords  = "stored records"   // re-deriving the stored raw records
+	RebuildStageRejected = "rejected records" // retrying rejected_records under the current map
+)
+
+// RebuildPending is a table whose rebuild was interrupted: the next
+// `agencysync rebuild --streams Stream` continues it.
+type RebuildPending struct {
+	Table        string    `json:"table"`
+	Stream       string    `json:"stream"`
+	Stage        string    `json:"stage"`
+	LastProgress time.Time `json:"last_progress"`
 }
 
 // RunWarnings are the coverage warnings of one run (sync_runs.warnings).
@@ -92,6 +114,9 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {
 		return nil, err
 	}
+	if rep.Rebuilds, err = e.pendingRebuilds(ctx); err != nil {
+		return nil, err
+	}
 	id, ws, err := e.store.LastRunWarnings(ctx)
 	switch {
 	case errors.Is(err, load.ErrNoRun):
@@ -104,6 +129,32 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 		rep.Warnings = &RunWarnings{RunID: id, Warnings: ws}
 	}
 	return rep, nil
+}
+
+// pendingRebuilds lists the rebuild cursors left in sync_state, by table.
+func (e *Engine) pendingRebuilds(ctx context.Context) ([]RebuildPending, error) {
+	states, err := e.store.States(ctx, load.RebuildStream)
+	if err != nil {
+		return nil, err
+	}
+	var out []RebuildPending
+	for _, st := range states {
+		var cur rebuildCursor
+		if err := json.Unmarshal(st.Cursor, &cur); err != nil {
+			return nil, fmt.Errorf("read rebuild cursor of %s: %w", st.Partition, err)
+		}
+		p := RebuildPending{Table: st.Partition, Stage: RebuildStageRecords, LastProgress: st.SyncedAt}
+		if cur.Rejects {
+			p.Stage = RebuildStageRejected
+		}
+		for _, name := range AllStreams {
+			if s := e.declared(name); s != nil && slices.ContainsFunc(s.Tables(), func(t *stream.Table) bool { return t.Name == st.Partition }) {
+				p.Stream = name
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // RequestHistory returns the requests counted on each of the last days quota

@@ -26,6 +26,13 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
 	}
 	tw.Flush()
+	for _, rb := range rep.Rebuilds {
+		fmt.Fprintf(w, "\nrebuild of %s unfinished (%s; last progress %s): run `agencysync rebuild --streams %s` to finish it",
+			rb.Table, rb.Stage, rb.LastProgress.UTC().Format("2006-01-02 15:04:05"), rb.Stream)
+	}
+	if len(rep.Rebuilds) > 0 {
+		fmt.Fprintln(w)
+	}
 	if v := rep.Verify; v != nil {
 		fmt.Fprintln(w)
 		switch {

@@ -77,7 +77,15 @@ func TestStatusTables(t *testing.T) {
 		{"a warehouse never synced", empty, []string{
 			"warehouse schema fresh — quota day 2026-11-24: 0 requests spent, 9500 left",
 			"verify: the warehouse was never reconciled with the service",
-		}, []string{"last run", "verify: last proved"}},
+		}, []string{"last run", "verify: last proved", "rebuild"}},
+		{"a rebuild interrupted", &engine.StatusReport{Schema: "agency", QuotaDay: "2026-11-24",
+			Rebuilds: []engine.RebuildPending{
+				{Table: "projects", Stream: "projects", Stage: engine.RebuildStageRecords, LastProgress: started},
+				{Table: "emails", Stream: "communications", Stage: engine.RebuildStageRejected, LastProgress: finished},
+			}}, []string{
+			"rebuild of projects unfinished (stored records; last progress 2026-11-24 02:00:00): run `agencysync rebuild --streams projects` to finish it",
+			"rebuild of emails unfinished (rejected records; last progress 2026-11-24 02:01:35): run `agencysync rebuild --streams communications` to finish it",
+		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			assertStatus(t, c.rep, c.want, c.not)
