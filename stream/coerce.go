@@ -66,6 +66,24 @@ func (c *Column) Coerce(r gjson.Result, what string) (any, error) {
 	return v, c.validate(v, what)
 }
 
+// Read reads column c from view v: Coerce(v.Value(c), c.Field), without
+// working out what Coerce does not read (a number's float value).
+func (c *Column) Read(v *View) (any, error) {
+	if len(c.Alternates) > 0 {
+		return c.Coerce(v.Value(c), c.Field)
+	}
+	raw, ok := v.lookup(c.Field)
+	if !ok {
+		return c.Coerce(gjson.Result{}, c.Field)
+	}
+	if raw != "" && (raw[0] == '-' || isDigit(raw[0])) {
+		// A member's number text is the number alone: parseValue's result
+		// but for Num.
+		return c.Coerce(gjson.Result{Type: gjson.Number, Raw: raw}, c.Field)
+	}
+	return c.Coerce(parseValue(raw), c.Field)
+}
+
 // validate applies c's constraints to a value read.
 func (c *Column) validate(v any, what string) error {
 	switch x := v.(type) {

@@ -180,21 +180,30 @@ func (v *View) member(key string) int {
 // Get returns the value at the dotted path; ok is false when a segment is
 // missing or not an object.
 func (v *View) Get(path string) (gjson.Result, bool) {
+	raw, ok := v.lookup(path)
+	if !ok {
+		return gjson.Result{}, false
+	}
+	return parseValue(raw), true
+}
+
+// lookup returns the text of the value at the dotted path (see Get).
+func (v *View) lookup(path string) (string, bool) {
 	for {
 		dot := strings.IndexByte(path, '.')
 		if dot < 0 {
 			break
 		}
 		if v = v.subAt(path[:dot]); v == nil {
-			return gjson.Result{}, false
+			return "", false
 		}
 		path = path[dot+1:]
 	}
 	i := v.member(path)
 	if i < 0 {
-		return gjson.Result{}, false
+		return "", false
 	}
-	return parseValue(v.raw(&v.members[i])), true
+	return v.raw(&v.members[i]), true
 }
 
 // Object returns the view of the object at key (a direct member), nil when
@@ -276,8 +285,16 @@ func (v *View) Value(c *Column) gjson.Result {
 func isObjectText(raw string) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // parseValue is gjson.Parse(raw) for a member's value text, quicker for
-// objects, arrays and strings without escapes.
+// objects, arrays, strings without escapes and the literals.
 func parseValue(raw string) gjson.Result {
+	switch raw {
+	case "null":
+		return gjson.Result{Type: gjson.Null, Raw: raw}
+	case "true":
+		return gjson.Result{Type: gjson.True, Raw: raw}
+	case "false":
+		return gjson.Result{Type: gjson.False, Raw: raw}
+	}
 	if len(raw) >= 2 {
 		switch raw[0] {
 		case '{', '[':

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -108,11 +109,46 @@ func TestViewSplitProperty(t *testing.T) {
 			s = s[:j] + string(junk[r.IntN(len(junk))]) + s[j+1:]
 		}
 		for _, tab := range []*Table{nil, wrapped} {
-			if err := sameView(NewView([]byte(s), tab), gjsonView(s, tab), 0); err != nil {
+			v := NewView([]byte(s), tab)
+			if err := sameView(v, gjsonView(s, tab), 0); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			if err := sameRead(v); err != nil {
 				t.Fatalf("%s: %v", s, err)
 			}
 		}
 	}
+}
+
+// sameRead compares Column.Read with Coerce of Value, the straightforward
+// reading, for columns of every type at the generated keys, and parseValue
+// with gjson.Parse on the literals among v's members.
+func sameRead(v *View) error {
+	for _, typ := range []Type{Text, ID, BigInt, Integer, Numeric, Date, Month, Timestamptz, JSONB, Boolean} {
+		for _, f := range []string{"id", "email", "amount", "users.id", "thing.amount", "email.users.name", "missing"} {
+			for _, c := range []Column{
+				{Name: "c", Field: f, Type: typ},
+				{Name: "c", Field: f, Type: typ, Trim: true, KeepEmpty: true, AnyJSON: true, NonNegative: true},
+				{Name: "c", Field: f, Type: typ, Alternates: []string{"name", "thing.id"}},
+			} {
+				got, gerr := c.Read(v)
+				want, werr := c.Coerce(v.Value(&c), c.Field)
+				if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+					return fmt.Errorf("%s at %s: Read = %#v, %v; want %#v, %v", typ, f, got, gerr, want, werr)
+				}
+			}
+		}
+	}
+	for i := range v.members {
+		raw := v.raw(&v.members[i])
+		if raw == "" || !strings.ContainsRune("tfn", rune(raw[0])) {
+			continue
+		}
+		if got, want := parseValue(raw), gjson.Parse(raw); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("parseValue(%q) = %#v, want %#v", raw, got, want)
+		}
+	}
+	return nil
 }
 
 // FuzzViewSplit checks the split views against gjson's reading on any text.
@@ -122,7 +158,11 @@ func FuzzViewSplit(f *testing.F) {
 	f.Add(`{"a":[1,{"b":[]}],"a":-0.5E+2}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, tab := range []*Table{nil, wrapped} {
-			if err := sameView(NewView([]byte(s), tab), gjsonView(s, tab), 0); err != nil {
+			v := NewView([]byte(s), tab)
+			if err := sameView(v, gjsonView(s, tab), 0); err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			if err := sameRead(v); err != nil {
 				t.Fatalf("%q: %v", s, err)
 			}
 		}

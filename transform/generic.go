@@ -522,7 +522,7 @@ func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *str
 	if listed != "" && t.ListedKeyWins {
 		return c.Coerce(keyValue(c, listed), c.Field)
 	}
-	val, err := c.Coerce(v.Value(c), c.Field)
+	val, err := c.Read(v)
 	if err != nil || val != nil {
 		return val, err
 	}
