@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
-	"github.com/agencysync/agencysync/stream"
 )
 
 // StreamStatus is one stream's health, for `agencysync status`.
@@ -148,8 +146,10 @@ func (e *Engine) pendingRebuilds(ctx context.Context) ([]RebuildPending, error) 
 			p.Stage = RebuildStageRejected
 		}
 		for _, name := range AllStreams {
-			if s := e.declared(name); s != nil && slices.ContainsFunc(s.Tables(), func(t *stream.Table) bool { return t.Name == st.Partition }) {
-				p.Stream = name
+			if s := e.declared(name); s != nil {
+				if _, ok := s.Table(st.Partition); ok {
+					p.Stream = name
+				}
 			}
 		}
 		out = append(out, p)

@@ -857,8 +857,8 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	}
 	// A key the service echoes in what it serves (a signed link, a note)
 	// is removed before anything splits, stores or logs the records.
-	answer := c.redactor.Body(buf.Bytes())
-	if len(answer) != buf.Len() || (len(answer) > 0 && &answer[0] != &buf.Bytes()[0]) {
+	answer, echoed := c.redactor.Body(buf.Bytes())
+	if echoed {
 		c.log.Warn("the service echoed an API key in a response; it was redacted before the records were read",
 			zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page))
 	}

@@ -107,17 +107,18 @@ func screenMarks(win int, secrets []string) [][]byte {
 // last PartialLen bytes of any secret, raw, URL-encoded or with escaped
 // slashes, is returned as it is, the same slice. A body that does is
 // redacted whole; Redacted holds no character JSON escapes, so a key echoed
-// inside a JSON string leaves the body valid JSON.
-func (r *Redactor) Body(b []byte) []byte {
+// inside a JSON string leaves the body valid JSON. echoed says whether the
+// body held a piece of a secret (and was redacted).
+func (r *Redactor) Body(b []byte) (out []byte, echoed bool) {
 	if r == nil || len(b) < r.win {
-		return b
+		return b, false
 	}
 	for _, m := range r.marks {
 		if bytes.Contains(b, m) {
-			return []byte(r.String(string(b)))
+			return []byte(r.String(string(b))), true
 		}
 	}
-	return b
+	return b, false
 }
 
 // unit is one decoded byte and the span of source bytes it came from.
