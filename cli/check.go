@@ -13,7 +13,6 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/stream"
-	"github.com/agencysync/agencysync/warehouse"
 )
 
 // runCheck is `agencysync check [--json] [--streams a,b]`: the connection and
@@ -47,19 +46,12 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	decl = slices.DeleteFunc(decl, func(s *stream.Stream) bool { return !slices.Contains(sel, s.Name) })
 
 	// The quota ledger counts every request, as in a run.
-	w, err := a.openWarehouse(ctx)
+	// check creates nothing: the ledger must exist already.
+	w, err := a.openFor(ctx, openReadOnly)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if a.cfg.AutoMigrate {
-		err = warehouse.Migrate(ctx, w.Pool, w.Schema, a.log)
-	} else {
-		err = requireMigrated(ctx, w)
-	}
-	if err != nil {
-		return err
-	}
 	ledger, clock, err := a.ledger(ctx, w)
 	if err != nil {
 		return err

@@ -130,6 +130,9 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		err = &exitError{code: ExitIncomplete, err: fmt.Errorf("stopped by a signal before it finished: %w", err)}
 		code = ExitIncomplete
 	}
+	if code == ExitIncomplete && ctx.Err() == nil && a.cfg != nil {
+		code = a.cfg.ExitIncomplete // SYNC_EXIT_INCOMPLETE; a signal keeps 75
+	}
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		err = nil
@@ -137,7 +140,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		msg := redact(err.Error(), a.cfg)
 		switch {
-		case a.log != nil && code == ExitIncomplete:
+		case a.log != nil && exitCode(err) == ExitIncomplete:
 			a.log.Warn(cmd.name+" incomplete; the next run continues where it stopped", zap.String("reason", msg), zap.Int("exit_code", code))
 		case a.log != nil && code != ExitUsage:
 			a.log.Error(cmd.name+" failed", zap.String("error", msg), zap.Int("exit_code", code))
@@ -157,7 +160,7 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, warehouse.ErrMigrationsPending):
 		return ExitUsage
 	default:
 		return ExitFailure
@@ -254,6 +257,20 @@ func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
 	return warehouse.Open(ctx, warehouse.Options{
 		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
 		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
+	})
+}
+
+// openExisting opens the configured warehouse only if it exists, creating
+// nothing (no schema, no private cluster's data folder).
+func (a *app) openExisting(ctx context.Context) (*warehouse.Warehouse, error) {
+	if a.cfg.DatabaseURL.Value() == "" {
+		if _, err := a.cfg.PrivateClusterDir(); err != nil {
+			return nil, err
+		}
+	}
+	return warehouse.Open(ctx, warehouse.Options{
+		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
+		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log, Existing: true,
 	})
 }
 

@@ -26,15 +26,20 @@ func downRefusal(ctx context.Context, m *warehouse.Migrator, schema string) erro
 		p.File, schema, drops)
 }
 
-// requireMigrated is the check of run, serve, plan, status and backfill when
-// they do not migrate themselves: an unmigrated (or older) schema is named
-// with the command that fixes it instead of failing on a missing table.
-func requireMigrated(ctx context.Context, w *warehouse.Warehouse) error {
+// requireMigrated checks that the schema has every migration of the
+// binary; an error wrapping warehouse.ErrMigrationsPending (exit 2) names
+// `agencysync migrate up`, and for the commands that migrate on their own
+// (mode openRequire: run, serve, backfill, verify, rebuild with migrations
+// turned off) SYNC_AUTO_MIGRATE too.
+func requireMigrated(ctx context.Context, w *warehouse.Warehouse, mode openMode) error {
 	r, err := warehouse.NewReadiness(w.Pool, w.Schema)
 	if err != nil {
 		return err
 	}
 	if err := r.Check(ctx); err != nil {
+		if mode == openReadOnly {
+			return fmt.Errorf("%w; this command creates nothing: run `agencysync migrate up` first", err)
+		}
 		return fmt.Errorf("%w; run `agencysync migrate up` (or leave SYNC_AUTO_MIGRATE=true)", err)
 	}
 	return nil

@@ -228,6 +228,9 @@ func TestFieldMapNamesUnknownColumns(t *testing.T) {
 	}
 	vars := warehouseOnly(t)
 	vars["AGENCY_FIELD_MAP"] = "projects.name=title,projects.status=state,projects.deadline=due_date,projects.budget_amount=budget_total"
+	if code, out, errs := mainWith(vars, "migrate", "up"); code != ExitOK {
+		t.Fatalf("migrate up with a valid field map: exit %d\n%s\n%s", code, out, errs)
+	}
 	if code, out, errs := mainWith(vars, "status"); code != ExitOK {
 		t.Fatalf("a valid field map: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -26,7 +26,7 @@ func runRebuild(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	x, err := a.wireReader(ctx, a.cfg.AutoMigrate && !*noMigrate)
+	x, err := a.build(ctx, opening(a.cfg.AutoMigrate && !*noMigrate), false, nil)
 	if err != nil {
 		return err
 	}

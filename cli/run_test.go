@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { warehousetest.Main(m) }
 
 // syncEnv is the environment of a run against an in-process sandbox and a
-// fresh schema.
+// fresh schema, migrated.
 func syncEnv(t *testing.T, sb *sandbox.Server, o sandbox.Options, extra map[string]string) map[string]string {
 	t.Helper()
 	vars := map[string]string{
@@ -35,6 +35,10 @@ func syncEnv(t *testing.T, sb *sandbox.Server, o sandbox.Options, extra map[stri
 	}
 	for k, v := range extra {
 		vars[k] = v
+	}
+	// The read-only commands (check, plan, status) need a migrated schema.
+	if code, _, errs := mainWith(vars, "migrate", "up"); code != ExitOK {
+		t.Fatalf("migrate up: exit %d: %s", code, errs)
 	}
 	return vars
 }
@@ -135,6 +139,37 @@ func TestRunBudgetExits75(t *testing.T) {
 	}
 	if st := sb.Stats(); st.Keyed() != 8 || st.QuotaExceeded != 0 {
 		t.Fatalf("sent %d requests with the key (%d daily-quota refusals), want exactly the budget of 8", st.Keyed(), st.QuotaExceeded)
+	}
+}
+
+// TestExitIncompleteSetting: with SYNC_EXIT_INCOMPLETE=0 (the Kubernetes
+// CronJob's setting, where every non-zero exit is a failed Job) a run that
+// the day's budget ended exits 0 — still recorded partial — while a signal
+// still exits 75.
+func TestExitIncompleteSetting(t *testing.T) {
+	t.Parallel()
+	sb, o := startSandbox(t, nil)
+	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_DAILY_QUOTA": "8", "AGENCY_QUOTA_RESERVE": "0%", "SYNC_EXIT_INCOMPLETE": "0"})
+	code, _, errs := mainWith(vars, "run")
+	if code != ExitOK || !strings.Contains(errs, `"exit_code":0`) {
+		t.Fatalf("run with a tiny budget and SYNC_EXIT_INCOMPLETE=0: exit %d, want 0 with the incomplete line saying so:\n%s", code, errs)
+	}
+	code, out, errs := mainWith(vars, "status", "--json")
+	if code != ExitOK || !strings.Contains(out, `"status": "partial"`) {
+		t.Fatalf("status after the budget ended the run: exit %d, want the run recorded partial:\n%s\n%s", code, out, errs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ob, eb bytes.Buffer
+	env := Env{Stdout: &ob, Stderr: &eb, ReadFile: os.ReadFile, Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}
+	if code := Main(ctx, []string{"run"}, env); code != ExitIncomplete {
+		t.Fatalf("run stopped by a signal with SYNC_EXIT_INCOMPLETE=0: exit %d, want %d (a signal always exits 75):\n%s", code, ExitIncomplete, eb.String())
+	}
+	for _, bad := range []string{"1", "x", "-1"} {
+		vars["SYNC_EXIT_INCOMPLETE"] = bad
+		if code, _, errs := mainWith(vars, "status"); code != ExitUsage || !strings.Contains(errs, "SYNC_EXIT_INCOMPLETE") {
+			t.Errorf("SYNC_EXIT_INCOMPLETE=%s: exit %d, want 2 naming it: %s", bad, code, errs)
+		}
 	}
 }
 

@@ -43,18 +43,65 @@ func (x *wired) close() { x.w.Close() }
 // builds the engine with its client; the command has checked that the
 // variables it uses are set (Config.Require).
 func (a *app) wire(ctx context.Context, migrate bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
-	return a.build(ctx, migrate, true, progress)
+	return a.build(ctx, opening(migrate), true, progress)
 }
 
 // wireReader is wire for the commands that only read the warehouse (plan,
-// status): the engine has no client, so no service variable is used.
-func (a *app) wireReader(ctx context.Context, migrate bool) (*wired, error) {
-	return a.build(ctx, migrate, false, nil)
+// status): it creates nothing (an unmigrated schema is an error wrapping
+// warehouse.ErrMigrationsPending, exit 2) and the engine has no client, so
+// no service variable is used.
+func (a *app) wireReader(ctx context.Context) (*wired, error) {
+	return a.build(ctx, openReadOnly, false, nil)
 }
 
-func (a *app) build(ctx context.Context, migrate, client bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
+// openMode is how a command opens the warehouse.
+type openMode int
+
+const (
+	// openMigrate applies pending migrations (creating the schema).
+	openMigrate openMode = iota
+	// openRequire requires every migration applied; it may create the
+	// schema, as EnsureSchema does.
+	openRequire
+	// openReadOnly requires every migration applied and creates nothing.
+	openReadOnly
+)
+
+// opening is openMigrate when migrate, else openRequire.
+func opening(migrate bool) openMode {
+	if migrate {
+		return openMigrate
+	}
+	return openRequire
+}
+
+// openFor opens the warehouse as mode says and migrates or checks it.
+func (a *app) openFor(ctx context.Context, mode openMode) (*warehouse.Warehouse, error) {
+	var w *warehouse.Warehouse
+	var err error
+	if mode == openReadOnly {
+		w, err = a.openExisting(ctx)
+	} else {
+		w, err = a.openWarehouse(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if mode == openMigrate {
+		err = warehouse.Migrate(ctx, w.Pool, w.Schema, a.log)
+	} else {
+		err = requireMigrated(ctx, w, mode)
+	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (a *app) build(ctx context.Context, mode openMode, client bool, progress func(*zap.Logger) progress.Display) (*wired, error) {
 	cfg := a.cfg
-	w, err := a.openWarehouse(ctx)
+	w, err := a.openFor(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -64,13 +111,6 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 			w.Close()
 		}
 	}()
-	if migrate {
-		if err := warehouse.Migrate(ctx, w.Pool, w.Schema, a.log); err != nil {
-			return nil, err
-		}
-	} else if err := requireMigrated(ctx, w); err != nil {
-		return nil, err
-	}
 	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
 		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
 	if err != nil {
@@ -292,7 +332,7 @@ func runPlan(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
+	x, err := a.wireReader(ctx)
 	if err != nil {
 		return err
 	}
@@ -312,7 +352,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
+	x, err := a.wireReader(ctx)
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,10 @@ type Config struct {
 	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (pages wait in the spool under $TMPDIR until committed, so a crash still loses at most the request in flight)"`
 	// MaxInFlight bounds the requests in flight at once (0: derived from the rate limit and the answer times).
 	MaxInFlight int `env:"SYNC_MAX_IN_FLIGHT, default=0" form:"0, or a number of requests from 1 to 1000" desc:"requests in flight at once for details and communications pages fetched ahead (0: from the rate limit and the answer times measured — 1 while rate × answer time ≤ 1, as at 10/s with answers under 100 ms, else 1.5 × that product rounded up plus one, e.g. 9 at 100/s with 50 ms answers); requests still leave paced, and only with SYNC_PREFETCH and the spool"`
+	// ExitIncomplete is the exit code of a command that ended incomplete
+	// and resumes on the next run (budget, daily quota, a range left for
+	// later); a signal always exits 75.
+	ExitIncomplete int `env:"SYNC_EXIT_INCOMPLETE, default=75" form:"75 or 0" desc:"exit code of a run that ended incomplete and resumes on the next run (the day's budget or the service's daily quota spent, a range left for later): 75 (EX_TEMPFAIL), or 0 where the scheduler counts every other code as a failure (the Kubernetes CronJob); sync_runs still says partial, and a run stopped by a signal always exits 75"`
 	// AutoMigrate applies pending migrations before run and serve.
 	AutoMigrate bool `env:"SYNC_AUTO_MIGRATE, default=true" form:"true or false" desc:"apply pending migrations before run and serve"`
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
@@ -335,6 +339,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxInFlight < 0 || c.MaxInFlight > 1000 {
 		return fieldError("MaxInFlight", fmt.Sprintf("%d is out of range", c.MaxInFlight))
+	}
+	if c.ExitIncomplete != 0 && c.ExitIncomplete != 75 {
+		return fieldError("ExitIncomplete", fmt.Sprintf("%d is not allowed", c.ExitIncomplete))
 	}
 	if c.DetailMaxAge <= 0 {
 		return fieldError("DetailMaxAge", "must be positive")

@@ -12,6 +12,9 @@ BIN=${DEMO_BIN:-./bin}
 LOG_DIR=${DEMO_LOG_DIR:-.data/demo}
 mkdir -p "$LOG_DIR"
 SANDBOX_LOG="$LOG_DIR/sandbox.log"
+# Empty the previous demo's log before the new sandbox starts: its
+# "listening" line names ports nobody listens on any more.
+: >"$SANDBOX_LOG"
 
 # A modest agency: 10 brands × 5 projects, 300 platform users, 20 000 e-mails
 # over two years; the sandbox enforces the real limits (10 requests/s). Its
@@ -21,7 +24,7 @@ SANDBOX_LOG="$LOG_DIR/sandbox.log"
   --brands 10 --projects-per-brand 5 --emails 20000 --history-days 730 \
   --api-key "$(cat configs/sandbox/agency_api_key)" --comms-key "$(cat configs/sandbox/agency_comms_key)" \
   --log-format json --log-level info \
-  >"$SANDBOX_LOG" 2>&1 &
+  >>"$SANDBOX_LOG" 2>&1 &
 SANDBOX_PID=$!
 trap 'kill $SANDBOX_PID 2>/dev/null || true' EXIT
 
@@ -55,6 +58,9 @@ export AGENCY_COMMS_START_DATE=2024-10-01
 export WAREHOUSE_SCHEMA=${WAREHOUSE_SCHEMA:-agency}
 
 echo "== sandbox: main interface $AGENCY_BASE_URL, communications $AGENCY_COMMS_URL (log: $SANDBOX_LOG)"
+echo
+echo "== migrate (creates the warehouse's tables; plan, status and check create nothing)"
+"$BIN/agencysync" migrate up
 echo
 echo "== plan (no request sent)"
 "$BIN/agencysync" plan

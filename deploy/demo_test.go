@@ -75,3 +75,22 @@ func TestDemoPortClashIsTheRealError(t *testing.T) {
 		t.Fatalf("demo on a taken port: %v\n%s\nwant a failure quoting the sandbox's error, before any sync", err, out)
 	}
 }
+
+// TestDemoAgainAndAgain: the demo run again and again with the previous
+// demos' files in its log folder (their sandbox logs name ports nobody
+// listens on any more) points every sync at its own, listening sandbox.
+func TestDemoAgainAndAgain(t *testing.T) {
+	t.Parallel()
+	bin := demoBin(t)
+	logs := t.TempDir()
+	stale := `{"level":"info","msg":"agencysandbox listening","api_url":"http://127.0.0.1:9","communications_url":"http://127.0.0.1:9/workflow/tools/communications-emails"}` + "\n"
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(logs, "sandbox.log"), []byte(stale), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runDemo(t, "DEMO_BIN="+bin, "DEMO_LOG_DIR="+logs, "WAREHOUSE_SCHEMA=")
+		if err != nil || !strings.Contains(out, "reachable\n") || strings.Contains(out, "unreachable") || strings.Contains(out, "127.0.0.1:9 ") {
+			t.Fatalf("demo run %d after a previous demo: %v\n%s", i+1, err, out)
+		}
+	}
+}

@@ -475,8 +475,13 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Error("cronjob: the first pod failure rule must ignore DisruptionTarget (an evicted pod exits 75 and deserves another try)")
 			}
 			slices.Sort(codes)
-			if want := []int{cli.ExitUsage, cli.ExitCredential, cli.ExitIncomplete}; !slices.Equal(codes, want) {
-				t.Errorf("cronjob: the Job should end without retrying on exit codes %v (usage, credentials, incomplete), got %v", want, codes)
+			if want := []int{cli.ExitUsage, cli.ExitCredential}; !slices.Equal(codes, want) {
+				t.Errorf("cronjob: the Job should end without retrying on exit codes %v (usage, credentials), got %v", want, codes)
+			}
+			// An incomplete night (budget or quota spent) resumes on the next
+			// schedule: the pod exits 0 so the Job is not a failed one.
+			if v, ok := containerEnv(c)["SYNC_EXIT_INCOMPLETE"]; !ok || v != "0" {
+				t.Errorf("cronjob: SYNC_EXIT_INCOMPLETE is %q (set %v), want \"0\": a night that will resume must not be a failed Job", v, ok)
 			}
 		case "Deployment":
 			if !slices.Equal(args, []string{"serve"}) {
@@ -580,6 +585,15 @@ func TestCompose(t *testing.T) {
 	}
 	if len(services) != len(want) {
 		t.Errorf("services %v, want %v", slices.Sorted(maps.Keys(services)), slices.Sorted(maps.Keys(want)))
+	}
+	// An incomplete run (exit 75 of `run`) resumes: the workers run serve,
+	// which schedules the next run itself and never exits on one, and they
+	// are restarted unless stopped.
+	for _, name := range []string{"agencysync", "agencysync-sandbox"} {
+		svc := services[name]
+		if got := strList(get(svc, "command")); !slices.Equal(got, []string{"serve"}) || str(get(svc, "restart")) != "unless-stopped" {
+			t.Errorf("services.%s: command %v restart %q, want [serve] and unless-stopped (an incomplete run resumes on the next schedule)", name, got, get(svc, "restart"))
+		}
 	}
 	_, stages := parseDockerfile(t)
 	for name, svc := range services {
@@ -1358,4 +1372,16 @@ func checkFreshness(t *testing.T, where string, f any) {
 	if errAfter != 0 && errAfter <= warn {
 		t.Errorf("%s: error_after must exceed warn_after", where)
 	}
+}
+
+// containerEnv is a container's env list as name → value (valueFrom
+// entries are left out).
+func containerEnv(c any) map[string]string {
+	out := map[string]string{}
+	for _, e := range list(get(c, "env")) {
+		if v, ok := get(e, "value").(string); ok {
+			out[str(get(e, "name"))] = v
+		}
+	}
+	return out
 }

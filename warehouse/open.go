@@ -3,10 +3,15 @@ package warehouse
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/config"
+	"github.com/agencysync/agencysync/migrations"
 )
 
 // Options says which warehouse to open.
@@ -24,6 +29,11 @@ type Options struct {
 	StatementTimeout time.Duration
 	// Logger receives progress lines; nil logs nothing.
 	Logger *zap.Logger
+	// Existing opens only a warehouse that exists: it creates no schema,
+	// and with DSN empty no private cluster's data folder. A schema (or a
+	// private data folder) that does not exist is an error wrapping
+	// ErrMigrationsPending. The read-only commands open this way.
+	Existing bool
 }
 
 // Warehouse is an open warehouse: its pool, its schema and, when DATABASE_URL
@@ -41,6 +51,11 @@ type Warehouse struct {
 func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	w := &Warehouse{Schema: opts.Schema}
 	dsn := opts.DSN
+	if dsn == "" && opts.Existing {
+		if err := localDataExists(opts.LocalDataDir); err != nil {
+			return nil, err
+		}
+	}
 	if dsn == "" {
 		c, err := StartLocal(ctx, LocalOptions{DataDir: opts.LocalDataDir, BinDir: opts.BinDir, Logger: opts.Logger})
 		if err != nil {
@@ -54,7 +69,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		return nil, err
 	}
 	w.Pool = pool
-	if err := EnsureSchema(ctx, pool, opts.Schema); err != nil {
+	ensure := EnsureSchema
+	if opts.Existing {
+		ensure = schemaExists
+	}
+	if err := ensure(ctx, pool, opts.Schema); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -72,4 +91,36 @@ func (w *Warehouse) Close() {
 	if w.cluster != nil {
 		_ = w.cluster.Stop()
 	}
+}
+
+// schemaExists checks that schema exists and the session's role may use it,
+// creating nothing: a missing schema is an error wrapping
+// ErrMigrationsPending.
+func schemaExists(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if !config.ValidSchema(schema) {
+		return fmt.Errorf("open schema %q: %w", schema, ErrBadSchema)
+	}
+	a, err := migrations.LookUpSchema(ctx, pool, schema)
+	switch {
+	case err != nil:
+		return err
+	case !a.Exists:
+		return fmt.Errorf("open schema %s: it does not exist, so no migration is applied (run `agencysync migrate up` first): %w", schema, ErrMigrationsPending)
+	case !a.Usage:
+		return &PrivilegeError{Role: a.Role, Right: "USAGE", Object: "schema " + schema,
+			Hint: migrations.GrantStatement(schema, a.Role) + ", or let the role own it"}
+	}
+	return nil
+}
+
+// localDataExists checks that the private cluster's data folder holds a
+// cluster, creating nothing: an error wrapping ErrMigrationsPending when it
+// does not. An empty dir is a throwaway cluster: never an existing one.
+func localDataExists(dir string) error {
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("open the private warehouse: %s holds no cluster yet, so no migration is applied (run `agencysync migrate up` first): %w", dir, ErrMigrationsPending)
 }
