@@ -23,9 +23,19 @@ build: ## build bin/agencysync and bin/agencysandbox
 test: ## run every test with the race detector (DATABASE_URL, or a private PostgreSQL cluster)
 	$(GO) test -race -timeout 30m $(PKGS)
 
+# The packages whose code or tests touch the database or the file system
+# (PostgreSQL, the private cluster, the page spool): the ones the
+# least-privileged and unprivileged passes have something different to test.
+DB_PKGS = $(shell $(GO) list -f '{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(PKGS) \
+	| awk -F'|' '$$1 ~ /\/spool$$/ || $$2 ~ /jackc\/pgx|testkit\/(warehousetest|childproc|enginetest)|agencysync\/(warehouse|spool)( |$$)/ { print $$1 }')
+
+.PHONY: test-db
+test-db: ## run the tests of the packages that touch the database or the file system (DB_PKGS)
+	$(GO) test -race -timeout 30m $(DB_PKGS)
+
 .PHONY: test-schema-owner
-test-schema-owner: ## run every test with the commands under test connected as a role that owns only its schema (no CREATE on the database)
-	AGENCYSYNC_TEST_SCHEMA_OWNER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+test-schema-owner: ## run the database and file-system packages' tests with the commands under test connected as a role that owns only its schema (no CREATE on the database)
+	AGENCYSYNC_TEST_SCHEMA_OWNER=1 $(GO) test -race -count=1 -timeout 30m $(DB_PKGS)
 
 .PHONY: test-soak
 test-soak: ## run the reliability suite at soak sizes (200 000 e-mails, more kills, longer faults)
@@ -48,7 +58,7 @@ reliability-report: ## run the reliability suite and write its results table int
 	fi; exit $$rc
 
 .PHONY: test-unprivileged
-test-unprivileged: ## (root) run make test as an ordinary user, DATABASE_URL unset: private clusters, no root
+test-unprivileged: ## (root) run make test-db as an ordinary user, DATABASE_URL unset: private clusters, no root
 	@test "$$(id -u)" = 0 || { echo "test-unprivileged switches user: run it as root (an ordinary user runs make test)"; exit 1; }
 	id $(TEST_USER) >/dev/null 2>&1 || useradd --create-home --shell /bin/bash $(TEST_USER)
 	rm -rf /home/$(TEST_USER)/agencysync
@@ -57,7 +67,7 @@ test-unprivileged: ## (root) run make test as an ordinary user, DATABASE_URL uns
 	chown -R $(TEST_USER): /home/$(TEST_USER)
 	runuser -u $(TEST_USER) -- env -u DATABASE_URL HOME=/home/$(TEST_USER) PATH="$$PATH" \
 		GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOPROXY="$$(go env GOPROXY)" \
-		$(MAKE) -C /home/$(TEST_USER)/agencysync test
+		$(MAKE) -C /home/$(TEST_USER)/agencysync test-db
 
 .PHONY: demo
 demo: build ## start the sandbox (free ports), sync it into the default warehouse, print what landed and the psql command
