@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,27 +100,32 @@ func TestFleetServeAndStatus(t *testing.T) {
 		Lookup: func(k string) (string, bool) { v, ok := r.vars[k]; return v, ok }}
 	done := make(chan int, 1)
 	go func() { done <- Main(ctx, []string{"fleet", "serve"}, env) }()
+	// Both synced and their jobs settled: fleet status shows them idle.
+	var rep fleet.Report
+	var stdout string
 	deadline := time.After(2 * time.Minute)
-	for r.succeeded("a0") == 0 || r.succeeded("a1") == 0 {
+	for !allIdle(&rep) {
 		select {
 		case code := <-done:
 			t.Fatalf("fleet serve ended with %d:\n%s", code, env.Stderr.(*lockedBuffer).String())
 		case <-deadline:
 			cancel()
-			t.Fatalf("the agencies were not synced within 2 minutes:\n%s", env.Stderr.(*lockedBuffer).String())
-		case <-time.After(100 * time.Millisecond):
+			t.Fatalf("the agencies were not synced within 2 minutes: %s\n%s", stdout, env.Stderr.(*lockedBuffer).String())
+		case <-time.After(200 * time.Millisecond):
 		}
-	}
-	code, stdout, errs := mainWith(r.vars, "fleet", "status", "--json")
-	if code != ExitOK {
-		t.Fatalf("fleet status: exit %d\n%s", code, errs)
-	}
-	var rep fleet.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("fleet status --json: %v\n%s", err, stdout)
-	}
-	if len(rep.Agencies) != 2 {
-		t.Fatalf("fleet status lists %d agencies", len(rep.Agencies))
+		if r.succeeded("a0") == 0 || r.succeeded("a1") == 0 {
+			continue
+		}
+		var code int
+		var errs string
+		code, stdout, errs = mainWith(r.vars, "fleet", "status", "--json")
+		if code != ExitOK {
+			t.Fatalf("fleet status: exit %d\n%s", code, errs)
+		}
+		rep = fleet.Report{}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("fleet status --json: %v\n%s", err, stdout)
+		}
 	}
 	for _, a := range rep.Agencies {
 		if a.LastRun == nil || a.LastRun.Status != "succeeded" || a.QuotaSpent == 0 || a.NextRun == nil || a.Schema != r.schemas[a.Agency] {
@@ -142,6 +148,19 @@ func TestFleetServeAndStatus(t *testing.T) {
 	if !strings.Contains(logs, `"agency":"a0"`) || !strings.Contains(logs, "fleet worker stopped") {
 		t.Errorf("the log lacks the agency's lines or the stop:\n%s", logs)
 	}
+}
+
+// allIdle reports whether the report lists two agencies, both idle.
+func allIdle(rep *fleet.Report) bool {
+	if len(rep.Agencies) != 2 {
+		return false
+	}
+	for _, a := range rep.Agencies {
+		if a.State != fleet.StateIdle {
+			return false
+		}
+	}
+	return true
 }
 
 // TestFleetRefusesAnInlineKeyAtStart: a key given inline in FLEET_FILE
@@ -202,7 +221,7 @@ func TestFleetQuotaReadsTheServiceClock(t *testing.T) {
 	r.vars["AGENCY_DAILY_QUOTA"] = "999" // the worker's own: no agency's (FLEET_FILE sets none: the default 10000)
 	b, _ := os.ReadFile(r.vars["FLEET_FILE"])
 	r.writeFile("fleet.yaml", strings.Replace(string(b), "    env:\n", "    env:\n      AGENCY_DAILY_QUOTA: \"12\"\n      AGENCY_QUOTA_RESERVE: \"0%\"\n", 1))
-	a := &app{env: Env{Stderr: os.Stderr, ReadFile: os.ReadFile, Lookup: func(k string) (string, bool) { v, ok := r.vars[k]; return v, ok }}}
+	a := &app{env: Env{Stderr: io.Discard, ReadFile: os.ReadFile, Lookup: func(k string) (string, bool) { v, ok := r.vars[k]; return v, ok }}}
 	cfg, err := config.LoadFrom(context.Background(), config.Environment{Lookup: a.env.Lookup, ReadFile: os.ReadFile}, Known())
 	if err != nil {
 		t.Fatal(err)
