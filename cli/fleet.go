@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -286,8 +287,12 @@ func (f *fleetAgencies) Quota(ctx context.Context, name string) (fleet.Quota, er
 	return fleet.Quota{Day: day, Left: plan.Budget, NextDay: time.Now().Add(next.Sub(now))}, nil
 }
 
-// LastRun reads the start of the agency's newest run that was not skipped
-// (migrating its schema first, as its sync would).
+// sqlstateUndefinedTable is PostgreSQL's "relation does not exist".
+const sqlstateUndefinedTable = "42P01"
+
+// LastRun reads the start of the agency's newest run that was not skipped;
+// a schema without sync_runs (never synced: its first sync migrates it)
+// has none.
 func (f *fleetAgencies) LastRun(ctx context.Context, name string) (time.Time, bool, error) {
 	a, err := f.app(ctx, name, nil)
 	if err != nil {
@@ -298,20 +303,16 @@ func (f *fleetAgencies) LastRun(ctx context.Context, name string) (time.Time, bo
 		return time.Time{}, false, err
 	}
 	defer w.Close()
-	if a.cfg.AutoMigrate {
-		err = warehouse.Migrate(ctx, w.Pool, w.Schema, a.log)
-	} else {
-		err = requireMigrated(ctx, w)
-	}
-	if err != nil {
-		return time.Time{}, false, err
-	}
 	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, Logger: a.log})
 	if err != nil {
 		return time.Time{}, false, err
 	}
 	runs, err := store.RecentRuns(ctx, 50)
-	if err != nil {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateUndefinedTable:
+		return time.Time{}, false, nil
+	case err != nil:
 		return time.Time{}, false, err
 	}
 	for _, r := range runs {
