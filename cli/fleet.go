@@ -58,8 +58,11 @@ func runFleet(ctx context.Context, a *app, args []string) error {
 	case "status":
 		return runFleetStatus(ctx, a, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(a.env.Stdout, "usage: agencysync fleet serve | agencysync fleet status [--json]")
-		fmt.Fprintln(a.env.Stdout, "Agencies come from FLEET_FILE; the fleet worker's own variables are FLEET_* (see docs/fleet.md).")
+		fmt.Fprintln(a.env.Stderr, "usage: agencysync fleet serve | agencysync fleet status [--json]")
+		fmt.Fprintln(a.env.Stderr, "Agencies come from FLEET_FILE; the worker's own variables are FLEET_* (docs/fleet.md). fleet status flags:")
+		fs := newFlags("fleet status", a)
+		fs.Bool("json", false, "print JSON for machines")
+		fs.PrintDefaults()
 		return nil
 	}
 	return usagef("fleet %q: want serve or status", args[0])

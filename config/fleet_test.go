@@ -254,3 +254,33 @@ func TestFleetVariablesDocumented(t *testing.T) {
 		t.Error("the table lacks FLEET_FILE")
 	}
 }
+
+// TestFleetDocTable keeps docs/fleet.md's table of the worker's variables
+// equal to FleetSettings. Run with UPDATE_DOCS=1 to rewrite it.
+func TestFleetDocTable(t *testing.T) {
+	const (
+		begin = "<!-- fleet-config:begin (generated from config.FleetSettings; UPDATE_DOCS=1 go test ./config) -->\n"
+		end   = "<!-- fleet-config:end -->"
+		path  = "../docs/fleet.md"
+	)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q … %q", path, begin, end)
+	}
+	want := FleetMarkdownTable()
+	if doc[i+len(begin):j] == want {
+		return
+	}
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(doc[:i+len(begin)]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s's table of FLEET_* variables is stale; run UPDATE_DOCS=1 go test ./config -run TestFleetDocTable\nwant:\n%s", path, want)
+}
