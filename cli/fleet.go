@@ -369,17 +369,21 @@ func newFleetSink(base zapcore.WriteSyncer, own []string) *fleetSink {
 	return s
 }
 
-// set adds secrets to the ones redacted.
+// set adds secrets to the ones redacted (the redactor is rebuilt only when
+// one is new).
 func (s *fleetSink) set(secrets []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	added := s.cur.Load() == nil
 	for _, x := range secrets {
 		if !slices.Contains(s.seen, x) {
-			s.seen = append(s.seen, x)
+			s.seen, added = append(s.seen, x), true
 		}
 	}
-	w := logging.RedactWriter(s.base, s.seen...)
-	s.cur.Store(&w)
+	if added {
+		w := logging.RedactWriter(s.base, s.seen...)
+		s.cur.Store(&w)
+	}
 }
 
 func (s *fleetSink) Write(p []byte) (int, error) { return (*s.cur.Load()).Write(p) }

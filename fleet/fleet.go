@@ -161,7 +161,7 @@ func newWorker(ctx context.Context, opts Options) (*worker, error) {
 	}
 	w := &worker{opts: opts, set: opts.Settings, log: log, agencies: map[string]Agency{},
 		scheds: map[string]*schedule{}, inst: map[string]*instruments{}}
-	w.met = newFleetMetrics(opts.Registry, w)
+	w.met = newFleetMetrics(opts.Registry)
 	agencies, err := opts.Agencies.Load(ctx)
 	if err != nil {
 		return nil, err
@@ -237,6 +237,14 @@ func (w *worker) agency(name string) (Agency, *schedule, bool) {
 	defer w.mu.Unlock()
 	a, ok := w.agencies[name]
 	return a, w.scheds[name], ok
+}
+
+// fileError is the last problem reading FLEET_FILE ("" when the last
+// reading was good).
+func (w *worker) fileError() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fileErr
 }
 
 // errorHandler logs what River reports of a job: an error a sync returned

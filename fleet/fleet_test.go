@@ -51,6 +51,7 @@ type fakeAgencies struct {
 	quota   map[string]Quota
 	quotas  map[string]int
 	lastRun map[string]time.Time
+	loadErr error
 	loads   int
 	changed chan struct{} // a sync, a quota read or a load happened
 }
@@ -72,6 +73,9 @@ func (f *fakeAgencies) Load(context.Context) ([]Agency, error) {
 	defer f.mu.Unlock()
 	f.loads++
 	defer f.poke()
+	if f.loadErr != nil {
+		return nil, f.loadErr
+	}
 	return append([]Agency(nil), f.list...), nil
 }
 
@@ -449,6 +453,19 @@ func TestFleetFileChanges(t *testing.T) {
 	r.jobIn("y", rivertype.JobStateCompleted)
 	r.jobIn("x", rivertype.JobStateCancelled)
 	fake.until(t, "x gone from the fleet view", func() bool { return !r.shows(t, "x") })
+	// While FLEET_FILE does not read, a job of an agency this worker does
+	// not know waits: it may be in the file the worker cannot read.
+	fake.mu.Lock()
+	fake.loadErr = errors.New("FLEET_FILE: yaml: line 3: did not find expected key")
+	fake.mu.Unlock()
+	if _, err := r.insertAny("z"); err != nil {
+		t.Fatal(err)
+	}
+	r.jobHeld("z", holdFile)
+	fake.mu.Lock()
+	fake.loadErr, fake.list = nil, []Agency{agency("y"), agency("z")}
+	fake.mu.Unlock()
+	r.jobIn("z", rivertype.JobStateCompleted)
 	if _, err := r.insertAny("ghost"); err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ const (
 	holdCredentials = "credentials" // the key was refused: waits for the key files to change
 	holdLocked      = "locked"      // the schema's sync lock was held elsewhere
 	holdIncomplete  = "incomplete"  // a range was not landed whole: the next scheduled moment
+	holdFile        = "fleet_file"  // its agency is unknown while FLEET_FILE does not read
 )
 
 // hold is a job's recorded output: why it waits, if it does.

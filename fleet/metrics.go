@@ -62,14 +62,14 @@ type fleetMetrics struct {
 	reloads  *prometheus.CounterVec
 }
 
-func newFleetMetrics(reg prometheus.Registerer, _ *worker) *fleetMetrics {
+func newFleetMetrics(reg prometheus.Registerer) *fleetMetrics {
 	m := &fleetMetrics{
 		agencies: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agencysync_fleet_agencies",
 			Help: "Agencies in FLEET_FILE as this worker read it last."}),
 		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agencysync_fleet_sync_running",
 			Help: "1 while this worker syncs the agency."}, []string{"agency"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agencysync_fleet_jobs_total",
-			Help: "Sync jobs this worker ended, by agency and outcome (succeeded, resumed, wait_quota, wait_credentials, wait_locked, wait_incomplete, failed, cancelled)."},
+			Help: "Sync jobs this worker ended, by agency and outcome (succeeded, resumed, wait_quota, wait_credentials, wait_locked, wait_incomplete, wait_fleet_file, failed, cancelled)."},
 			[]string{"agency", "outcome"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agencysync_fleet_file_reads_total",
 			Help: "Readings of FLEET_FILE that changed the agencies (changed) or failed (error)."}, []string{"result"}),

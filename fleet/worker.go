@@ -34,15 +34,20 @@ func (s *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	w := s.w
 	name := job.Args.Agency
 	ag, sched, ok := w.agency(name)
+	log := w.log.With(zap.String("agency", name), zap.Int64("job_id", job.ID), zap.Int("attempt", job.Attempt))
 	if !ok {
 		// A worker that has not yet seen FLEET_FILE change reads it now.
 		w.reload(ctx)
 		if ag, sched, ok = w.agency(name); !ok {
+			if w.fileError() != "" {
+				// The file does not read: the agency may be in the version
+				// this worker cannot read. Wait for it rather than cancel.
+				return w.snooze(ctx, log, name, hold{Reason: holdFile, Note: "FLEET_FILE does not read: " + w.fileError()}, w.set.WatchInterval)
+			}
 			w.met.outcome(name, "cancelled")
 			return river.JobCancel(fmt.Errorf("agency %s is not in FLEET_FILE", name))
 		}
 	}
-	log := w.log.With(zap.String("agency", name), zap.Int64("job_id", job.ID), zap.Int("attempt", job.Attempt))
 	if wait, h, held := w.stillHeld(ctx, log, ag, holdOf(job.JobRow)); held {
 		return w.snooze(ctx, log, name, h, wait)
 	}
