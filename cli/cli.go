@@ -71,6 +71,7 @@ func commands() []command {
 		{"migrate", "apply or inspect warehouse migrations: migrate up|down|status", runMigrate},
 		{"psql", "open psql on the warehouse (search_path on WAREHOUSE_SCHEMA): psql [psql arguments]", runPsql},
 		{"config", "print the configuration reference; --effective: the values in force, secrets masked", runConfig},
+		{"fleet", "many agencies on many workers (FLEET_FILE, one job queue): fleet serve | fleet status [--json]", runFleet},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -83,6 +84,9 @@ type app struct {
 	env Env
 	cfg *config.Config
 	log *zap.Logger
+	// series, in a fleet, are the agency's series across its syncs (nil:
+	// the command's engine makes its own, see newMetrics).
+	series agencySeries
 }
 
 // Main runs agencysync with args (without the program name) and returns the

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/config"
@@ -120,9 +119,7 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := metrics.New(reg)
+	reg, metrics := a.newMetrics()
 	var eng *engine.Engine
 	var c *extract.Client
 	if client {

@@ -21,6 +21,7 @@
 //	TestS09DatabaseTrouble   backends terminated mid-run; the server restarted mid-run
 //	TestS10Secrets           no key in any output or sync_runs row of any scenario
 //	TestS11BadConfiguration  each malformed variable exits 2 naming it
+//	TestS22Fleet             3 fleet workers, 12 agencies: SIGKILL, stop and restart, quota day, refused key, appended agency
 //
 // TestChecksumDetectsTampering tests the comparison itself: rows lost,
 // altered or added behind the worker's back are found, table by table.

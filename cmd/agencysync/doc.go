@@ -8,6 +8,7 @@
 //
 //	cmd/agencysync
 //	cli                      the commands: parses flags, wires the rest
+//	fleet                    many agencies on many workers: River jobs, schedules, fleet status and view
 //	serve  notify  report    cron + HTTP and status page · run messages · `status` tables
 //	engine                   orchestrates a run: plan, lock, tasks, pages, run record
 //	load       warehouse     all SQL (writes, state, runs, ledger, lock, status reads) · pool, schema, migrate

@@ -19,8 +19,9 @@ var layers = map[string]int{
 	"load":      3, "warehouse": 3, "check": 3,
 	"engine": 4,
 	"serve":  5, "notify": 5, "report": 5,
-	"cli":            6,
-	"cmd/agencysync": 7,
+	"fleet":          6,
+	"cli":            7,
+	"cmd/agencysync": 8,
 }
 
 const module = "github.com/agencysync/agencysync/"

@@ -30,6 +30,9 @@
 //  9. storage (issue 17), each setting once: the bytes a first sync leaves
 //     per e-mail, raw compressed with pglz and with lz4, e-mails without
 //     and with bodies, beside a page-grouped alternative.
+//  10. fleet (issue 27), as 1 to 7: agencies synced per hour per worker by
+//     a fleet of 1 and of 3 `agencysync fleet serve` workers, first syncs
+//     of the same agencies, each its own sandbox at the real limits.
 //
 // Every scenario run uses a fresh warehouse schema, dropped afterwards. The
 // result is one Markdown table (Table), printed and written with the

@@ -40,7 +40,7 @@ type Config struct {
 	// PGBinDir holds the private cluster's server binaries (PG_BINDIR);
 	// empty: searched for.
 	PGBinDir string
-	// Figures selects figures by number ("1".."9"); empty runs them all.
+	// Figures selects figures by number ("1".."10"); empty runs them all.
 	Figures []string
 	// LargeDays, when positive, is the number of simulated days of figure
 	// 8's large agency instead of the mode's (14, quick 3): the 14 days at
@@ -85,6 +85,8 @@ type Sizes struct {
 	// Large sizes figure 8 (issue 13): the large agency, its first sync,
 	// a day of changes and SimDays simulated days.
 	Large LargeSizes
+	// Fleet sizes figure 10 (issue 27).
+	Fleet FleetSizes
 }
 
 // FullSizes are the sizes of make bench (issue 8's).
@@ -96,7 +98,8 @@ var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000
 		Agency:    childproc.SandboxOptions{Brands: 200, ProjectsPerBrand: 20, Emails: 1_000_000},
 		DayAppend: 5000, HourlyAppend: 200, Days: 14,
 		Huge: childproc.SandboxOptions{Brands: 1000, ProjectsPerBrand: 20}, HugeQuota: dailyQuota,
-	}}
+	},
+	Fleet: FleetSizes{Agencies: 12, Agency: childproc.SandboxOptions{Brands: 5, ProjectsPerBrand: 3, Users: 50, Emails: 3000}, Concurrency: 4}}
 
 // QuickSizes are the sizes of make bench-quick: the same table, smaller
 // (a quarter of the steady-state agency, a tenth of the e-mails).
@@ -109,7 +112,8 @@ var QuickSizes = Sizes{Name: "quick", Agency: childproc.SandboxOptions{Brands: 1
 		Agency:    childproc.SandboxOptions{Brands: 50, ProjectsPerBrand: 20, Emails: 100_000},
 		DayAppend: 1250, HourlyAppend: 50, Days: 3,
 		Huge: childproc.SandboxOptions{Brands: 100, ProjectsPerBrand: 20, Emails: 5000}, HugeQuota: 1000,
-	}}
+	},
+	Fleet: FleetSizes{Agencies: 6, Agency: childproc.SandboxOptions{Brands: 3, ProjectsPerBrand: 2, Users: 20, Emails: 1000}, Concurrency: 2}}
 
 // agency returns the options of an agency of the mode with emails e-mails
 // (0: the sandbox's default), limits off.

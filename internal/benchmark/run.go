@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{[]string{"1", "6"}, "first syncs (request efficiency, memory)", h.backfills},
 		{[]string{"8"}, "large agency (first sync, 14 days, raised limit, several quota days)", h.large},
 		{[]string{"9"}, "storage (raw compressed with pglz and lz4)", h.storage},
+		{[]string{"10"}, "fleet (agencies per hour per worker, 1 and 3 workers)", h.fleet},
 	} {
 		wanted := false
 		for _, f := range s.figs {
@@ -170,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // sortRows orders rows by figure number, keeping the order within a figure.
 func sortRows(rows []Row) []Row {
 	out := make([]Row, 0, len(rows))
-	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9"} {
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"} {
 		for _, r := range rows {
 			if r.ID == id {
 				out = append(out, r)
@@ -178,7 +179,7 @@ func sortRows(rows []Row) []Row {
 		}
 	}
 	for _, r := range rows {
-		if r.ID < "1" || r.ID > "9" || len(r.ID) != 1 {
+		if (r.ID < "1" || r.ID > "9" || len(r.ID) != 1) && r.ID != "10" {
 			out = append(out, r)
 		}
 	}
@@ -298,6 +299,7 @@ server; unset, a private cluster is started and thrown away.
 		describe(withLimitsOff(z.Large.Agency)), Int(int64(z.Large.DayAppend)), z.Large.Days, hourlyRuns, Int(int64(z.Large.HourlyAppend)),
 		describe(z.Large.Huge), Int(int64(z.Large.HugeQuota)),
 		describe(z.agency(z.StorageEmails)), Int(groupedPage))
+	b.WriteString(r.fleetNote())
 	return b.String()
 }
 
