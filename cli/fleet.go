@@ -332,7 +332,7 @@ func (f *fleetAgencies) Status(ctx context.Context, name string, runs int) (*eng
 	if err != nil {
 		return nil, err
 	}
-	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
+	x, err := a.wireReader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (f *fleetAgencies) StatusPage(ctx context.Context, name string) (serve.Stat
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := a.wireReader(ctx, a.cfg.AutoMigrate)
+	x, err := a.wireReader(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

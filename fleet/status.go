@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/warehouse"
 )
 
 // Agency states in fleet status.
@@ -181,7 +183,15 @@ func jobState(st *AgencyStatus, j *rivertype.JobRow, a Agency, now time.Time) {
 // quota, lag and warnings.
 func warehouseState(ctx context.Context, st *AgencyStatus, agencies Agencies, name string) {
 	rep, err := agencies.Status(ctx, name, 20)
-	if err != nil {
+	switch {
+	case errors.Is(err, warehouse.ErrMigrationsPending):
+		// Never synced: its first sync creates the schema (status creates
+		// nothing).
+		if st.Note == "" {
+			st.Note = "never synced: its warehouse schema is not created yet"
+		}
+		return
+	case err != nil:
 		st.Error = err.Error()
 		return
 	}
