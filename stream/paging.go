@@ -114,9 +114,9 @@ var ErrPaging = errors.New("paging override")
 // options it names. Empty names and a zero Max keep the style's defaults
 // (and the declaration's Max when the style does not change).
 type PagingOverride struct {
-	Style                     PageStyle
+	Style                      PageStyle
 	Page, Size, Offset, Cursor string
-	Max                       int
+	Max                        int
 }
 
 // PagingOverrides maps an endpoint name (as AGENCY_PATHS spells it), or
