@@ -12,8 +12,9 @@ import (
 
 // TestShortListingSoftDeletesNothing: a list that answers last_page 1 and
 // total 3 with only 2 rows must not soft-delete the third row; the run says
-// so (a warning and a run note). A later honest listing of 2 rows does
-// delete it. The lists: the brands, and a brand's contacts.
+// so (a warning, a run note) and ends partial naming the listing. A later
+// honest listing of 2 rows does delete it. The lists: the brands, and a
+// brand's contacts.
 func TestShortListingSoftDeletesNothing(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -25,7 +26,7 @@ func TestShortListingSoftDeletesNothing(t *testing.T) {
 	}{
 		{"brands", "brands", serveBrandListing, func(notes []string) bool {
 			return slices.ContainsFunc(notes, func(n string) bool {
-				return strings.Contains(n, "brands") && strings.Contains(n, "listed 2 distinct rows of the 3")
+				return strings.Contains(n, "brands") && strings.Contains(n, "not proven complete (the service announced 3 rows and listed 2)")
 			})
 		}},
 		{"contacts", "brand_contacts", serveContactListing, func(notes []string) bool {
@@ -50,6 +51,9 @@ func TestShortListingSoftDeletesNothing(t *testing.T) {
 					}
 					if !c.noted(res.Notes) {
 						t.Fatalf("run notes %q do not tell of the short listing of %s", res.Notes, c.table)
+					}
+					if res.Status != StatusPartial || res.Err == nil || !c.noted([]string{res.Err.Error()}) {
+						t.Fatalf("a run with a listing not proven complete ended %s (%v), want partial naming it", res.Status, res.Err)
 					}
 					continue
 				}

@@ -3,6 +3,7 @@ package extract
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -86,6 +87,7 @@ type listPager struct {
 	perPage   bool // an answer carried per_page (the size parameter is per_page)
 	named     bool // an answer named a next page
 	noted     bool // the honest cap was logged
+	mismatch  bool // the listing ended on a sign that the server pages another way
 }
 
 // listPages iterates the pages of a list of the main interface, paged as
@@ -104,6 +106,11 @@ func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) it
 		lp.size = lp.want
 		for {
 			p, sig, err := lp.fetch()
+			if err != nil && lp.n > 1 && errors.Is(err, ErrNotFound) {
+				// A position past the end that the server calls not found
+				// (the spec's 404 "Data not found"): an empty page.
+				p, sig, err = lp.emptyPage(), 0, nil
+			}
 			if err != nil {
 				yield(nil, err)
 				return
@@ -151,6 +158,15 @@ func (lp *listPager) fetch() (*Page, uint64, error) {
 		p.Number = lp.n
 	}
 	return p, sig, nil
+}
+
+// emptyPage stands for an answer without rows to the request just sent.
+func (lp *listPager) emptyPage() *Page {
+	p := &Page{Number: lp.n, PerPage: lp.size}
+	if lp.pg.Style == stream.StylePage {
+		p.Number = lp.page
+	}
+	return p
 }
 
 // target is the next request's URL and how errors name it.
@@ -233,10 +249,10 @@ func (lp *listPager) after(p *Page, sig uint64) bool {
 		return lp.cursorProbe(p, asked)
 	}
 	if r > 0 && lp.n > 1 && (sig == lp.prevSig || bytes.Equal(first(p), lp.prevFirst)) {
-		return lp.end(p, false, fmt.Sprintf("the answer repeats the page before it: the server ignores %s", lp.position()), true)
+		return lp.styleEnd(p, fmt.Sprintf("the answer repeats the page before it: the server ignores %s", lp.position()), true)
 	}
 	if lp.pg.Style == stream.StylePage && p.Number != lp.page {
-		return lp.end(p, false, fmt.Sprintf("asked for page %d, the server answered current_page %d: it ignores %s",
+		return lp.styleEnd(p, fmt.Sprintf("asked for page %d, the server answered current_page %d: it ignores %s",
 			lp.page, p.Number, lp.position()), true)
 	}
 	if r > 0 {
@@ -299,7 +315,7 @@ func (lp *listPager) afterPage(p *Page, r, eff int, probing bool) bool {
 	case r == 0:
 		return lp.endEmpty(p, probing)
 	case r > eff:
-		return lp.end(p, false, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)
+		return lp.styleEnd(p, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)
 	case lp.hasTotal && lp.seen >= lp.total:
 		return lp.end(p, true, ProofFields, false)
 	case p.Paged && p.Number < p.LastPage:
@@ -332,7 +348,7 @@ func (lp *listPager) afterOffset(p *Page, r, eff int, probing bool) bool {
 	case r == 0:
 		return lp.endEmpty(p, probing)
 	case r > eff:
-		return lp.end(p, false, fmt.Sprintf("the server answered %d rows for a limit of %d: it ignores %s", r, eff, lp.pg.Size), false)
+		return lp.styleEnd(p, fmt.Sprintf("the server answered %d rows for a limit of %d: it ignores %s", r, eff, lp.pg.Size), false)
 	case lp.hasTotal && lp.seen >= lp.total:
 		return lp.end(p, true, ProofFields, false)
 	case r == eff:
@@ -351,11 +367,11 @@ func (lp *listPager) afterOffset(p *Page, r, eff int, probing bool) bool {
 func (lp *listPager) afterCursor(p *Page, r, eff int) bool {
 	switch {
 	case r == 0 && p.Next != "":
-		return lp.end(p, false, "an empty page names a next page", false)
+		return lp.styleEnd(p, "an empty page names a next page", false)
 	case r == 0:
 		return lp.endEmpty(p, false)
 	case r > eff:
-		return lp.end(p, false, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)
+		return lp.styleEnd(p, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)
 	case p.Next != "":
 		lp.next, lp.followed, lp.size = p.Next, true, lp.want
 		return true
@@ -373,7 +389,7 @@ func (lp *listPager) afterCursor(p *Page, r, eff int) bool {
 		lp.probing, lp.size, lp.next = true, r-1, ""
 		return true
 	}
-	return lp.end(p, false, "the answer names no next page, and nothing shows that the server names one when more rows follow", false)
+	return lp.styleEnd(p, "the answer names no next page, and nothing shows that the server names one when more rows follow", false)
 }
 
 // cursorProbe reads the answer to the first page asked again one row
@@ -385,7 +401,7 @@ func (lp *listPager) cursorProbe(p *Page, asked int) bool {
 		lp.facts.Cursor = true
 		return lp.end(p, true, proofCursorProbe, false)
 	}
-	return lp.end(p, false, "asked one row fewer, the server named no next page either: it does not page by cursor", false)
+	return lp.styleEnd(p, "asked one row fewer, the server named no next page either: it does not page by cursor", false)
 }
 
 // afterNone decides the none style: its one answer is the whole list
@@ -397,7 +413,7 @@ func (lp *listPager) afterNone(p *Page, r, asked int) bool {
 	case lp.hasTotal:
 		return lp.end(p, true, ProofFields, false)
 	case lp.pg.Size != "" && r >= asked:
-		return lp.end(p, false, fmt.Sprintf("the one answer fills the page of %d rows asked for: more may exist", asked), false)
+		return lp.styleEnd(p, fmt.Sprintf("the one answer fills the page of %d rows asked for: more may exist", asked), false)
 	}
 	return lp.end(p, true, ProofStyleNone, false)
 }
@@ -423,6 +439,14 @@ func (lp *listPager) honours(eff int) bool {
 	return lp.honoured >= eff || lp.facts.Honoured >= eff
 }
 
+// styleEnd ends the listing on p, not proven, on a sign that the server
+// pages another way than the one in force: the verdict suggests the paging
+// the answers hinted at.
+func (lp *listPager) styleEnd(p *Page, why string, strip bool) bool {
+	lp.mismatch = true
+	return lp.end(p, false, why, strip)
+}
+
 // end ends the listing on p with a verdict; strip drops p's rows (a page
 // that repeats rows seen already).
 func (lp *listPager) end(p *Page, proven bool, how string, strip bool) bool {
@@ -438,7 +462,7 @@ func (lp *listPager) end(p *Page, proven bool, how string, strip bool) bool {
 	} else {
 		e.Reason = how
 	}
-	if !proven || e.Cap > 0 {
+	if (!proven && lp.mismatch) || e.Cap > 0 {
 		e.Suggest = lp.suggest(e.Cap)
 	}
 	p.End = e
