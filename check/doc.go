@@ -48,7 +48,7 @@
 //	paging_setting the AGENCY_PAGING value that makes the lists page as the
 //	               server does (absent when they do)
 //	endpoints[]    one per request kind:
-//	  stream, endpoint, request   ("page 1, per_page 1", "id 17", "level=brand, page 1, per_page 1")
+//	  stream, endpoint, request   ("page 1, per_page 1", "offset 0, limit 1", "id 17", "level=brand, page 1, per_page 1")
 //	  outcome      ok | mismatch | paging | failed | unauthorized | forbidden | skipped
 //	  status       HTTP status of the last answer (0: none)
 //	  requests     requests sent for it

@@ -399,7 +399,9 @@ func splitMax(p string) (string, int) {
 	return p[:i], n
 }
 
-func answeredPerPage(p *extract.Page) bool { return slices.Contains(p.PagingFields, "per_page") && p.PerPage > 0 }
+func answeredPerPage(p *extract.Page) bool {
+	return slices.Contains(p.PagingFields, "per_page") && p.PerPage > 0
+}
 
 func answeredTotal(p *extract.Page) bool { return slices.Contains(p.PagingFields, "total") }
 

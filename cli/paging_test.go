@@ -94,7 +94,9 @@ func TestPagingVariantsAcceptance(t *testing.T) {
 			variant, _ := startSandbox(t, func(o *sandbox.Options) { size(o); o.Variants = []string{tc.variant} })
 			vars := syncEnv(t, variant, o, nil)
 			schema := vars["WAREHOUSE_SCHEMA"]
-			point := func(sb *sandbox.Server) { vars["AGENCY_BASE_URL"], vars["AGENCY_COMMS_URL"] = sb.APIURL(), sb.CommsURL() }
+			point := func(sb *sandbox.Server) {
+				vars["AGENCY_BASE_URL"], vars["AGENCY_COMMS_URL"] = sb.APIURL(), sb.CommsURL()
+			}
 
 			// Before configuring: check names the style and the setting.
 			code, out, errs := mainWith(vars, "check", "--json")
