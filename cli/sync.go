@@ -70,7 +70,8 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	} else if err := requireMigrated(ctx, w); err != nil {
 		return nil, err
 	}
-	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
+	share := float64(cfg.MassDeleteShare)
+	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log, MassDeleteShare: &share,
 		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
 	if err != nil {
 		return nil, err

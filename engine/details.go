@@ -183,9 +183,11 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			}
 			verdicts.add(id, &fd)
 		}
-		if _, err := r.commit(ctx, p); err != nil {
+		counts, err := r.commit(ctx, p)
+		if err != nil {
 			return err
 		}
+		r.heldDeletions(counts)
 		if sp != nil {
 			sp.drop(sp.detailKey(stream, id, hash))
 		}

@@ -85,9 +85,11 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 	if l.state != nil {
 		last.State = l.state(why == "")
 	}
-	if _, err := r.commit(ctx, last); err != nil {
+	counts, err := r.commit(ctx, last)
+	if err != nil {
 		return pages, err
 	}
+	r.heldDeletions(counts)
 	return pages, nil
 }
 

@@ -95,3 +95,16 @@ func (r *run) judgeListing(log *zap.Logger, endpoint, name, why string, end *ext
 			name, end.Cap, asked, endpoint, suggest))
 	}
 }
+
+// heldDeletions warns of the listings whose unseen rows wait for the next
+// listing to agree (load.MarkDeleted): each leaves a gap, so the run ends
+// partial until a listing confirms or brings the rows back.
+func (r *run) heldDeletions(c load.Counts) {
+	for _, h := range c.HeldDeletions {
+		r.log.Warn("a listing would soft-delete more than its share of the table; the rows are kept until the next listing agrees",
+			zap.String("listing", h.Listing), zap.Int("held", h.Held), zap.Int("live", h.Live), zap.Int("confirmed", h.Confirmed),
+			zap.Float64("share", h.Share))
+		r.gap(fmt.Sprintf("%s: the listing left out %d of the table's %d live rows, more than SYNC_MASS_DELETE_SHARE (%g%%); "+
+			"they are kept, recorded in delete_candidates, and soft-deleted when the next run's listing agrees", h.Listing, h.Held, h.Live, h.Share*100))
+	}
+}
