@@ -406,7 +406,11 @@ func TestChangesAreReflected(t *testing.T) {
 	t.Parallel()
 	// A maximum age of a century: no day of the sandbox is a staggered
 	// refresh day (TestDetailRefreshIsStaggered), so only changes fetch details.
-	h := newHarness(t, smallSandbox(), func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
+	// Six brands: the one deleted is within the share a listing may
+	// soft-delete at once (TestEmptyListingWaitsForConfirmation).
+	o := smallSandbox()
+	o.Brands = 6
+	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
 	if res := h.run(Request{}); res.Status != StatusSucceeded {
 		t.Fatalf("first run %s: %v", res.Status, res.Err)
 	}
