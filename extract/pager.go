@@ -316,10 +316,10 @@ func (lp *listPager) afterPage(p *Page, r, eff int, probing bool) bool {
 		return lp.endEmpty(p, probing)
 	case r > eff:
 		return lp.styleEnd(p, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)
+	case p.Paged && p.Number < p.LastPage:
+		return lp.advancePage() // more pages announced: a total reached early proves nothing
 	case lp.hasTotal && lp.seen >= lp.total:
 		return lp.end(p, true, ProofFields, false)
-	case p.Paged && p.Number < p.LastPage:
-		return lp.advancePage()
 	case r == eff && !lp.hasTotal:
 		return lp.advancePage()
 	case r < eff && !lp.hasTotal && lp.honours(eff):

@@ -275,3 +275,23 @@ func TestNextLink(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnouncedPagesAreListedWhateverTheTotal: a server whose total counts
+// the rows of the page (not of the list) while last_page announces more
+// pages is paged to its last page.
+func TestAnnouncedPagesAreListedWhateverTheTotal(t *testing.T) {
+	t.Parallel()
+	srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		var rows []string
+		for id := (page-1)*10 + 1; id <= page*10 && page <= 3; id++ {
+			rows = append(rows, fmt.Sprintf(`{"id":"%d"}`, id))
+		}
+		writeJSON(w, 200, fmt.Sprintf(`{"data":[%s],"total":%d,"per_page":10,"current_page":%d,"last_page":3}`, strings.Join(rows, ","), len(rows), page))
+	})
+	c := pagedClient(t, srv.URL, stream.StyleDefaults(stream.StylePage), 10)
+	ids, pages := listWith(t, c, convention{})
+	if len(ids) != 30 || rec.count() != 3 || !pages[len(pages)-1].End.Proven {
+		t.Fatalf("%d rows in %d requests, verdict %+v", len(ids), rec.count(), pages[len(pages)-1].End)
+	}
+}
