@@ -366,9 +366,9 @@ func (lp *listPager) afterOffset(p *Page, r, eff int, probing bool) bool {
 // afterCursor decides the cursor style's next request.
 func (lp *listPager) afterCursor(p *Page, r, eff int) bool {
 	switch {
-	case r == 0 && p.Next != "":
-		return lp.styleEnd(p, "an empty page names a next page", false)
 	case r == 0:
+		// The end, whether or not the empty page names a next one (some
+		// servers always do).
 		return lp.endEmpty(p, false)
 	case r > eff:
 		return lp.styleEnd(p, fmt.Sprintf("the server answered %d rows for a page of %d: it ignores %s", r, eff, lp.pg.Size), false)

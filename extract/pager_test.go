@@ -295,3 +295,22 @@ func TestAnnouncedPagesAreListedWhateverTheTotal(t *testing.T) {
 		t.Fatalf("%d rows in %d requests, verdict %+v", len(ids), rec.count(), pages[len(pages)-1].End)
 	}
 }
+
+// TestCursorChainEndingOnAnEmptyPage: a server that names a next page on
+// every answer, the last one empty, is listed whole and proven so.
+func TestCursorChainEndingOnAnEmptyPage(t *testing.T) {
+	t.Parallel()
+	srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+		var rows []string
+		for id := from + 1; id <= min(from+10, 25); id++ {
+			rows = append(rows, fmt.Sprintf(`{"id":"%d"}`, id))
+		}
+		writeJSON(w, 200, fmt.Sprintf(`{"data":[%s],"next_cursor":"%d"}`, strings.Join(rows, ","), min(from+10, 25)))
+	})
+	c := pagedClient(t, srv.URL, stream.StyleDefaults(stream.StyleCursor), 0)
+	ids, pages := listWith(t, c, convention{})
+	if end := pages[len(pages)-1].End; len(ids) != 25 || rec.count() != 4 || !end.Proven {
+		t.Fatalf("%d rows in %d requests, verdict %+v", len(ids), rec.count(), end)
+	}
+}
