@@ -263,3 +263,38 @@ func TestCheckSparseColumnMayBeAbsent(t *testing.T) {
 		t.Fatal("the shared declaration was changed")
 	}
 }
+
+// TestCheckFindsPageWithAnotherSizeParameter: a service that pages by page
+// and limit (per_page ignored: 20 rows a page) is found so, with the
+// setting that names the size parameter.
+func TestCheckFindsPageWithAnotherSizeParameter(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		size, page := 20, 1
+		if v, err := strconv.Atoi(q.Get("limit")); err == nil {
+			size = v
+		}
+		if v, err := strconv.Atoi(q.Get("page")); err == nil {
+			page = v
+		}
+		var rows []string
+		for i := (page - 1) * size; i < min(page*size, 45); i++ {
+			rows = append(rows, fmt.Sprintf(`{"id":"%d","amount":"1.00","currency":"RON","project_id":"1","period_start":"2026-01-01"}`, 1001+i))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "[%s]", strings.Join(rows, ","))
+	}))
+	t.Cleanup(srv.Close)
+	s, _ := stream.Lookup("finance")
+	budgets := *s
+	budgets.Endpoints = []stream.Endpoint{s.Endpoints[0]}
+	rep := financeCheck(t, srv, -1, &budgets)
+	pg := endpointOf(t, rep, "budgets", "").Paging
+	if pg == nil || pg.Honoured || pg.Found != "page:size=limit" || pg.Setting != "AGENCY_PAGING=budgets=page:size=limit" {
+		t.Fatalf("outcome %s, paging %+v", rep.Outcome, pg)
+	}
+	if rep.PagingSetting != "*=page:size=limit" {
+		t.Errorf("paging setting %q", rep.PagingSetting)
+	}
+}

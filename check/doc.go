@@ -20,7 +20,8 @@
 // configured — more rows than asked for, a second position that repeats
 // the first, paging fields that disagree with the rows — the other styles
 // are probed, at most PerStyle requests each (offset first, or cursor when
-// the answer named a next page), and the report names the paging the
+// the answer named a next page; under the size parameter the page of one
+// row showed the server reads, else under limit and per_page in turn), and the report names the paging the
 // server honours, the largest page size when it showed, and the exact
 // setting (Paging.Setting; Report.PagingSetting for every list at once).
 // A list that does not page as configured makes the check's outcome

@@ -34,11 +34,16 @@ type Paging struct {
 }
 
 // Requests the paging test may send for one list: its own paging (the page
-// of one row included) and each other style it probes.
+// of one row included), and each other paging it probes (a style under a
+// size parameter: at most five).
 const (
 	PagingRequests = 4
 	PerStyle       = 2
 )
+
+// probeLimit bounds the requests of a list's paging test beyond its page
+// of one row.
+const probeLimit = PagingRequests - 1 + 5*PerStyle
 
 // OutcomePaging is an endpoint (and a check) whose list does not page as
 // configured.
@@ -115,7 +120,7 @@ func (pp *pagingProbe) run(ctx context.Context) {
 // ask sends one request of the paging test.
 func (pp *pagingProbe) ask(ctx context.Context, a extract.PageAsk) (*extract.Page, error) {
 	var p *extract.Page
-	err := pp.r.sendLimited(pp.ep.Name+"#paging", PagingRequests+3*PerStyle, pp.e, func(c *extract.Client) error {
+	err := pp.r.sendLimited(pp.ep.Name+"#paging", probeLimit, pp.e, func(c *extract.Client) error {
 		var err error
 		p, err = c.AskPage(ctx, pp.ep.Name, pp.q, a)
 		return err
@@ -241,38 +246,40 @@ func (pp *pagingProbe) testNone(ctx context.Context) {
 	}
 }
 
-// probeOthers tries the other styles, PerStyle requests each at most, in
-// the order the first answer hints at (cursor first when it named a next
-// page), and notes the first one the server honours.
+// probeOthers tries the other pagings, PerStyle requests each at most:
+// each style under the size parameter the page of one row showed the
+// server reads, or, when it showed none, under limit and per_page; cursor
+// first when the first answer named a next page, else offset, page, cursor.
+// It notes the first the server honours.
 func (pp *pagingProbe) probeOthers(ctx context.Context) {
 	styles := []stream.PageStyle{stream.StyleOffset, stream.StylePage, stream.StyleCursor}
 	if pp.first.Next != "" {
 		styles = []stream.PageStyle{stream.StyleCursor, stream.StyleOffset, stream.StylePage}
 	}
-	// A page of one row under the configured size parameter shows the
-	// server reads it: the other styles are asked with it.
-	sizeKnown := pp.first.Rows() == 1 && pp.cfg.Size != ""
+	sizes := []string{"limit", "per_page"}
+	if pp.first.Rows() == 1 && pp.cfg.Size != "" {
+		sizes = []string{pp.cfg.Size} // a page of one row: the server reads it
+	}
 	for _, style := range styles {
-		if style == pp.cfg.Style {
-			continue
-		}
-		p := stream.StyleDefaults(style)
-		if sizeKnown {
-			p.Size = pp.cfg.Size
-		}
-		p.Max = pp.cfg.Max
-		ok, capped, err := pp.try(ctx, p)
-		if err != nil {
-			pp.out.Note += "; the paging probe stopped: " + err.Error()
-			return
-		}
-		if ok {
-			p.Max = stream.MaxPageSize
-			if capped > 0 {
-				p.Max, pp.out.Max = capped, capped
+		for _, size := range sizes {
+			p := stream.StyleDefaults(style)
+			p.Size, p.Max = size, pp.cfg.Max
+			if p.Style == pp.cfg.Style && p.Size == pp.cfg.Size {
+				continue
 			}
-			pp.out.Found = p.String()
-			return
+			ok, capped, err := pp.try(ctx, p)
+			if err != nil {
+				pp.out.Note += "; the paging probe stopped: " + err.Error()
+				return
+			}
+			if ok {
+				p.Max = stream.MaxPageSize
+				if capped > 0 {
+					p.Max, pp.out.Max = capped, capped
+				}
+				pp.out.Found = p.String()
+				return
+			}
 		}
 	}
 	if t := pp.total(); t > 0 && pp.first.Rows() >= t {
