@@ -171,17 +171,9 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		id, hash := fd.due.ID, fd.due.Hash
 		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
 		if fd.contacts {
-			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
-			if err != nil {
+			if err := r.contactsListing(&p, &fd, &verdicts, log); err != nil {
 				return err
 			}
-			why := fd.contactsWhy()
-			p.Listing, p.EndsListing = l, why == ""
-			if why != "" {
-				log.Info("a brand's contact list is not proven complete: none of its contacts is marked deleted",
-					zap.String("brand_id", id), zap.String("reason", why))
-			}
-			verdicts.add(id, &fd)
 		}
 		counts, err := r.commit(ctx, p)
 		if err != nil {
@@ -197,6 +189,25 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			return fmt.Errorf("fetch details: %w", ctx.Err())
 		}
 	}
+	return nil
+}
+
+// contactsListing makes the page of brand fd's detail end its contact
+// listing when the listing is proven complete (its absentees are then
+// soft-deleted), and counts its verdict.
+func (r *run) contactsListing(p *load.Page, fd *fetchedDetail, verdicts *contactVerdicts, log *zap.Logger) error {
+	id := fd.due.ID
+	l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
+	if err != nil {
+		return err
+	}
+	why := fd.contactsWhy()
+	p.Listing, p.EndsListing = l, why == ""
+	if why != "" {
+		log.Info("a brand's contact list is not proven complete: none of its contacts is marked deleted",
+			zap.String("brand_id", id), zap.String("reason", why))
+	}
+	verdicts.add(id, fd)
 	return nil
 }
 

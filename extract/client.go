@@ -411,19 +411,8 @@ func New(opts Options) (*Client, error) {
 		clock:        opts.Clock,
 		log:          opts.Logger,
 		quotaOut:     &quotaLatch{},
-		paging:       map[string]stream.Pagination{},
+		paging:       pagingOf(opts.Streams),
 		memo:         NewPagingMemo(nil),
-	}
-	streams := opts.Streams
-	if streams == nil {
-		streams = stream.All()
-	}
-	for _, s := range streams {
-		for _, ep := range s.Endpoints {
-			if ep.Paging != stream.PagingDetail {
-				c.paging[ep.Name] = ep.Pagination
-			}
-		}
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
 		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
@@ -557,6 +546,23 @@ func (c *Client) WithBudget(b *RequestBudget) *Client {
 	cp.budget = b
 	cp.quotaOut = &quotaLatch{}
 	return &cp
+}
+
+// pagingOf is the pagination of each endpoint that pages, by name, as
+// streams declare it (nil: stream.All()).
+func pagingOf(streams []*stream.Stream) map[string]stream.Pagination {
+	if streams == nil {
+		streams = stream.All()
+	}
+	out := map[string]stream.Pagination{}
+	for _, s := range streams {
+		for _, ep := range s.Endpoints {
+			if ep.Paging != stream.PagingDetail {
+				out[ep.Name] = ep.Pagination
+			}
+		}
+	}
+	return out
 }
 
 // WithPagingMemo returns a copy of c whose listings read and record what

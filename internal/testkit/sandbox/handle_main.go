@@ -197,21 +197,11 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	}
 	lying := s.twists().lyingPaging
 	path := "http://" + r.Host + r.URL.Path
-	shape := s.vars.listShape
-	if isPagingVariant(shape) {
-		if _, reason := pagedWindowOf(shape, r.URL.Query(), path, 0); reason != "" {
-			return s.badParam(e, reason)
-		}
+	if reason := s.pagingReason(r, path); reason != "" {
+		return s.badParam(e, reason)
 	}
 	pageOf := func(n int) page {
-		p := page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path}
-		if isPagingVariant(shape) {
-			p.win, _ = pagedWindowOf(shape, r.URL.Query(), path, n)
-			if p.win.link != "" {
-				w.Header().Set("Link", p.win.link)
-			}
-		}
-		return p
+		return s.pagedAs(w, r, page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path})
 	}
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -171,6 +172,29 @@ func pagedWindowOf(shape string, q url.Values, path string, total int) (*pagedWi
 		}
 	}
 	return &w, ""
+}
+
+// pagingReason is why a list request of a paging variant is bad ("" when
+// it is not, or no paging variant is served).
+func (s *Server) pagingReason(r *http.Request, path string) string {
+	if !isPagingVariant(s.vars.listShape) {
+		return ""
+	}
+	_, reason := pagedWindowOf(s.vars.listShape, r.URL.Query(), path, 0)
+	return reason
+}
+
+// pagedAs is p as a paging variant answers it (p unchanged when none is
+// served): its window, and its Link header.
+func (s *Server) pagedAs(w http.ResponseWriter, r *http.Request, p page) page {
+	if !isPagingVariant(s.vars.listShape) {
+		return p
+	}
+	p.win, _ = pagedWindowOf(s.vars.listShape, r.URL.Query(), p.path, p.total)
+	if p.win.link != "" {
+		w.Header().Set("Link", p.win.link)
+	}
+	return p
 }
 
 // writePagedList writes a paging variant's page p (its window set) in its
