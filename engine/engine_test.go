@@ -96,6 +96,8 @@ type wiring struct {
 	clock *extract.ServiceClock
 	log   *zap.Logger
 	tune  func(*Settings)
+	// streams are the declarations the client pages by (nil: stream.All()).
+	streams []*stream.Stream
 }
 
 // wire builds an engine on the harness's sandbox and schema as w says, and
@@ -129,7 +131,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 		BaseURL: cmp.Or(w.apiURL, h.apiURL, h.sb.APIURL()), APIKey: h.opts.APIKey,
 		CommsURL: cmp.Or(w.commsURL, h.sb.CommsURL()), CommsKey: h.opts.CommsKey,
 		RateLimit: cmp.Or(w.rate, 500), PerPage: w.perPage, Timeout: w.timeout, Clock: w.clock, Counter: ledger, Logger: log,
-		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond, Streams: w.streams,
 		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
 	})
 	if err != nil {
