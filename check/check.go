@@ -40,6 +40,9 @@ type Report struct {
 	Requests  int        `json:"requests"`
 	Budget    int        `json:"budget"`
 	Endpoints []Endpoint `json:"endpoints"`
+	// PagingSetting is the AGENCY_PAGING value that makes the lists page
+	// as the server does ("" when they do, or nothing was found).
+	PagingSetting string `json:"paging_setting,omitempty"`
 }
 
 // Endpoint is what one request kind showed.
@@ -58,6 +61,9 @@ type Endpoint struct {
 	Unmapped     []Field       `json:"unmapped"`
 	Problems     []string      `json:"problems,omitempty"`
 	Note         string        `json:"note,omitempty"`
+	// Paging is what the check found of a list's paging (the first request
+	// kind of each list).
+	Paging *Paging `json:"paging,omitempty"`
 
 	err error // the request's error, for Report.Err
 }
@@ -190,6 +196,9 @@ type run struct {
 	spent   map[string]int    // requests per endpoint
 	refused map[bool]bool     // per interface (comms): a key was refused
 	ids     map[string]string // per stream: the first record's id
+	// pagingTested are the lists whose paging was tested (on their first
+	// request kind).
+	pagingTested map[string]bool
 }
 
 // Run checks the streams of o and returns the report. Its error is for the
@@ -198,7 +207,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Client == nil || o.Tally == nil {
 		return nil, errors.New("run check: want a client and its tally")
 	}
-	r := &run{o: o, log: o.Logger, rep: &Report{Budget: o.Budget}, spent: map[string]int{}, refused: map[bool]bool{}, ids: map[string]string{}}
+	r := &run{o: o, log: o.Logger, rep: &Report{Budget: o.Budget}, spent: map[string]int{}, refused: map[bool]bool{}, ids: map[string]string{},
+		pagingTested: map[string]bool{}}
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}
@@ -212,6 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.rep.Requests = r.used
 	r.rep.Outcome = outcome(r.rep.Endpoints)
+	r.rep.PagingSetting = pagingSetting(r.rep.Endpoints)
 	return r.rep, nil
 }
 
@@ -239,6 +250,8 @@ func outcome(eps []Endpoint) string {
 		return OutcomeFailed
 	case has(OutcomeMismatch):
 		return OutcomeMismatch
+	case has(OutcomePaging):
+		return OutcomePaging
 	case budget:
 		return OutcomeBudget
 	}
@@ -279,7 +292,7 @@ func (r *run) endpoint(ctx context.Context, s *stream.Stream, ep stream.Endpoint
 // asks lists the request kinds of ep: with the id for a path that takes
 // one, and one per value of an enumerated request parameter.
 func asks(s *stream.Stream, ep stream.Endpoint, id string) []ask {
-	page := "page 1, per_page 1"
+	_, page := firstAsk(ep.Pagination)
 	one := ask{desc: page, query: url.Values{}, params: map[string]string{}}
 	switch {
 	case ep.Paging == stream.PagingDetail:
@@ -325,8 +338,12 @@ func comms(ep stream.Endpoint) bool { return ep.Paging == stream.PagingWindow }
 
 // budgetFor is the requests the next call to ep may send: what is left of
 // the endpoint's PerEndpoint and of the day's budget.
-func (r *run) budgetFor(ep string) int {
-	n := PerEndpoint - r.spent[ep]
+func (r *run) budgetFor(ep string) int { return r.budgetUnder(ep, PerEndpoint) }
+
+// budgetUnder is the requests the next call booked under key may send:
+// what is left of limit and of the day's budget.
+func (r *run) budgetUnder(key string, limit int) int {
+	n := limit - r.spent[key]
 	if r.o.Budget >= 0 {
 		n = min(n, r.o.Budget-r.used)
 	}
@@ -336,12 +353,19 @@ func (r *run) budgetFor(ep string) int {
 // send runs fn with a client limited to the endpoint's remaining requests
 // and books what it sent.
 func (r *run) send(ep string, e *Endpoint, fn func(c *extract.Client) error) error {
-	n := r.budgetFor(ep)
+	return r.sendLimited(ep, PerEndpoint, e, fn)
+}
+
+// sendLimited is send for the requests booked under key (an endpoint's
+// name, or its paging test's), at most limit of them.
+func (r *run) sendLimited(key string, limit int, e *Endpoint, fn func(c *extract.Client) error) error {
+	ep, _, _ := strings.Cut(key, "#")
+	n := r.budgetUnder(key, limit)
 	if n == 0 {
 		if r.o.Budget >= 0 && r.used >= r.o.Budget {
 			return ErrBudgetSpent
 		}
-		return fmt.Errorf("the endpoint's %d requests are used", PerEndpoint)
+		return fmt.Errorf("the endpoint's %d requests are used", limit)
 	}
 	b := extract.NewBudget(n)
 	before, _ := r.o.Tally.get(ep)
@@ -349,7 +373,7 @@ func (r *run) send(ep string, e *Endpoint, fn func(c *extract.Client) error) err
 	after, status := r.o.Tally.get(ep)
 	sent := max(b.Spent(), after-before)
 	r.used += sent
-	r.spent[ep] += sent
+	r.spent[key] += sent
 	e.Requests += sent
 	if after > before {
 		e.Status = status
@@ -385,13 +409,20 @@ func (r *run) do(ctx context.Context, s *stream.Stream, ep stream.Endpoint, a as
 		}
 	default:
 		var p *extract.Page
+		first, _ := firstAsk(ep.Pagination)
 		err = r.send(ep.Name, e, func(c *extract.Client) error {
 			var err error
-			p, err = c.ListPage(ctx, ep.Name, a.query, 1, 1)
+			p, err = c.AskPage(ctx, ep.Name, a.query, first)
 			return err
 		})
 		if err == nil {
 			recs = r.page(p, e)
+			defer func() {
+				if !r.pagingTested[ep.Name] {
+					r.pagingTested[ep.Name] = true
+					r.probePaging(ctx, ep, a.query, p, e)
+				}
+			}()
 		}
 	}
 	if err != nil {

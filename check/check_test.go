@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +19,8 @@ import (
 )
 
 // financeServer answers the finance lists as a service whose shapes stray
-// from the declarations in the ways check must tell apart; it counts the
-// requests per path.
+// from the declarations in the ways check must tell apart, paging each
+// list honestly by page and per_page; it counts the requests per path.
 func financeServer(t *testing.T) (*httptest.Server, func(string) int) {
 	t.Helper()
 	var mu sync.Mutex
@@ -27,34 +29,57 @@ func financeServer(t *testing.T) (*httptest.Server, func(string) int) {
 		mu.Lock()
 		hits[r.URL.Path]++
 		mu.Unlock()
-		if r.URL.Query().Get("per_page") != "1" {
-			t.Errorf("%s asked per_page %q, want 1", r.URL, r.URL.Query().Get("per_page"))
+		q := r.URL.Query()
+		per, _ := strconv.Atoi(q.Get("per_page"))
+		page, _ := strconv.Atoi(q.Get("page"))
+		if per < 1 || page < 1 {
+			t.Errorf("%s: want page and per_page", r.URL)
 		}
-		paging := `,"total":40,"per_page":1,"current_page":1,"last_page":40}`
+		// list answers rows of a list of n, each written by row(i), with
+		// all paging fields or (total) only total.
+		list := func(n int, all bool, row func(i int) string) string {
+			var rows []string
+			for i := (page - 1) * per; i < min(page*per, n); i++ {
+				rows = append(rows, row(i))
+			}
+			if !all {
+				return fmt.Sprintf(`{"data":[%s],"total":"%d"}`, strings.Join(rows, ","), n)
+			}
+			return fmt.Sprintf(`{"data":[%s],"total":%d,"per_page":%d,"current_page":%d,"last_page":%d}`,
+				strings.Join(rows, ","), n, per, page, (n+per-1)/per)
+		}
 		var body string
 		switch r.URL.Path {
 		case "/v1/finance/budgets":
 			// An amount a person typed (not a number), a nullable date as null.
-			body = `{"data":[{"id":"1001","project_id":"7","brand_id":"2","amount":"12.345,50 EUR SECRETVALUE","currency":"EUR",` +
-				`"period_start":"2026-01-01","period_end":null,"updated_at":"2026-01-02T08:00:00Z"}]` + paging
+			body = list(40, true, func(i int) string {
+				return fmt.Sprintf(`{"id":"%d","project_id":"7","brand_id":"2","amount":"12.345,50 EUR SECRETVALUE","currency":"EUR",`+
+					`"period_start":"2026-01-01","period_end":null,"updated_at":"2026-01-02T08:00:00Z"}`, 1001+i)
+			})
 		case "/v1/finance/invoices":
 			w.WriteHeader(http.StatusServiceUnavailable)
 			body = `{"error":{"message":"Service unavailable"}}`
 		case "/v1/finance/collections":
 			// collected_on renamed collection_date.
-			body = `{"data":[{"id":"40001","invoice_id":"20001","collection_date":"2026-02-03","amount":150.00,"currency":"RON",` +
-				`"updated_at":"2026-02-03T10:00:00Z"}]` + paging
+			body = list(40, true, func(i int) string {
+				return fmt.Sprintf(`{"id":"%d","invoice_id":"20001","collection_date":"2026-02-03","amount":150.00,"currency":"RON",`+
+					`"updated_at":"2026-02-03T10:00:00Z"}`, 40001+i)
+			})
 		case "/v1/finance/payments":
-			body = `{"data":[{"id":"60001","project_id":"7","brand_id":"2","payee":"Tipografia SRL","paid_on":"2026-03-01","amount":"99.90",` +
-				`"currency":"RON","status":"efectuată","updated_at":"2026-03-01T09:00:00Z"}],"total":"12"}`
+			body = list(12, false, func(i int) string {
+				return fmt.Sprintf(`{"id":"%d","project_id":"7","brand_id":"2","payee":"Tipografia SRL","paid_on":"2026-03-01","amount":"99.90",`+
+					`"currency":"RON","status":"efectuată","updated_at":"2026-03-01T09:00:00Z"}`, 60001+i)
+			})
 		case "/v1/finance/profitability":
-			lvl := r.URL.Query().Get("level")
-			body = `{"data":[{"entity_id":"7","period":"2026-03","revenue":10,"cost":4,"margin":6,"currency":"RON"}]` + paging
+			lvl := q.Get("level")
+			body = list(40, true, func(i int) string {
+				return fmt.Sprintf(`{"entity_id":"%d","period":"2026-03","revenue":10,"cost":4,"margin":6,"currency":"RON"}`, 7+i)
+			})
 			if lvl != "project" && lvl != "brand" {
 				t.Errorf("profitability level %q", lvl)
 			}
 		case "/v1/finance/summary":
-			body = `{"data":[],"total":0,"per_page":1,"current_page":1,"last_page":0}`
+			body = list(0, true, nil)
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			body = `{"error":{"message":"Not found"}}`
@@ -110,7 +135,8 @@ func columnOf(t *testing.T, e Endpoint, column string) ColumnCheck {
 // TestCheckTellsFieldStatesApart: null is present, absent is missing (with
 // its look-alike named), a value of the wrong kind is unparsed; a failing
 // endpoint gets its 2 requests and no more; a parameter fills an absent
-// field; paging fields are named as answered; no value is ever reported.
+// field; paging fields are named as answered, and a list that pages as
+// configured is found so; no value is ever reported.
 func TestCheckTellsFieldStatesApart(t *testing.T) {
 	srv, hits := financeServer(t)
 	rep := financeCheck(t, srv, -1)
@@ -156,15 +182,20 @@ func TestCheckTellsFieldStatesApart(t *testing.T) {
 			t.Errorf("profitability %s: %s, level %s; want ok, from_param", lvl, p.Outcome, c.State)
 		}
 	}
-	if hits("/v1/finance/profitability") != 2 {
-		t.Errorf("profitability asked %d times, want 2 (one per level)", hits("/v1/finance/profitability"))
+	if hits("/v1/finance/profitability") != 4 {
+		t.Errorf("profitability asked %d times, want 4 (one per level, and the paging test of the first)", hits("/v1/finance/profitability"))
+	}
+	for _, name := range []string{"budgets", "collections", "payments", "profitability"} {
+		if pg := endpointOf(t, rep, name, "").Paging; pg == nil || !pg.Honoured || pg.Configured != "page" || pg.Requests != 2 {
+			t.Errorf("%s paging %+v, want page honoured after 2 more requests (the second page of one row, a page of 1000)", name, pg)
+		}
 	}
 	sum := endpointOf(t, rep, "agency_summary", "page")
 	if sum.Outcome != OutcomeOK || sum.Records != 0 || len(sum.Problems) != 0 || sum.Note == "" {
 		t.Errorf("empty summary: %+v", sum)
 	}
-	if rep.Requests != 1+2+1+1+2+1 {
-		t.Errorf("%d requests, want 8", rep.Requests)
+	if rep.Requests != 3+2+3+3+3+1+1 {
+		t.Errorf("%d requests, want 16", rep.Requests)
 	}
 
 	var text bytes.Buffer
@@ -230,5 +261,40 @@ func TestCheckSparseColumnMayBeAbsent(t *testing.T) {
 	}
 	if orig, _ := stream.LookupColumn("collections", "collected_on"); orig.Sparse {
 		t.Fatal("the shared declaration was changed")
+	}
+}
+
+// TestCheckFindsPageWithAnotherSizeParameter: a service that pages by page
+// and limit (per_page ignored: 20 rows a page) is found so, with the
+// setting that names the size parameter.
+func TestCheckFindsPageWithAnotherSizeParameter(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		size, page := 20, 1
+		if v, err := strconv.Atoi(q.Get("limit")); err == nil {
+			size = v
+		}
+		if v, err := strconv.Atoi(q.Get("page")); err == nil {
+			page = v
+		}
+		var rows []string
+		for i := (page - 1) * size; i < min(page*size, 45); i++ {
+			rows = append(rows, fmt.Sprintf(`{"id":"%d","amount":"1.00","currency":"RON","project_id":"1","period_start":"2026-01-01"}`, 1001+i))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "[%s]", strings.Join(rows, ","))
+	}))
+	t.Cleanup(srv.Close)
+	s, _ := stream.Lookup("finance")
+	budgets := *s
+	budgets.Endpoints = []stream.Endpoint{s.Endpoints[0]}
+	rep := financeCheck(t, srv, -1, &budgets)
+	pg := endpointOf(t, rep, "budgets", "").Paging
+	if pg == nil || pg.Honoured || pg.Found != "page:size=limit" || pg.Setting != "AGENCY_PAGING=budgets=page:size=limit" {
+		t.Fatalf("outcome %s, paging %+v", rep.Outcome, pg)
+	}
+	if rep.PagingSetting != "*=page:size=limit" {
+		t.Errorf("paging setting %q", rep.PagingSetting)
 	}
 }

@@ -60,6 +60,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 		lines = append(lines, e.Problems...)
+		if pg := e.Paging; pg != nil && !pg.Honoured {
+			lines = append(lines, pagingLines(pg)...)
+		}
 		if e.Note != "" {
 			lines = append(lines, e.Note)
 		}
@@ -79,11 +82,30 @@ func WriteTable(w io.Writer, r *Report) error {
 		}
 	}
 	fmt.Fprintln(w)
+	writeVerdict(w, r, failing)
+	return nil
+}
+
+// writeVerdict prints the check's verdict; failing is the number of
+// mapped columns that fail.
+func writeVerdict(w io.Writer, r *Report, failing int) {
 	switch r.Outcome {
 	case OutcomeOK:
 		fmt.Fprintln(w, "Verdict: everything maps.")
 	case OutcomeMismatch:
 		fmt.Fprintf(w, "Verdict: %d mapped fields are missing or unreadable. Map each with AGENCY_FIELD_MAP (suggestions above), then run check again.\n", failing)
+	case OutcomePaging:
+		n := 0
+		for _, e := range r.Endpoints {
+			if e.Paging != nil && !e.Paging.Honoured {
+				n++
+			}
+		}
+		if r.PagingSetting != "" {
+			fmt.Fprintf(w, "Verdict: %d lists do not page as configured (a run would end partial, unable to prove them complete). Set AGENCY_PAGING='%s', then run check again.\n", n, r.PagingSetting)
+		} else {
+			fmt.Fprintf(w, "Verdict: %d lists do not page as configured, and no paging the check knows fits them (see above).\n", n)
+		}
 	case OutcomeUnauthorized:
 		fmt.Fprintln(w, "Verdict: a key was refused (401): check the API token under \"My Account\" in the platform.")
 	case OutcomeBudget:
@@ -91,7 +113,6 @@ func WriteTable(w io.Writer, r *Report) error {
 	default:
 		fmt.Fprintln(w, "Verdict: endpoints failed (see above).")
 	}
-	return nil
 }
 
 func orDash(s string) string {
@@ -112,4 +133,17 @@ func paging(e Endpoint) string {
 		return "none"
 	}
 	return strings.Join(e.PagingFields, ",")
+}
+
+// pagingLines tell of a list that does not page as configured.
+func pagingLines(pg *Paging) []string {
+	out := []string{fmt.Sprintf("paging: configured %s; %s", pg.Configured, pg.Note)}
+	if pg.Found != "" {
+		l := "the server honours the paging " + pg.Found
+		if pg.Max > 0 {
+			l += fmt.Sprintf(" (at most %d rows a page)", pg.Max)
+		}
+		out = append(out, l+"; set "+pg.Setting)
+	}
+	return out
 }

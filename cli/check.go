@@ -39,11 +39,11 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(need); err != nil {
 		return err
 	}
-	decl, err := stream.Apply(stream.FieldMap(a.cfg.FieldMap))
+	all, err := declarations(a.cfg)
 	if err != nil {
-		return &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
+		return err
 	}
-	decl = slices.DeleteFunc(decl, func(s *stream.Stream) bool { return !slices.Contains(sel, s.Name) })
+	decl := slices.DeleteFunc(slices.Clone(all), func(s *stream.Stream) bool { return !slices.Contains(sel, s.Name) })
 
 	// The quota ledger counts every request, as in a run.
 	// check creates nothing: the ledger must exist already.
@@ -58,7 +58,7 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	}
 	tally := check.NewTally()
 	opts := a.clientOptions(ledger, clock)
-	opts.Hook, opts.MaxAttempts = tally.Observe, check.PerEndpoint
+	opts.Hook, opts.MaxAttempts, opts.Streams = tally.Observe, check.PerEndpoint, all
 	c, err := extract.New(opts)
 	if err != nil {
 		return err

@@ -15,6 +15,11 @@ type checkJSON struct {
 	Requests  int    `json:"requests"`
 	Budget    int    `json:"budget"`
 	Endpoints []struct {
+		Paging *struct {
+			Configured string `json:"configured"`
+			Honoured   bool   `json:"honoured"`
+			Requests   int    `json:"requests"`
+		} `json:"paging"`
 		Stream       string   `json:"stream"`
 		Endpoint     string   `json:"endpoint"`
 		Request      string   `json:"request"`
@@ -83,9 +88,11 @@ var wantEndpoints = []string{"brands", "brand", "brand_contacts", "projects", "p
 	"collections", "payments", "profitability", "profitability", "agency_summary", "communications"}
 
 // TestCheckDefaultSandbox: against the canonical sandbox, check exits 0 in
-// at most 2 requests per endpoint (profitability's two levels share its
-// 2), every one counted in the quota ledger; each endpoint says its status,
-// the canonical envelope, its paging fields and columns all present.
+// one request per endpoint, plus the paging test of each list (at most 3
+// requests a list, profitability's second level one more), every one
+// counted in the quota ledger; each endpoint says its status, the canonical
+// envelope, its paging fields and columns all present, and each list that
+// it pages as configured.
 func TestCheckDefaultSandbox(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, nil)
@@ -129,13 +136,29 @@ func TestCheckDefaultSandbox(t *testing.T) {
 	}
 	st := sb.Stats()
 	for ep, n := range st.ByEndpoint {
-		if n > 2 {
-			t.Errorf("sandbox endpoint %s got %d requests, want at most 2", ep, n)
+		// A list: its page of one row, then its paging test (the second
+		// row's page, a page of the largest size); profitability's second
+		// level one more.
+		most, ok := map[string]int64{"brand_detail": 1, "project_detail": 1, "communications": 1, "profitability": 4}[ep]
+		if !ok {
+			most = 3
+		}
+		if n > most {
+			t.Errorf("sandbox endpoint %s got %d requests, want at most 3 (profitability 4, details and e-mails 1)", ep, n)
+		}
+	}
+	probes := 0
+	for _, e := range rep.Endpoints {
+		if e.Paging != nil {
+			probes += e.Paging.Requests
+			if !e.Paging.Honoured || e.Paging.Configured != "page" {
+				t.Errorf("%s: paging %+v, want page honoured", e.Endpoint, *e.Paging)
+			}
 		}
 	}
 	keyed := int(st.Requests - st.Keyless)
-	if keyed != len(wantEndpoints) || rep.Requests != keyed {
-		t.Errorf("sandbox saw %d keyed requests, check says %d; want %d", keyed, rep.Requests, len(wantEndpoints))
+	if keyed != len(wantEndpoints)+probes || rep.Requests != keyed {
+		t.Errorf("sandbox saw %d keyed requests, check says %d; want %d and %d for the paging tests", keyed, rep.Requests, len(wantEndpoints), probes)
 	}
 	if spent := quotaSpent(t, vars); spent != keyed {
 		t.Errorf("ledger counts %d requests today, the sandbox saw %d", spent, keyed)
@@ -281,8 +304,8 @@ func TestCheckRespectsTheBudget(t *testing.T) {
 func TestCheckEveryTolerantVariant(t *testing.T) {
 	t.Parallel()
 	for _, v := range sandbox.Variants() {
-		if v.Name == sandbox.VariantRenamedFields {
-			continue
+		if v.Name == sandbox.VariantRenamedFields || sandbox.PagingSetting(v.Name) != "" {
+			continue // the paging variants: TestPagingVariantsAcceptance
 		}
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
@@ -317,7 +340,7 @@ func TestCheckOneInterface(t *testing.T) {
 	if code, out, errs := mainWith(vars, "check", "--streams", "finance"); code != ExitOK {
 		t.Fatalf("check --streams finance: exit %d\n%s\n%s", code, out, errs)
 	}
-	if st := sb.Stats(); st.ByEndpoint["communications"] != 1 || st.ByEndpoint["budgets"] != 1 || st.ByEndpoint["brands"] != 0 {
+	if st := sb.Stats(); st.ByEndpoint["communications"] != 1 || st.ByEndpoint["budgets"] != 3 || st.ByEndpoint["brands"] != 0 {
 		t.Fatalf("requests by endpoint: %v", st.ByEndpoint)
 	}
 }

@@ -28,7 +28,7 @@ const (
 	ExitFailure    = 1  // any other failure
 	ExitUsage      = 2  // bad configuration or usage
 	ExitCredential = 3  // credentials rejected (401)
-	ExitIncomplete = 75 // incomplete, will resume (budget, daily quota or a signal ended the run, or a range was not landed whole); EX_TEMPFAIL
+	ExitIncomplete = 75 // incomplete, will resume (budget, daily quota or a signal ended the run, a range was not landed whole, a listing not proven complete); EX_TEMPFAIL
 )
 
 // usageError is a bad command line; it exits with ExitUsage.

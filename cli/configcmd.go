@@ -31,5 +31,9 @@ func runConfig(ctx context.Context, a *app, args []string) error {
 		// What the two field map variables make together.
 		fmt.Fprintf(a.env.Stdout, "%-28s %s\n", "field map in force", config.FieldMapPairs(cfg.FieldMap))
 	}
+	if len(cfg.Paging) > 0 {
+		// What AGENCY_PAGING and the file's paging: make together.
+		fmt.Fprintf(a.env.Stdout, "%-28s %s\n", "paging in force", cfg.Paging)
+	}
 	return nil
 }

@@ -93,3 +93,23 @@ func TestConfigEffectiveShowsTheFieldMapInForce(t *testing.T) {
 		t.Fatalf("a field map is shown with none set:\n%s", out)
 	}
 }
+
+// TestConfigEffectiveShowsThePagingInForce: AGENCY_PAGING over the field
+// map file's paging:, entry by entry, on one line; a bad entry exits 2
+// naming the variable.
+func TestConfigEffectiveShowsThePagingInForce(t *testing.T) {
+	t.Parallel()
+	file := tempFile(t, "fields.yaml", "paging:\n  \"*\": offset:max=100\n  brand_contacts: {style: none}\n")
+	vars := map[string]string{"AGENCY_FIELD_MAP_FILE": file, "AGENCY_PAGING": "*=cursor", "DATABASE_URL": "postgres://u@db.example/w"}
+	code, out, errs := mainWith(vars, "config", "--effective")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := `(?m)^paging in force\s+\*=cursor,brand_contacts=none$`; !regexp.MustCompile(want).MatchString(out) {
+		t.Fatalf("config --effective does not show the merged paging (%s):\n%s", want, out)
+	}
+	vars["AGENCY_PAGING"] = "brands=offset:max=0"
+	if code, _, errs := mainWith(vars, "config", "--effective"); code != ExitUsage || !strings.Contains(errs, "AGENCY_PAGING") {
+		t.Fatalf("a bad AGENCY_PAGING: exit %d\n%s", code, errs)
+	}
+}

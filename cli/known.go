@@ -42,7 +42,27 @@ func Known() config.Known {
 	for _, e := range endpointPaths {
 		k.Endpoints = append(k.Endpoints, e.name)
 	}
+	k.PagingLists, k.FixedPaging = stream.Lists()
 	return k
+}
+
+// declarations are the stream declarations in force: the field map's
+// columns (AGENCY_FIELD_MAP, AGENCY_FIELD_MAP_FILE) and each list's paging
+// (AGENCY_PAGING, the file's paging:).
+func declarations(cfg *config.Config) ([]*stream.Stream, error) {
+	streams, err := stream.Apply(stream.FieldMap(cfg.FieldMap))
+	if err != nil {
+		return nil, &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
+	}
+	o := stream.PagingOverrides{}
+	for ep, s := range cfg.Paging {
+		o[ep] = stream.PagingOverride{Style: stream.PageStyle(s.Style), Page: s.Page, Size: s.Size, Offset: s.Offset, Cursor: s.Cursor, Max: s.Max}
+	}
+	streams, err = stream.ApplyPaging(streams, o)
+	if err != nil {
+		return nil, &config.Error{Variable: "AGENCY_PAGING", Problem: err.Error(), Form: "comma-separated endpoint=style[:option=value…]"}
+	}
+	return streams, nil
 }
 
 // extractPaths turns AGENCY_PATHS into the client's paths (the rest keep

@@ -24,7 +24,6 @@ import (
 	"github.com/agencysync/agencysync/progress"
 	"github.com/agencysync/agencysync/report"
 	"github.com/agencysync/agencysync/serve"
-	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -110,7 +109,8 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 			w.Close()
 		}
 	}()
-	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log,
+	share := float64(cfg.MassDeleteShare)
+	store, err := load.New(w.Pool, load.Config{Schema: w.Schema, StatementTimeout: cfg.DBStatementTimeout, Logger: a.log, MassDeleteShare: &share,
 		Redactor: logging.NewRedactor(cfg.RedactionSecrets()...)})
 	if err != nil {
 		return nil, err
@@ -122,17 +122,18 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 	reg, metrics := a.newMetrics()
 	var eng *engine.Engine
 	var c *extract.Client
+	streams, err := declarations(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if client {
 		opts := a.clientOptions(ledger, clock)
 		opts.Hook = func(info extract.RequestInfo) { eng.ObserveRequest(info) }
+		opts.Streams = streams
 		c, err = extract.New(opts)
 		if err != nil { // config refused what extract would (plain http:// to a remote host)
 			return nil, err
 		}
-	}
-	streams, err := stream.Apply(stream.FieldMap(cfg.FieldMap))
-	if err != nil {
-		return nil, &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
 	}
 	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
 		Progress: progress, Logger: a.log}, engine.Settings{

@@ -82,6 +82,12 @@ type Config struct {
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
 	// Paths remaps endpoint paths (endpoint name → path).
 	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	// PagingPairs is AGENCY_PAGING as written; Paging is what is in force.
+	PagingPairs PagingSettings `env:"AGENCY_PAGING" form:"comma-separated endpoint=style[:option=value…], e.g. *=offset:max=100" desc:"how lists page instead of the declared page/per_page up to 1000: endpoint an AGENCY_PATHS list name or * for all of the main interface; style page, offset, cursor or none; options page=, size=, offset=, cursor= (parameter names), max= (largest page size); overrides the field map file's paging: (see docs/paging.md)"`
+	// Paging is the paging in force: AGENCY_FIELD_MAP_FILE's paging:
+	// entries overridden by AGENCY_PAGING's, keyed by endpoint or "*".
+	// Nil: every list pages as declared.
+	Paging PagingSettings
 	// FieldMapPairs is AGENCY_FIELD_MAP as written; FieldMap is what is in force.
 	FieldMapPairs FieldMapPairs `env:"AGENCY_FIELD_MAP" form:"comma-separated table.column=source.path, e.g. projects.name=title,projects.status=state" desc:"source field each named warehouse column is read from, instead of the declared one (overrides AGENCY_FIELD_MAP_FILE pair by pair; see Field mapping)"`
 	// FieldMapFile names a YAML file of field mappings (table: {column: path}).
@@ -125,6 +131,10 @@ type Config struct {
 	DetailMaxAge time.Duration `env:"SYNC_DETAIL_MAX_AGE, default=2160h" form:"a Go duration, e.g. 2160h (90 days)" desc:"maximum age of a brand's or project's detail whose list entry did not change; a slice is refreshed each day (1/days of them)"`
 	// FinanceFullEvery lists finance without updated_since at least this often.
 	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
+	// MassDeleteShare is the share of a table's live rows a complete
+	// listing may soft-delete at once; more waits for the next run's
+	// listing to agree.
+	MassDeleteShare Percent `env:"SYNC_MASS_DELETE_SHARE, default=20%" form:"a percentage from 0% to 100%, e.g. 20%" desc:"a complete listing that would soft-delete more than this share of a table's live rows (an empty listing of a table that held rows, say) records them as candidates and deletes them only when the next run's listing agrees; the run ends partial meanwhile (see docs/paging.md)"`
 	// Prefetch fetches the next page while the current one loads.
 	Prefetch bool `env:"SYNC_PREFETCH, default=true" form:"true or false" desc:"fetch the next page while the current one loads (pages wait in the spool under $TMPDIR until committed, so a crash still loses at most the request in flight)"`
 	// MaxInFlight bounds the requests in flight at once (0: derived from the rate limit and the answer times).
@@ -215,7 +225,7 @@ func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error
 	if err := cfg.resolveNames(known); err != nil {
 		return nil, err
 	}
-	if err := cfg.loadFieldMap(env.ReadFile, known.FieldMap); err != nil {
+	if err := cfg.loadFieldMap(env.ReadFile, known); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
@@ -235,6 +245,9 @@ func (c *Config) resolveNames(known Known) error {
 	c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
 	if err := c.Paths.check(known.Endpoints); err != nil {
 		return fieldError("Paths", err.Error())
+	}
+	if err := c.PagingPairs.check(known.PagingLists, known.FixedPaging); err != nil {
+		return fieldError("PagingPairs", err.Error())
 	}
 	return nil
 }

@@ -232,9 +232,11 @@ func TestNotifyURL(t *testing.T) {
 // testKnown are the names the product's packages supply (cli.Known), as
 // of this writing: the planner's tasks, serve's streams, the endpoints.
 var testKnown = Known{
-	Tasks:     []string{"communications-increment", "brands", "projects", "finance", "details", "communications-backfill", "verify"},
-	Streams:   []string{"brands", "projects", "finance", "communications"},
-	Endpoints: []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary", "communications"},
+	Tasks:       []string{"communications-increment", "brands", "projects", "finance", "details", "communications-backfill", "verify"},
+	Streams:     []string{"brands", "projects", "finance", "communications"},
+	Endpoints:   []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary", "communications"},
+	PagingLists: []string{"brands", "brand_contacts", "projects", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary"},
+	FixedPaging: []string{"communications"},
 }
 
 // loadTest loads as an ordinary user (euid 1000) with a home folder,

@@ -89,69 +89,97 @@ func checkFieldPath(path string) error {
 //	  status: state
 //	  budget_amount: budget_total
 //
-// The result is keyed "table.column" like AGENCY_FIELD_MAP. Errors name the
-// line.
-func parseFieldMapFile(data []byte) (map[string]string, error) {
+// The result is keyed "table.column" like AGENCY_FIELD_MAP. A top-level
+// paging: mapping holds paging settings as AGENCY_PAGING names them
+// (parsePagingNode):
+//
+//	paging:
+//	  "*": offset:max=100
+//	  brand_contacts: {style: none}
+//
+// Errors name the line.
+func parseFieldMapFile(data []byte) (map[string]string, PagingSettings, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, nil, fmt.Errorf("not YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	out := map[string]string{}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return out, nil // an empty file maps nothing
+		return out, nil, nil // an empty file maps nothing
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: want a mapping of tables, each a mapping of column: source.path", root.Line)
+		return nil, nil, fmt.Errorf("line %d: want a mapping of tables, each a mapping of column: source.path", root.Line)
 	}
+	var paging PagingSettings
+	pagingSeen := false
 	tables := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		tk, tv := root.Content[i], root.Content[i+1]
+		if tk.Kind == yaml.ScalarNode && tk.Value == "paging" {
+			if pagingSeen {
+				return nil, nil, fmt.Errorf("line %d: paging twice", tk.Line)
+			}
+			p, err := parsePagingNode(tv)
+			if err != nil {
+				return nil, nil, err
+			}
+			paging, pagingSeen = p, true
+			continue
+		}
 		if tk.Kind != yaml.ScalarNode || !warehouseIdent.MatchString(tk.Value) {
-			return nil, fmt.Errorf("line %d: %q is not a table name (lowercase warehouse name)", tk.Line, tk.Value)
+			return nil, nil, fmt.Errorf("line %d: %q is not a table name (lowercase warehouse name)", tk.Line, tk.Value)
 		}
 		if tables[tk.Value] {
-			return nil, fmt.Errorf("line %d: table %s twice", tk.Line, tk.Value)
+			return nil, nil, fmt.Errorf("line %d: table %s twice", tk.Line, tk.Value)
 		}
 		tables[tk.Value] = true
 		if tv.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("line %d: table %s: want a mapping of column: source.path", tv.Line, tk.Value)
+			return nil, nil, fmt.Errorf("line %d: table %s: want a mapping of column: source.path", tv.Line, tk.Value)
 		}
 		for j := 0; j+1 < len(tv.Content); j += 2 {
 			ck, cv := tv.Content[j], tv.Content[j+1]
 			if ck.Kind != yaml.ScalarNode || !warehouseIdent.MatchString(ck.Value) {
-				return nil, fmt.Errorf("line %d: %q is not a column name (lowercase warehouse name)", ck.Line, ck.Value)
+				return nil, nil, fmt.Errorf("line %d: %q is not a column name (lowercase warehouse name)", ck.Line, ck.Value)
 			}
 			key := tk.Value + "." + ck.Value
 			if _, dup := out[key]; dup {
-				return nil, fmt.Errorf("line %d: %s mapped twice", ck.Line, key)
+				return nil, nil, fmt.Errorf("line %d: %s mapped twice", ck.Line, key)
 			}
 			if cv.Kind != yaml.ScalarNode || cv.Tag != "!!str" {
-				return nil, fmt.Errorf("line %d: %s: want a source field path as a string (quote it)", cv.Line, key)
+				return nil, nil, fmt.Errorf("line %d: %s: want a source field path as a string (quote it)", cv.Line, key)
 			}
 			if err := checkFieldPath(cv.Value); err != nil {
-				return nil, fmt.Errorf("line %d: %s: %w", cv.Line, key, err)
+				return nil, nil, fmt.Errorf("line %d: %s: %w", cv.Line, key, err)
 			}
 			out[key] = cv.Value
 		}
 	}
-	return out, nil
+	return out, paging, nil
 }
 
 // loadFieldMap reads AGENCY_FIELD_MAP_FILE (if set), overrides its pairs with
-// AGENCY_FIELD_MAP's and checks each source with check (if not nil), so
-// that an unknown table or column names the variable it came from.
-func (c *Config) loadFieldMap(readFile func(string) ([]byte, error), check func(map[string]string) error) error {
+// AGENCY_FIELD_MAP's and its paging: entries with AGENCY_PAGING's, and
+// checks each source against known (known.FieldMap, if not nil, and the
+// paging names), so that an unknown table, column or endpoint names the
+// variable it came from.
+func (c *Config) loadFieldMap(readFile func(string) ([]byte, error), known Known) error {
+	check := known.FieldMap
 	merged := map[string]string{}
+	paging := PagingSettings{}
 	if c.FieldMapFile != "" {
 		data, err := readFile(c.FieldMapFile)
 		if err != nil {
 			return fieldError("FieldMapFile", fmt.Sprintf("cannot read %q", c.FieldMapFile))
 		}
-		fromFile, err := parseFieldMapFile(data)
+		fromFile, filePaging, err := parseFieldMapFile(data)
 		if err != nil {
 			return fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
 		}
+		if err := filePaging.check(known.PagingLists, known.FixedPaging); err != nil {
+			return fieldError("FieldMapFile", fmt.Sprintf("%s: paging: %v", c.FieldMapFile, err))
+		}
+		maps.Copy(paging, filePaging)
 		if check != nil && len(fromFile) > 0 {
 			if err := check(fromFile); err != nil {
 				return fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
@@ -167,6 +195,10 @@ func (c *Config) loadFieldMap(readFile func(string) ([]byte, error), check func(
 	maps.Copy(merged, c.FieldMapPairs)
 	if len(merged) > 0 {
 		c.FieldMap = merged
+	}
+	maps.Copy(paging, c.PagingPairs)
+	if len(paging) > 0 {
+		c.Paging = paging
 	}
 	return nil
 }

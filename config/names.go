@@ -21,6 +21,10 @@ type Known struct {
 	Streams []string
 	// Endpoints are the endpoint names AGENCY_PATHS remaps.
 	Endpoints []string
+	// PagingLists are the lists AGENCY_PAGING may give any style, and
+	// FixedPaging the endpoints whose style is fixed (only max= may be
+	// set): the communications endpoint.
+	PagingLists, FixedPaging []string
 	// FieldMap checks the merged pairs of AGENCY_FIELD_MAP_FILE and
 	// AGENCY_FIELD_MAP (key "table.column", value a source field path)
 	// against the stream declarations: an unknown table or column is an

@@ -294,8 +294,8 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 			held += len(keys)
 		}
 	}
-	per := c.LastPerPage
-	page := held/per + 1
+	per := skipPerPage(held, c.LastPerPage)
+	page := (held-1)/per + 1 // the page of the last held record
 	if page <= 1 {
 		return nil
 	}
@@ -312,6 +312,24 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	log.Info("communications increment starts at the first page that can hold new records",
 		zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("held", held), zap.Int("per_page", per), zap.Int("page", page))
 	return nil
+}
+
+// skipPerPage is the page size that skipHeld asks with: per, unless the
+// held records fill whole pages of per — then the page after them would
+// start with a new record, which proves nothing about earlier pages — else
+// the size, down to half of per, whose page holding the last held record
+// leaves the most room for new ones.
+func skipPerPage(held, per int) int {
+	if per <= 1 || held%per != 0 {
+		return per
+	}
+	best, room := per, 0
+	for p := per - 1; p >= max(per/2, 1); p-- {
+		if r := ((held-1)/p+1)*p - held; r > room {
+			best, room = p, r
+		}
+	}
+	return best
 }
 
 func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsState) error {

@@ -155,8 +155,12 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 				}
 			}
 			if paged && haveTotal && p.Total != total {
-				log.Info("communications range changed while it was paged; stepping back",
-					zap.Int("total_was", total), zap.Int("total", p.Total), zap.Int("page", page))
+				// A total of -1 is a layout not seen yet (skipHeld): its
+				// first page is checked, but nothing changed.
+				if total >= 0 {
+					log.Info("communications range changed while it was paged; stepping back",
+						zap.Int("total_was", total), zap.Int("total", p.Total), zap.Int("page", page))
+				}
 				unsettled = true
 				steady = false
 				ahead.drop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -26,6 +27,68 @@ type fetchedDetail struct {
 	// contactsShort: the contact list delivered fewer records than its
 	// pages announced, so its absentees must not be soft-deleted.
 	contactsShort bool
+	// contactsEnd is the verdict of the contact listing (its last page's).
+	contactsEnd *extract.ListEnd
+}
+
+// contactsWhy is why fd's contact listing is not proven complete ("" when
+// it is).
+func (fd *fetchedDetail) contactsWhy() string {
+	if fd.contactsShort {
+		return "fewer records than the service announced"
+	}
+	return unproven(fd.contactsEnd)
+}
+
+// contactVerdicts sums up the verdicts of a run's contact listings, so that
+// many brands make one warning: the brands whose listing was not proven
+// complete, those whose service capped pages silently, and the first
+// verdict of each.
+type contactVerdicts struct {
+	unproven, capped []string // brand ids
+	why              string
+	whyEnd, capEnd   *extract.ListEnd
+}
+
+// add counts the verdict of brand id's contact listing.
+func (v *contactVerdicts) add(id string, fd *fetchedDetail) {
+	why := fd.contactsWhy()
+	switch {
+	case why != "":
+		if len(v.unproven) == 0 {
+			v.why, v.whyEnd = why, fd.contactsEnd
+		}
+		v.unproven = append(v.unproven, id)
+	case fd.contactsEnd != nil && fd.contactsEnd.Cap > 0:
+		if len(v.capped) == 0 {
+			v.capEnd = fd.contactsEnd
+		}
+		v.capped = append(v.capped, id)
+	}
+}
+
+// judge records the summed verdicts (see run.judgeListing).
+func (v *contactVerdicts) judge(r *run, log *zap.Logger) {
+	ep := stream.EndpointBrandContacts
+	if len(v.unproven) > 0 {
+		r.judgeListing(log, ep, contactsOf(v.unproven), v.why, v.whyEnd)
+	}
+	if len(v.capped) > 0 {
+		r.judgeListing(log, ep, contactsOf(v.capped), "", v.capEnd)
+	}
+}
+
+// contactsOf names the contact listings of brands: "contacts of brand 7",
+// "contacts of 12 brands (7, 9, 15, …)".
+func contactsOf(brands []string) string {
+	if len(brands) == 1 {
+		return "contacts of brand " + brands[0]
+	}
+	shown := strings.Join(brands[:min(len(brands), 3)], ", ")
+	if len(brands) > 3 {
+		shown += ", …"
+	}
+	return fmt.Sprintf("contacts of %d brands (%s)", len(brands), shown)
 }
 
 // details fetches the due details of the selected streams: brands (detail
@@ -69,11 +132,11 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		var sd spooledDetail
 		if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
 			log.Info("detail from the spool", zap.String("id", d.ID))
-			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort}, nil
+			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort, contactsEnd: sd.ContactsEnd}, nil
 		}
 		fd, err := r.fetchDetail(ctx, stream, d)
 		if err == nil && sp != nil && !fd.gone {
-			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort})
+			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort, ContactsEnd: fd.contactsEnd})
 		}
 		return fd, err
 	}
@@ -92,6 +155,8 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		details = fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
 	}
 	done := 0
+	var verdicts contactVerdicts
+	defer verdicts.judge(r, log)
 	for fd, err := range details {
 		if err != nil {
 			return err
@@ -106,19 +171,15 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		id, hash := fd.due.ID, fd.due.Hash
 		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
 		if fd.contacts {
-			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
-			if err != nil {
+			if err := r.contactsListing(&p, &fd, &verdicts, log); err != nil {
 				return err
 			}
-			p.Listing, p.EndsListing = l, !fd.contactsShort
-			if fd.contactsShort {
-				log.Warn("a brand's contact list delivered fewer records than it announced: none of its contacts is marked deleted", zap.String("brand_id", id))
-				r.note(fmt.Sprintf("contacts of brand %s: fewer records than the service announced; nothing soft-deleted", id))
-			}
 		}
-		if _, err := r.commit(ctx, p); err != nil {
+		counts, err := r.commit(ctx, p)
+		if err != nil {
 			return err
 		}
+		r.heldDeletions(counts)
 		if sp != nil {
 			sp.drop(sp.detailKey(stream, id, hash))
 		}
@@ -128,6 +189,25 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			return fmt.Errorf("fetch details: %w", ctx.Err())
 		}
 	}
+	return nil
+}
+
+// contactsListing makes the page of brand fd's detail end its contact
+// listing when the listing is proven complete (its absentees are then
+// soft-deleted), and counts its verdict.
+func (r *run) contactsListing(p *load.Page, fd *fetchedDetail, verdicts *contactVerdicts, log *zap.Logger) error {
+	id := fd.due.ID
+	l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
+	if err != nil {
+		return err
+	}
+	why := fd.contactsWhy()
+	p.Listing, p.EndsListing = l, why == ""
+	if why != "" {
+		log.Info("a brand's contact list is not proven complete: none of its contacts is marked deleted",
+			zap.String("brand_id", id), zap.String("reason", why))
+	}
+	verdicts.add(id, fd)
 	return nil
 }
 
@@ -171,6 +251,7 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 		contacts = append(contacts, page.Records...)
 		rejects = append(rejects, page.Rejects...)
 		announced = max(announced, page.Total)
+		fd.contactsEnd = page.End
 	}
 	cb := r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
 		recordsOf(contacts), stream.RejectBrandContacts, rejects)

@@ -165,6 +165,8 @@ type warehouseStore interface {
 	MergeSourceFields(ctx context.Context, seenAt time.Time, fields []inventory.Field) error
 	SetRunWarnings(ctx context.Context, runID string, ws []inventory.Warning) error
 	LastRunWarnings(ctx context.Context) (string, []inventory.Warning, error)
+	PagingFacts(ctx context.Context) (map[string]load.PagingFact, error)
+	SavePagingFacts(ctx context.Context, facts map[string]load.PagingFact) error
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -341,6 +343,7 @@ type run struct {
 	verified  *VerifyReport // the run's verification, if any
 	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
 	fields    *fieldWatch   // the field inventory and column coverage of the run's records (runstats.go)
+	memo      *extract.PagingMemo
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -442,6 +445,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
+	memo, err := e.loadPagingMemo(ctx)
+	if err != nil {
+		return nil, err
+	}
 	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(req.Trigger), Streams: streams, RequestsPlanned: plan.Allotted()})
 	if err != nil {
 		return nil, err
@@ -449,8 +456,9 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	e.retries.Store(0)
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
-	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
-		log: runLog, today: utcDate(started), fields: newFieldWatch(e.set.Streams, e.inventorySampling)}
+	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone,
+		client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog).WithPagingMemo(memo),
+		log:    runLog, today: utcDate(started), fields: newFieldWatch(e.set.Streams, e.inventorySampling), memo: memo}
 	r.progress = e.progress(r.log)
 	if clockNote != "" {
 		r.note(clockNote)
@@ -484,6 +492,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		r.fields.rereads(true) // afterTask re-reads the ranges the task closed
 		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
 		r.fields.rereads(false)
+		r.savePaging(ctx)
 		r.stats.end(budget.Spent(), time.Now())
 		if err == nil {
 			continue

@@ -96,6 +96,8 @@ type wiring struct {
 	clock *extract.ServiceClock
 	log   *zap.Logger
 	tune  func(*Settings)
+	// streams are the declarations the client pages by (nil: stream.All()).
+	streams []*stream.Stream
 }
 
 // wire builds an engine on the harness's sandbox and schema as w says, and
@@ -129,7 +131,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 		BaseURL: cmp.Or(w.apiURL, h.apiURL, h.sb.APIURL()), APIKey: h.opts.APIKey,
 		CommsURL: cmp.Or(w.commsURL, h.sb.CommsURL()), CommsKey: h.opts.CommsKey,
 		RateLimit: cmp.Or(w.rate, 500), PerPage: w.perPage, Timeout: w.timeout, Clock: w.clock, Counter: ledger, Logger: log,
-		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond, Streams: w.streams,
 		Hook: func(info extract.RequestInfo) { h.sent.Add(1); eng.ObserveRequest(info) },
 	})
 	if err != nil {
@@ -406,7 +408,11 @@ func TestChangesAreReflected(t *testing.T) {
 	t.Parallel()
 	// A maximum age of a century: no day of the sandbox is a staggered
 	// refresh day (TestDetailRefreshIsStaggered), so only changes fetch details.
-	h := newHarness(t, smallSandbox(), func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
+	// Six brands: the one deleted is within the share a listing may
+	// soft-delete at once (TestEmptyListingWaitsForConfirmation).
+	o := smallSandbox()
+	o.Brands = 6
+	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
 	if res := h.run(Request{}); res.Status != StatusSucceeded {
 		t.Fatalf("first run %s: %v", res.Status, res.Err)
 	}

@@ -248,3 +248,28 @@ func TestHourlyIncrementStepsBackWhenRecordsMoved(t *testing.T) {
 		t.Errorf("soft-deleted %v, want [110 111 112]", got)
 	}
 }
+
+// TestHourlyIncrementOnAFullPageCostsOneRequest: the range held exactly
+// five full pages (5 000 e-mails), so the page after them starts with the
+// first new e-mail: +1 h and 200 new e-mails cost one request all the same, the
+// page asked starting on an e-mail the warehouse holds (which proves that
+// no new one sits on an earlier page), and the run lands all 200.
+func TestHourlyIncrementOnAFullPageCostsOneRequest(t *testing.T) {
+	t.Parallel()
+	h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 1000, 4999) // with id 1: 5 000 held
+	for round := range 3 {
+		h.addMails(int64(5101+200*round), 200, d1.Add(time.Duration(10+round)*time.Hour), time.Hour)
+		h.now.Store(d1.Add(time.Duration(11+round) * time.Hour).UnixNano())
+		mark := pl.len()
+		res, reqs := h.commsRun()
+		if res.Status != StatusSucceeded {
+			t.Fatalf("hourly run %d: %s %v", round, res.Status, res.Err)
+		}
+		if reqs != 1 {
+			t.Errorf("hourly run %d after 200 new e-mails on a day of %d cost %d requests (pages %v), want 1", round, 5000+200*round, reqs, pl.since(mark))
+		}
+		if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
+			t.Fatalf("hourly run %d left %d e-mails out: %v", round, len(miss), miss[:min(len(miss), 10)])
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 type listing struct {
 	stream    string // sync_state stream
 	partition string // sync_state partition
+	endpoint  string // the list's endpoint (AGENCY_PAGING's name)
 	table     string // soft-deletable table of the list ("" for none)
 	scope     map[string]any
 	complete  bool // the list is complete: unseen rows get _deleted_at
@@ -30,6 +31,9 @@ type listing struct {
 	listed    func(b *transform.Batch) []load.ListedEntity // the page's entities for detail_state (nil: none)
 	unlisted  bool                                         // the end marks soft-deleted entities unlisted (load.Page.MarkUnlisted)
 	state     func(final bool) *load.Checkpoint
+	// unproven, when set, is called when the listing ends without being
+	// proven complete, before its last checkpoint is taken.
+	unproven func()
 }
 
 func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
@@ -39,10 +43,12 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 			return 0, err
 		}
 	}
+	var end *extract.ListEnd
 	for page, err := range prefetch(ctx, r.e.set.NoPrefetch, l.open) {
 		if err != nil {
 			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
 		}
+		end = page.End
 		if wl != nil && page.Paged {
 			wl.Expect(page.Total)
 		}
@@ -59,26 +65,31 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 		pages++
 		r.progress.Update(l.name(), pages, page.LastPage)
 	}
-	end := load.Page{Stream: l.stream, MarkUnlisted: l.unlisted}
-	short := wl != nil && wl.Short()
-	if short {
+	last := load.Page{Stream: l.stream, MarkUnlisted: l.unlisted}
+	why := unproven(end)
+	if why == "" && wl != nil && wl.Short() {
 		// The service announced more rows than the listing saw (paging
-		// fields that lie, rows that moved between pages): the unseen rows
-		// may exist, so nothing is soft-deleted, and the listing is not
-		// complete (the next run lists again).
-		msg := fmt.Sprintf("%s: listed %d distinct rows of the %d the service announced; soft deletes skipped", l.name(), wl.Seen(), wl.Expected())
-		r.log.Warn("listing shorter than its announced total; nothing soft-deleted",
-			zap.String("list", l.name()), zap.Int("seen", wl.Seen()), zap.Int("announced", wl.Expected()))
-		r.note(msg)
-	} else if wl != nil {
-		end.Listing, end.EndsListing = wl, true
+		// fields that lie, rows that moved between pages): the unseen
+		// rows may exist.
+		why = fmt.Sprintf("listed %d distinct rows of the %d the service announced", wl.Seen(), wl.Expected())
+	}
+	// A listing not proven complete soft-deletes nothing, and is not
+	// complete: the next run lists again.
+	r.judgeListing(r.log, l.endpoint, l.name(), why, end)
+	if why != "" && l.unproven != nil {
+		l.unproven()
+	}
+	if why == "" && wl != nil {
+		last.Listing, last.EndsListing = wl, true
 	}
 	if l.state != nil {
-		end.State = l.state(!short)
+		last.State = l.state(why == "")
 	}
-	if _, err := r.commit(ctx, end); err != nil {
+	counts, err := r.commit(ctx, last)
+	if err != nil {
 		return pages, err
 	}
+	r.heldDeletions(counts)
 	return pages, nil
 }
 
@@ -92,11 +103,11 @@ func (l listing) name() string {
 // entityList lists every brand or project: their rows, the hashes of their
 // detail-owned fields (transform.ListHashes of the page's rows) that decide
 // which details are due, and soft deletes at the end.
-func entityList(ctx context.Context, r *run, log *zap.Logger, stream, table string,
+func entityList(ctx context.Context, r *run, log *zap.Logger, stream, endpoint, table string,
 	open func(ctx context.Context) iter.Seq2[*extract.Page, error],
 	rows func([]stream.Record) transform.Batch) error {
 	pages, err := runListing(ctx, r, listing{
-		stream: stream, partition: "list", table: table, complete: true, open: open,
+		stream: stream, partition: "list", endpoint: endpoint, table: table, complete: true, open: open,
 		rows: func(p *extract.Page) transform.Batch {
 			b := rows(recordsOf(p.Records))
 			b.Rejects = append(b.Rejects, transform.RecordErrors(stream, p.Rejects)...)
@@ -119,7 +130,7 @@ func entityList(ctx context.Context, r *run, log *zap.Logger, stream, table stri
 
 // brandsList lists every brand, with a financial snapshot per brand for today.
 func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
-	return entityList(ctx, r, log, StreamBrands, "brands",
+	return entityList(ctx, r, log, StreamBrands, stream.EndpointBrands, "brands",
 		func(ctx context.Context) iter.Seq2[*extract.Page, error] { return r.client.Brands(ctx) },
 		func(recs []stream.Record) transform.Batch {
 			return r.transform(StreamBrands, stream.EndpointBrands, nil, recs, "", nil)
@@ -132,7 +143,7 @@ func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 // projects whose detail-owned fields (updated_at included, the budget
 // aggregate not) changed: transform.ListHashes.
 func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
-	return entityList(ctx, r, log, StreamProjects, "projects",
+	return entityList(ctx, r, log, StreamProjects, stream.EndpointProjects, "projects",
 		func(ctx context.Context) iter.Seq2[*extract.Page, error] {
 			return r.client.Projects(ctx, extract.ProjectQuery{})
 		},
@@ -155,6 +166,7 @@ type financeCursor struct {
 // financeList describes one finance list for syncFinance.
 type financeList struct {
 	partition   string // sync_state partition and log name
+	endpoint    string
 	table       string
 	rejects     string // transform stream of its rejects
 	scope       map[string]any
@@ -182,7 +194,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 		{"collections", stream.RejectCollections, stream.EndpointCollections, c.Collections},
 		{"payments", stream.RejectPayments, stream.EndpointPayments, c.Payments},
 	} {
-		lists = append(lists, financeList{partition: l.name, table: l.name, rejects: l.rejects, incremental: true,
+		lists = append(lists, financeList{partition: l.name, endpoint: l.endpoint, table: l.name, rejects: l.rejects, incremental: true,
 			open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
 				return l.open(ctx, extract.FinanceQuery{UpdatedSince: s})
 			},
@@ -191,7 +203,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 			}})
 	}
 	for _, level := range []string{"project", "brand"} {
-		lists = append(lists, financeList{partition: "profitability." + level, table: "profitability",
+		lists = append(lists, financeList{partition: "profitability." + level, endpoint: stream.EndpointProfitability, table: "profitability",
 			rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
 			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
 				return c.Profitability(ctx, level)
@@ -200,7 +212,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 				return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recs)
 			}})
 	}
-	lists = append(lists, financeList{partition: "summary", table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
+	lists = append(lists, financeList{partition: "summary", endpoint: stream.EndpointAgencySummary, table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
 		open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
 			return c.AgencySummary(ctx)
 		},
@@ -263,8 +275,9 @@ func syncFinance(ctx context.Context, r *run, log *zap.Logger, fl financeList) e
 		b, _ := json.Marshal(c)
 		return &load.Checkpoint{Partition: fl.partition, Watermark: watermark, Cursor: b, Succeeded: final}
 	}
+	started := watermark
 	_, err = runListing(ctx, r, listing{
-		stream: StreamFinance, partition: fl.partition, table: fl.table, scope: fl.scope, complete: full,
+		stream: StreamFinance, partition: fl.partition, endpoint: fl.endpoint, table: fl.table, scope: fl.scope, complete: full,
 		open: func(ctx context.Context) iter.Seq2[*extract.Page, error] { return fl.open(ctx, since) },
 		rows: func(p *extract.Page) transform.Batch {
 			b := fl.rows(recordsOf(p.Records))
@@ -289,6 +302,9 @@ func syncFinance(ctx context.Context, r *run, log *zap.Logger, fl financeList) e
 			return b
 		},
 		state: encode,
+		// Records the listing did not reach may be older than those it
+		// saw: the watermark stays where it was.
+		unproven: func() { watermark = started },
 	})
 	return err
 }

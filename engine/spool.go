@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/spool"
 	"github.com/agencysync/agencysync/transform"
 )
@@ -105,6 +106,7 @@ type spooledDetail struct {
 	Batch         transform.Batch
 	Contacts      bool
 	ContactsShort bool
+	ContactsEnd   *extract.ListEnd `json:",omitempty"`
 }
 
 // AppendJSON appends d as encoding/json writes it (get reads it so), the
@@ -116,6 +118,13 @@ func (d *spooledDetail) AppendJSON(buf []byte) ([]byte, error) {
 	}
 	buf = strconv.AppendBool(append(buf, `,"Contacts":`...), d.Contacts)
 	buf = strconv.AppendBool(append(buf, `,"ContactsShort":`...), d.ContactsShort)
+	if d.ContactsEnd != nil {
+		end, err := json.Marshal(d.ContactsEnd)
+		if err != nil {
+			return nil, fmt.Errorf("encode spooled detail: %w", err)
+		}
+		buf = append(append(buf, `,"ContactsEnd":`...), end...)
+	}
 	return append(buf, '}'), nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/spool"
 	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
@@ -227,6 +228,8 @@ func TestSpooledBytesMatchEncodingJSON(t *testing.T) {
 			&spooledPage{Number: 3, PerPage: 50, Total: -1, LastPage: 3, Rows: 20, Paged: mode == 1,
 				IDs: []int64{9, 1 << 62, 3}, FirstID: 3, LastID: 1 << 62, HasIDs: true, Batch: b},
 			&spooledDetail{Batch: b, Contacts: mode == 1, ContactsShort: mode == 2},
+			&spooledDetail{Batch: b, Contacts: true, ContactsEnd: &extract.ListEnd{Proven: mode == 0, Reason: "the \"page\" parameter",
+				Suggest: "offset", Cap: mode, Rows: 3}},
 			&spooledDetail{})
 	}
 	for i, v := range values {

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Endpoint names, as used in errors, RequestInfo and logs.
@@ -154,6 +155,11 @@ type Options struct {
 	ExecutionID string
 	// Paths of every endpoint; empty fields take DefaultPaths.
 	Paths Paths
+	// Streams are the stream declarations in force (stream.ApplyPaging
+	// under AGENCY_PAGING): each list pages as its endpoint's Pagination
+	// says, and the communications endpoint asks at most its Max rows a
+	// page. Nil: stream.All().
+	Streams []*stream.Stream
 	// RateLimit is the pace in requests per second (default 10): requests are
 	// evenly spaced, never in bursts (burst 1).
 	RateLimit float64
@@ -329,6 +335,8 @@ type Client struct {
 	budget               *RequestBudget
 	redactor             *logging.Redactor
 	quotaOut             *quotaLatch // shared by the copies, but for WithBudget's
+	paging               map[string]stream.Pagination
+	memo                 *PagingMemo
 }
 
 // quotaLatch remembers that the service refused a request for the daily
@@ -403,6 +411,8 @@ func New(opts Options) (*Client, error) {
 		clock:        opts.Clock,
 		log:          opts.Logger,
 		quotaOut:     &quotaLatch{},
+		paging:       pagingOf(opts.Streams),
+		memo:         NewPagingMemo(nil),
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
 		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
@@ -538,6 +548,36 @@ func (c *Client) WithBudget(b *RequestBudget) *Client {
 	return &cp
 }
 
+// pagingOf is the pagination of each endpoint that pages, by name, as
+// streams declare it (nil: stream.All()).
+func pagingOf(streams []*stream.Stream) map[string]stream.Pagination {
+	if streams == nil {
+		streams = stream.All()
+	}
+	out := map[string]stream.Pagination{}
+	for _, s := range streams {
+		for _, ep := range s.Endpoints {
+			if ep.Paging != stream.PagingDetail {
+				out[ep.Name] = ep.Pagination
+			}
+		}
+	}
+	return out
+}
+
+// WithPagingMemo returns a copy of c whose listings read and record what
+// is known of each endpoint's paging in m (the engine keeps it in the
+// warehouse between runs).
+func (c *Client) WithPagingMemo(m *PagingMemo) *Client {
+	cp := *c
+	cp.memo = m
+	return &cp
+}
+
+// Pagination returns how the list endpoint ep pages (the declaration in
+// force).
+func (c *Client) Pagination(ep string) stream.Pagination { return c.pagination(ep) }
+
 // WithExecutionID returns a copy of c that sends id as X-Workflow-Execution-Id.
 func (c *Client) WithExecutionID(id string) *Client {
 	cp := *c
@@ -617,6 +657,9 @@ type call struct {
 	comms    bool
 	page     int
 	what     string // for errors, e.g. "fetch brands page 2"
+	// link, when set, receives the URL of the answer's Link header with
+	// rel="next" ("" when none).
+	link *string
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -857,6 +900,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([
 	}
 	// A key the service echoes in what it serves (a signed link, a note)
 	// is removed before anything splits, stores or logs the records.
+	if cl.link != nil {
+		*cl.link = nextLink(resp.Header.Values("Link"))
+	}
 	answer, echoed := c.redactor.Body(buf.Bytes())
 	if echoed {
 		c.log.Warn("the service echoed an API key in a response; it was redacted before the records were read",

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,12 +235,25 @@ func TestPagingFollowsServer(t *testing.T) {
 			t.Fatalf("seen %d records over %d requests", len(seen), rec.count())
 		}
 	})
-	t.Run("unpaged short page is the last", func(t *testing.T) {
-		srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, `[{"id":1},{"id":2}]`) })
+	t.Run("unpaged short page is proven by one request past the end", func(t *testing.T) {
+		srv, rec := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("page") == "1" {
+				writeJSON(w, 200, `[{"id":1},{"id":2}]`)
+				return
+			}
+			writeJSON(w, 200, `[]`)
+		})
 		c := newClient(t, fastOptions(srv.URL, ""))
 		pages, err := collect(t, c.Budgets(context.Background(), FinanceQuery{}))
-		if err != nil || len(pages) != 1 || rec.count() != 1 || pages[0].Paged {
+		if err != nil || len(pages) != 2 || rec.count() != 2 || pages[0].Paged {
 			t.Fatalf("pages %d requests %d err %v", len(pages), rec.count(), err)
+		}
+		q := url.Values(rec.requests()[1].Query)
+		if q.Get("page") != "2" || q.Get("per_page") != "2" {
+			t.Errorf("the request past the end asked %v, want page 2 of the 2 rows answered", q)
+		}
+		if end := pages[1].End; end == nil || !end.Proven || end.Proof != ProofPastEnd || end.Rows != 2 {
+			t.Errorf("verdict %+v", end)
 		}
 	})
 	t.Run("unpaged full page asks for the next", func(t *testing.T) {
@@ -266,19 +280,30 @@ func TestPagingFollowsServer(t *testing.T) {
 		o := fastOptions(srv.URL, "")
 		o.PerPage = 2
 		c := newClient(t, o)
-		_, err := collect(t, c.Invoices(context.Background(), FinanceQuery{}))
-		if !errors.Is(err, ErrUnexpectedShape) || !strings.Contains(err.Error(), "ignore the page parameter") || rec.count() != 2 {
-			t.Fatalf("err %v after %d requests", err, rec.count())
+		pages, err := collect(t, c.Invoices(context.Background(), FinanceQuery{}))
+		if err != nil || rec.count() != 2 || len(pages) != 2 || len(pages[1].Records) != 0 {
+			t.Fatalf("err %v after %d requests, %d pages", err, rec.count(), len(pages))
+		}
+		end := pages[1].End
+		if end == nil || end.Proven || !strings.Contains(end.Reason, "ignores the page parameter") || end.Suggest != "offset" || end.Rows != 2 {
+			t.Fatalf("verdict %+v", end)
 		}
 	})
 	t.Run("current_page mismatch", func(t *testing.T) {
 		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, 200, `{"data":[{"id":1}],"total":5,"per_page":1,"current_page":1,"last_page":5}`)
+			writeJSON(w, 200, `{"data":[{"id":`+r.URL.Query().Get("page")+`}],"total":5,"per_page":1,"current_page":1,"last_page":5}`)
 		})
-		c := newClient(t, fastOptions(srv.URL, ""))
-		_, err := collect(t, c.Collections(context.Background(), FinanceQuery{}))
-		if !errors.Is(err, ErrUnexpectedShape) || !strings.Contains(err.Error(), "asked for page 2, the server answered current_page 1") {
-			t.Fatalf("err %v", err)
+		o := fastOptions(srv.URL, "")
+		o.PerPage = 1
+		c := newClient(t, o)
+		pages, err := collect(t, c.Collections(context.Background(), FinanceQuery{}))
+		if err != nil || len(pages) != 2 {
+			t.Fatalf("err %v, %d pages", err, len(pages))
+		}
+		end := pages[1].End
+		if end == nil || end.Proven || !strings.Contains(end.Reason, "asked for page 2, the server answered current_page 1") ||
+			end.Suggest != "offset:size=per_page" {
+			t.Fatalf("verdict %+v", end)
 		}
 	})
 	t.Run("breaking out stops requests", func(t *testing.T) {
@@ -368,7 +393,7 @@ func TestTruncatedBodyRetried(t *testing.T) {
 			w.Write([]byte(`{"data":[{"id":1}`))
 			return
 		}
-		writeJSON(w, 200, `{"data":[{"id":1}]}`)
+		writeJSON(w, 200, `{"data":[{"id":1}],"total":1}`)
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
 	pages, err := collect(t, c.Budgets(context.Background(), FinanceQuery{}))
@@ -853,7 +878,7 @@ func TestCounterCountsRetriesAndHookSeesAttempts(t *testing.T) {
 			writeJSON(w, 500, errBody("Internal server error", "x"))
 			return
 		}
-		writeJSON(w, 200, `[{"id":1}]`)
+		writeJSON(w, 200, `{"data":[{"id":1}],"total":1}`)
 	})
 	led := &countingLedger{}
 	var infos []RequestInfo

@@ -13,11 +13,21 @@
 //     with a JSON body, headers X-Workflow-Key, X-Workflow-Id and
 //     X-Workflow-Execution-Id). Every path is configurable (Options.Paths).
 //   - Lists are Go iterators (iter.Seq2) that hold one page at a time, so memory
-//     does not grow with history. per_page defaults to the 1000-rows-per-request
-//     maximum; a server that answers a smaller per_page is followed (later pages
-//     are asked with the answered size, so no row is skipped or repeated); no
-//     request is made past last_page, and an unpaged list stops at its first
-//     short or empty page.
+//     does not grow with history. Each list pages as its endpoint's declared
+//     stream.Pagination says (Options.Streams, under AGENCY_PAGING): by page
+//     and per_page (the canonical), by offset and limit, by cursor (a token
+//     or a next-page URL in the body, or a Link rel="next" header), or not at
+//     all. The page size defaults to the 1000-rows-per-request maximum (at
+//     most the endpoint's Max); a server that answers a smaller per_page is
+//     followed. The last page carries the verdict on the listing (Page.End,
+//     a ListEnd): proven complete by the paging fields agreeing with the
+//     rows seen, by a short page of a page size the server honours (seen in
+//     the listing, or recorded by an earlier one: PagingMemo), by one
+//     request past the end that comes back empty (asked with the page size
+//     the server answered, so a silent cap shows), or by the end of a cursor
+//     chain; or not proven, with the reason and the paging to try. A server
+//     that ignores the position parameter (a page that repeats the one
+//     before) ends the listing unproven, its repeated rows dropped.
 //   - Pacing: requests are evenly spaced at Options.RateLimit (default 10/s,
 //     burst 1) by golang.org/x/time/rate, with a small spacing margin (default
 //     2ms). Because the service counts requests by arrival time, a window

@@ -134,7 +134,7 @@ func (c *Client) commsPerPage(q CommsQuery) int {
 	if q.PerPage > 0 && q.PerPage <= 1000 {
 		return q.PerPage
 	}
-	return c.perPage
+	return min(c.perPage, c.pagination(EndpointCommunications).Max)
 }
 
 // commsBody is the JSON body of the communications request.
@@ -289,20 +289,8 @@ func (pg *pager) advance(c *Client, number, perAnswered, last, rows int, paged b
 	return true, nil
 }
 
-// listPages iterates the pages of a list of the main interface.
-func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) iter.Seq2[*Page, error] {
-	return func(yield func(*Page, error) bool) {
-		if c.base == "" {
-			yield(nil, fmt.Errorf("list %s: %w: BaseURL is not set", ep, ErrNotConfigured))
-			return
-		}
-		pg := &pager{endpoint: ep, page: 1, per: c.perPage}
-		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
-			return fetchList(c, ctx, ep, path, q, page, per)
-		})
-	}
-}
-
+// fetchList fetches page `page` of a list of the main interface with
+// page/per_page (ListPage).
 func fetchList(c *Client, ctx context.Context, ep, path string, q url.Values, page, per int) (*Page, uint64, error) {
 	v := url.Values{}
 	for k, vs := range q {

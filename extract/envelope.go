@@ -90,7 +90,7 @@ func splitPage(endpoint string, page int, body []byte) (*Page, error) {
 		p.Rejects[i].Endpoint, p.Rejects[i].Page = endpoint, page
 	}
 	pg := &sp.pg
-	p.Envelope, p.PagingFields = sp.envelopeName(), pg.fields()
+	p.Envelope, p.PagingFields, p.Next = sp.envelopeName(), pg.fields(), sp.next
 	if pg.hasCurrent && pg.current > 0 {
 		p.Number = pg.current
 	}
@@ -139,6 +139,7 @@ type splitter struct {
 	pagingAt  string // "", "beside", "meta" or "pagination"
 	links     bool   // a "links" member
 	pageLinks bool   // first_page_url, next_page_url, path, from, to, ...
+	next      string // the next page the answer names (Page.Next)
 }
 
 func (sp *splitter) failf(format string, args ...any) {
@@ -293,8 +294,14 @@ func (sp *splitter) envelope(i, level int) int {
 			sp.errorObject(v)
 		case "links":
 			sp.links = true
+			sp.nextIn(v, "next")
 		case "first_page_url", "last_page_url", "next_page_url", "prev_page_url", "path", "from", "to":
 			sp.pageLinks = true
+			if key == "next_page_url" {
+				sp.nextFrom(v)
+			}
+		case "next", "next_cursor", "next_page_token", "nextPageToken", "next_url":
+			sp.nextFrom(v)
 		default:
 			if len(other) < 6 {
 				other = append(other, strconv.Quote(key))
@@ -462,6 +469,10 @@ func (sp *splitter) pagingObject(obj gjson.Result, level int, at string) {
 		case "total", "per_page", "current_page", "last_page":
 			sp.pagingField(key, v)
 			sp.pagedAt(at)
+		case "next", "next_cursor", "next_page_token", "next_page_url", "next_url":
+			sp.nextFrom(v)
+		case "cursor", "links":
+			sp.nextIn(v, "next")
 		case "pagination", "page":
 			if level < 2 {
 				sp.pagingObject(v, level+1, at)
@@ -469,6 +480,29 @@ func (sp *splitter) pagingObject(obj gjson.Result, level int, at string) {
 		}
 		return sp.err == nil
 	})
+}
+
+// nextFrom notes v as the next page the answer names: a non-empty string
+// (a token or a URL) or a number (a token); null, false, "" name none. The
+// first one found wins.
+func (sp *splitter) nextFrom(v gjson.Result) {
+	if sp.next != "" {
+		return
+	}
+	switch v.Type {
+	case gjson.String:
+		sp.next = strings.TrimSpace(v.Str)
+	case gjson.Number:
+		sp.next = v.Raw
+	}
+}
+
+// nextIn reads member key of the object v (a "links" or "cursor" object)
+// as the next page.
+func (sp *splitter) nextIn(v gjson.Result, key string) {
+	if v.IsObject() {
+		sp.nextFrom(v.Get(key))
+	}
 }
 
 // errorObject reads {"message": ..., "details": [...]} or a bare string;

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // ListPage fetches page `page` (1-based) of a list endpoint of the main
@@ -50,4 +52,43 @@ func (c *Client) Object(ctx context.Context, endpoint string, id ID) (json.RawMe
 // uses).
 func (c *Client) CommunicationsRecords(ctx context.Context, q CommsQuery, page int) (*Page, error) {
 	return c.CommunicationsPage(ctx, q, page)
+}
+
+// PageAsk is one page of a list asked under a pagination: at Page
+// (StylePage, 1-based), at Offset (StyleOffset), or at the token or URL an
+// earlier answer named (StyleCursor; "" for the first page), Size rows.
+type PageAsk struct {
+	Paging stream.Pagination
+	Page   int
+	Offset int
+	Next   string
+	Size   int
+}
+
+// AskPage fetches one page of a list endpoint of the main interface as ask
+// says, whatever the endpoint's pagination in force (check probes the
+// paging conventions with it); q as ListPage's. The page's Next is the next
+// page the answer named (a Link header or the body). Pacing, budget, quota
+// counting, retries and typed errors are those of every call.
+func (c *Client) AskPage(ctx context.Context, endpoint string, q url.Values, ask PageAsk) (*Page, error) {
+	path, ok := c.paths.path(endpoint, pathList)
+	if !ok {
+		return nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
+	}
+	if c.base == "" {
+		return nil, fmt.Errorf("fetch %s: %w: BaseURL is not set", endpoint, ErrNotConfigured)
+	}
+	v := url.Values{}
+	for k, vs := range q {
+		if k != "id" {
+			v[k] = vs
+		}
+	}
+	if id := q.Get("id"); id != "" {
+		path = fillID(path, ID(id))
+	}
+	lp := &listPager{c: c, ctx: ctx, ep: endpoint, path: path, q: v, pg: ask.Paging,
+		page: max(ask.Page, 1), seen: max(ask.Offset, 0), next: ask.Next, size: min(max(ask.Size, 1), stream.MaxPageSize)}
+	p, _, err := lp.fetch()
+	return p, err
 }

@@ -27,6 +27,24 @@ type Page struct {
 	// per_page, current_page, last_page), wherever they sat; set with
 	// Envelope.
 	PagingFields []string
+	// Next is the next page the answer names, if any: a Link header's
+	// rel="next" URL, else a token or URL in the body (next_page_url,
+	// next, next_cursor, next_page_token, links.next, meta.next_cursor,
+	// ...). Only the cursor style follows it.
+	Next string
+	// End, set on the last page a list iterator yields, is the verdict on
+	// the listing: proven complete or not, and why.
+	End *ListEnd
+}
+
+// answered reports whether the answer carried the paging field name.
+func (p *Page) answered(name string) bool {
+	for _, f := range p.PagingFields {
+		if f == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Rows is the number of rows on the page, records and rejects.

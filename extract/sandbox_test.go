@@ -135,6 +135,9 @@ func drain(t *testing.T, sn seen, rej map[string]map[string]bool, stream, level 
 			t.Fatalf("%s: %v", stream, err)
 		}
 		addPage(sn, stream, level, p, rej)
+		if p.End != nil && !p.End.Proven {
+			t.Errorf("%s: listing not proven complete: %s", stream, p.End.Reason)
+		}
 	}
 }
 
@@ -149,6 +152,9 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 			t.Fatalf("brands: %v", err)
 		}
 		addPage(sn, "brands", "", p, rej)
+		if p.End != nil && !p.End.Proven {
+			t.Errorf("brands: listing not proven complete: %s", p.End.Reason)
+		}
 		for _, b := range p.Records {
 			brandIDs = append(brandIDs, ID(recordKey("brands", "", b)))
 		}
@@ -170,6 +176,9 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 			t.Fatalf("projects: %v", err)
 		}
 		addPage(sn, "projects", "", p, rej)
+		if p.End != nil && !p.End.Proven {
+			t.Errorf("projects: listing not proven complete: %s", p.End.Reason)
+		}
 		for _, r := range p.Records {
 			projectIDs = append(projectIDs, ID(recordKey("projects", "", r)))
 		}
@@ -249,7 +258,11 @@ func TestSandboxEveryEndpointEveryVariant(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := startSandbox(t, func(o *sandbox.Options) { o.Variants = vs; o.BadRecordRate = 0.02 })
-			c := sandboxClient(t, s, nil)
+			c := sandboxClient(t, s, func(o *Options) {
+				if len(vs) == 1 {
+					o.Streams = pagingFor(t, sandbox.PagingSetting(vs[0]))
+				}
+			})
 			sn, rej := extractAll(t, c, 15)
 			truth := truthKeys(t, s)
 			compare(t, truth, sn, rej)
@@ -434,5 +447,84 @@ func TestSandboxValidation422(t *testing.T) {
 	}
 	if n := s.Stats().Requests - before; n != 2 {
 		t.Errorf("%d requests, want 2 (a validation error is not retried)", n)
+	}
+}
+
+// pagingFor is the declarations paging as setting ("*=style:option=value…",
+// AGENCY_PAGING's form for every list) says; nil for "".
+func pagingFor(t *testing.T, setting string) []*stream.Stream {
+	t.Helper()
+	if setting == "" {
+		return nil
+	}
+	name, value, _ := strings.Cut(setting, "=")
+	parts := strings.Split(value, ":")
+	o := stream.PagingOverride{Style: stream.PageStyle(parts[0])}
+	for _, opt := range parts[1:] {
+		k, v, _ := strings.Cut(opt, "=")
+		switch k {
+		case "max":
+			o.Max, _ = strconv.Atoi(v)
+		case "size":
+			o.Size = v
+		default:
+			t.Fatalf("option %s of %q", k, setting)
+		}
+	}
+	out, err := stream.ApplyPaging(stream.All(), stream.PagingOverrides{name: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSandboxPagingVariantsNeverSilentlyShort: a client paging as the spec
+// says, against servers that page another way, never takes a listing it
+// did not see whole for a complete one: every listing is either proven
+// complete and holds every row of the truth, or not proven.
+func TestSandboxPagingVariantsNeverSilentlyShort(t *testing.T) {
+	for _, v := range sandbox.Variants() {
+		if sandbox.PagingSetting(v.Name) == "" {
+			continue
+		}
+		t.Run(v.Name, func(t *testing.T) {
+			s := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{v.Name}; o.Brands, o.ProjectsPerBrand = 35, 2 })
+			c := sandboxClient(t, s, nil)
+			truth := truthKeys(t, s)
+			ctx := context.Background()
+			unproven := 0
+			for _, l := range []struct {
+				stream string
+				seq    func(func(*Page, error) bool)
+			}{
+				{"brands", c.Brands(ctx)}, {"projects", c.Projects(ctx, ProjectQuery{})},
+				{"budgets", c.Budgets(ctx, FinanceQuery{})}, {"invoices", c.Invoices(ctx, FinanceQuery{})},
+				{"collections", c.Collections(ctx, FinanceQuery{})}, {"payments", c.Payments(ctx, FinanceQuery{})},
+				{"summary", c.AgencySummary(ctx)},
+			} {
+				keys := map[string]bool{}
+				var end *ListEnd
+				for p, err := range l.seq {
+					if err != nil {
+						t.Fatalf("%s: %v", l.stream, err)
+					}
+					for _, r := range p.Records {
+						keys[recordKey(l.stream, "", r)] = true
+					}
+					end = p.End
+				}
+				switch {
+				case end == nil:
+					t.Errorf("%s: no verdict", l.stream)
+				case end.Proven && len(keys) != len(truth[l.stream]):
+					t.Errorf("%s: proven complete (%s) with %d of the %d rows", l.stream, end.Proof, len(keys), len(truth[l.stream]))
+				case !end.Proven:
+					unproven++
+				}
+			}
+			if unproven == 0 && v.Name != sandbox.VariantSilentCap {
+				t.Errorf("every listing proven complete under the spec's paging against %s", v.Name)
+			}
+		})
 	}
 }

@@ -56,7 +56,15 @@ type Config struct {
 	// reason: server text that may echo a key) before they are stored; nil
 	// stores them as they are.
 	Redactor *logging.Redactor
+	// MassDeleteShare is the share of a table's live rows (0..1) a
+	// complete listing may soft-delete at once; more wait for the next
+	// listing to agree (see MarkDeleted). Nil: DefaultMassDeleteShare.
+	MassDeleteShare *float64
 }
+
+// DefaultMassDeleteShare is the share of a table's live rows a listing may
+// soft-delete at once unless Config says otherwise (SYNC_MASS_DELETE_SHARE).
+const DefaultMassDeleteShare = 0.2
 
 // Store writes pages into one warehouse schema and reads and writes its
 // bookkeeping (sync_state, sync_runs). It is safe for concurrent use; each
@@ -78,6 +86,7 @@ type Store struct {
 	// many rows to it and at least as many as it held when last analysed;
 	// negative: never (see analyzeGrown).
 	analyzeMinRows int64
+	massShare      float64 // Config.MassDeleteShare
 	growthMu       sync.Mutex
 	growth         map[string]*tableGrowth
 }
@@ -103,7 +112,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("create store: negative statement timeout %s", cfg.StatementTimeout)
 	}
 	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, red: cfg.Redactor, byName: make(map[string]*table, len(specs)),
-		analyzeMinRows: defaultAnalyzeMinRows, growth: make(map[string]*tableGrowth)}
+		analyzeMinRows: defaultAnalyzeMinRows, growth: make(map[string]*tableGrowth), massShare: DefaultMassDeleteShare}
+	if m := cfg.MassDeleteShare; m != nil {
+		if *m < 0 || *m > 1 {
+			return nil, fmt.Errorf("create store: mass delete share %v outside 0..1", *m)
+		}
+		s.massShare = *m
+	}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -212,6 +227,9 @@ type Counts struct {
 	// SkippedDeletions names listings whose deletions were not applied
 	// because a rejected record of theirs had no key.
 	SkippedDeletions []string
+	// HeldDeletions are the listings whose unseen rows wait for the next
+	// listing to agree (see MarkDeleted).
+	HeldDeletions []HeldDeletion
 }
 
 // Add adds o to c.
@@ -221,6 +239,7 @@ func (c *Counts) Add(o Counts) {
 	}
 	c.Rejected += o.Rejected
 	c.SkippedDeletions = append(c.SkippedDeletions, o.SkippedDeletions...)
+	c.HeldDeletions = append(c.HeldDeletions, o.HeldDeletions...)
 }
 
 func (c *Counts) addTable(name string, tc TableCounts) {
@@ -327,7 +346,10 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 	counts.Rejected = n
 	if p.EndsListing {
 		l := p.Listing.with(&p.Batch)
-		n, err := s.MarkDeleted(ctx, tx, l)
+		n, held, err := s.markDeleted(ctx, tx, l, p.RunID)
+		if held != nil {
+			counts.HeldDeletions = append(counts.HeldDeletions, *held)
+		}
 		switch {
 		case errors.Is(err, ErrIncompleteListing):
 			counts.SkippedDeletions = append(counts.SkippedDeletions, l.String())

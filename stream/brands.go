@@ -25,9 +25,9 @@ var brandOnly = []string{EndpointBrand}
 var brands = &Stream{
 	Name: "brands",
 	Endpoints: []Endpoint{
-		{Name: EndpointBrands, Path: "/v1/brands", Paging: PagingList},
+		{Name: EndpointBrands, Path: "/v1/brands", Paging: PagingList, Pagination: listPaging},
 		{Name: EndpointBrand, Path: "/v1/brands/{id}", Paging: PagingDetail},
-		{Name: EndpointBrandContacts, Path: "/v1/brands/{id}/contacts", Paging: PagingList},
+		{Name: EndpointBrandContacts, Path: "/v1/brands/{id}/contacts", Paging: PagingList, Pagination: listPaging},
 	},
 	Cursor: "the list's last completed page; per brand, the hash of its detail fields in the list " +
 		"(a changed hash makes the detail and the contacts due)",

@@ -38,7 +38,7 @@ var participantPaths = []string{"users.from", "users.to", "users.cc", "users.bcc
 var communications = &Stream{
 	Name: "communications",
 	Endpoints: []Endpoint{
-		{Name: EndpointCommunications, Path: "/workflow/tools/communications-emails", Paging: PagingWindow},
+		{Name: EndpointCommunications, Path: "/workflow/tools/communications-emails", Paging: PagingWindow, Pagination: windowPaging},
 	},
 	Cursor: "the watermark (the latest email_at stored), the backfill's window and page, and " +
 		"per day the count of e-mails last verified",

@@ -23,6 +23,15 @@
 // a FieldMap, Validate checks its columns against the declarations, and Apply
 // returns the declarations with those columns reading the new paths.
 //
+// Each list endpoint declares how it pages (Endpoint.Pagination: the style —
+// page, offset, cursor or none —, the parameter names and the largest page
+// size; every list of the main interface pages by page/per_page up to 1000
+// as the spec says, the communications endpoint's paging is fixed but for
+// its page size). AGENCY_PAGING (and the field map file's paging:) override
+// it: package config parses them, cli turns them into PagingOverrides, and
+// ApplyPaging returns the declarations paging as they say; extract pages
+// each list by the declaration it is given.
+//
 // # Import graph
 //
 // stream imports only the standard library and gjson. The stages import it,

@@ -33,12 +33,12 @@ const (
 var finance = &Stream{
 	Name: "finance",
 	Endpoints: []Endpoint{
-		{Name: EndpointBudgets, Path: "/v1/finance/budgets", Paging: PagingList, Incremental: true},
-		{Name: EndpointInvoices, Path: "/v1/finance/invoices", Paging: PagingList, Incremental: true},
-		{Name: EndpointCollections, Path: "/v1/finance/collections", Paging: PagingList, Incremental: true},
-		{Name: EndpointPayments, Path: "/v1/finance/payments", Paging: PagingList, Incremental: true},
-		{Name: EndpointProfitability, Path: "/v1/finance/profitability", Paging: PagingList},
-		{Name: EndpointAgencySummary, Path: "/v1/finance/summary", Paging: PagingList},
+		{Name: EndpointBudgets, Path: "/v1/finance/budgets", Paging: PagingList, Pagination: listPaging, Incremental: true},
+		{Name: EndpointInvoices, Path: "/v1/finance/invoices", Paging: PagingList, Pagination: listPaging, Incremental: true},
+		{Name: EndpointCollections, Path: "/v1/finance/collections", Paging: PagingList, Pagination: listPaging, Incremental: true},
+		{Name: EndpointPayments, Path: "/v1/finance/payments", Paging: PagingList, Pagination: listPaging, Incremental: true},
+		{Name: EndpointProfitability, Path: "/v1/finance/profitability", Paging: PagingList, Pagination: listPaging},
+		{Name: EndpointAgencySummary, Path: "/v1/finance/summary", Paging: PagingList, Pagination: listPaging},
 	},
 	Cursor: "per list (budgets, invoices, collections, payments, profitability.project, " +
 		"profitability.brand, summary): the last completed page, the watermark (the greatest " +

@@ -20,7 +20,7 @@ var projectOnly = []string{EndpointProject}
 var projects = &Stream{
 	Name: "projects",
 	Endpoints: []Endpoint{
-		{Name: EndpointProjects, Path: "/v1/projects", Paging: PagingList, Incremental: true},
+		{Name: EndpointProjects, Path: "/v1/projects", Paging: PagingList, Pagination: listPaging, Incremental: true},
 		{Name: EndpointProject, Path: "/v1/projects/{id}", Paging: PagingDetail},
 	},
 	Cursor: "the list's last completed page; per project, the hash of its detail fields in the list " +

@@ -46,6 +46,9 @@ type Endpoint struct {
 	Path string
 	// Paging is how the endpoint returns its records.
 	Paging Paging
+	// Pagination is how a list (PagingList, PagingWindow) pages: its
+	// style, parameter names and largest page size; zero for a detail.
+	Pagination Pagination
 	// Incremental: the endpoint takes updated_since.
 	Incremental bool
 }
@@ -381,6 +384,12 @@ func Tables() []*Table {
 func check(streams []*Stream) error {
 	seen := map[string]bool{}
 	for _, s := range streams {
+		for _, ep := range s.Endpoints {
+			pg := ep.Pagination
+			if ep.Paging != PagingDetail && (!slices.Contains(Styles(), pg.Style) || pg.Max < 1 || pg.Max > MaxPageSize) {
+				return fmt.Errorf("endpoint %s: no paging style or page size declared", ep.Name)
+			}
+		}
 		for _, t := range s.tables {
 			if seen[t.Name] {
 				return fmt.Errorf("table %s declared twice", t.Name)

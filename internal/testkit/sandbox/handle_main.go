@@ -197,8 +197,11 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	}
 	lying := s.twists().lyingPaging
 	path := "http://" + r.Host + r.URL.Path
+	if reason := s.pagingReason(r, path); reason != "" {
+		return s.badParam(e, reason)
+	}
 	pageOf := func(n int) page {
-		return page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path}
+		return s.pagedAs(w, r, page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path})
 	}
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {

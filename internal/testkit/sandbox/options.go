@@ -291,7 +291,7 @@ const smallPageCap = 100
 
 // Variants lists every variant the sandbox can serve, in a stable order.
 func Variants() []VariantInfo {
-	return []VariantInfo{
+	return append([]VariantInfo{
 		{VariantBareArray, "main lists are a bare top-level JSON array, without paging fields"},
 		{VariantMetaPaging, `main lists carry their paging fields under "meta"`},
 		{VariantPaginationPaging, `main lists carry their paging fields under "pagination"`},
@@ -318,7 +318,7 @@ func Variants() []VariantInfo {
 		{VariantPHPResource, "main lists in the Laravel resource envelope: paging fields under meta, page URLs under links"},
 		{VariantPHP422, `a bad parameter answers 422 {"message":...,"errors":{"<field>":[...]}} instead of 400`},
 		{VariantPHP, "all PHP encoder habits together: php-false, php-strings, php-empty-array, php-paginator and php-422"},
-	}
+	}, pagingVariants()...)
 }
 
 // variantSet is the parsed form of Options.Variants.
@@ -357,6 +357,10 @@ func parseVariants(names []string) (variantSet, error) {
 		switch n {
 		case VariantBareArray, VariantMetaPaging, VariantPaginationPaging, VariantNoPaging, VariantRowsShape, VariantRowsArray,
 			VariantPHPPaginator, VariantPHPResource:
+			if err := setShape(n); err != nil {
+				return v, err
+			}
+		case VariantOffsetPaging, VariantCursorPaging, VariantLinkPaging, VariantSilentCap, VariantIgnorePage:
 			if err := setShape(n); err != nil {
 				return v, err
 			}

@@ -447,6 +447,8 @@ type page struct {
 	// path is the list's address without a query, for the page URLs of
 	// the php-paginator and php-resource envelopes.
 	path string
+	// win, under a paging variant, is the window the answer holds.
+	win *pagedWindow
 }
 
 func (p page) lastPage() int {
@@ -458,6 +460,9 @@ func (p page) lastPage() int {
 
 // bounds returns the slice [from, to) of the list that the page holds.
 func (p page) bounds() (from, to int) {
+	if p.win != nil {
+		return p.win.from, p.win.to
+	}
 	if p.lying && p.total > 0 {
 		last := p.lastPage()
 		switch {
@@ -531,6 +536,8 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 		}
 	}
 	switch st.listShape {
+	case VariantOffsetPaging, VariantCursorPaging, VariantLinkPaging, VariantSilentCap, VariantIgnorePage:
+		writePagedList(e, st, p, func() { elements(false) })
 	case VariantBareArray:
 		elements(false)
 	case VariantMetaPaging, VariantPaginationPaging:

@@ -28,7 +28,7 @@ func TestVariantValidation(t *testing.T) {
 	for _, v := range Variants() {
 		if v.Name == VariantBareArray || v.Name == VariantMetaPaging || v.Name == VariantPaginationPaging ||
 			v.Name == VariantNoPaging || v.Name == VariantRowsArray || v.Name == VariantPHPPaginator ||
-			v.Name == VariantPHPResource || v.Name == VariantPHP {
+			v.Name == VariantPHPResource || v.Name == VariantPHP || isPagingVariant(v.Name) {
 			continue
 		}
 		o.Variants = append(o.Variants, v.Name)
