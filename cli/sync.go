@@ -157,11 +157,25 @@ func (a *app) progress(every time.Duration) func(*zap.Logger) progress.Display {
 	return func(runLog *zap.Logger) progress.Display { return progress.NewLog(runLog, every) }
 }
 
-// exitFor maps a run's result to the documented exit codes.
-func exitFor(res *engine.Result) error {
+// exitFor maps a run's result to the documented exit codes: a run that
+// ended warning exits 0, or 1 when SYNC_FAIL_ON (failOn) names one of its
+// kinds of warnings.
+func exitFor(res *engine.Result, failOn config.FailOn) error {
 	switch res.Status {
 	case engine.StatusSucceeded, engine.StatusSkipped:
 		return nil
+	case engine.StatusWarning:
+		var named []string
+		for _, k := range res.WarningKinds() {
+			if failOn.Has(string(k)) {
+				named = append(named, string(k))
+			}
+		}
+		if len(named) == 0 {
+			return nil
+		}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("the run ended with warnings (%s), and SYNC_FAIL_ON names %s",
+			res.WarningSummary(), strings.Join(named, ", "))}
 	case engine.StatusPartial:
 		return &exitError{code: ExitIncomplete, err: res.Err}
 	}
@@ -239,7 +253,7 @@ func (a *app) syncOnce(ctx context.Context, migrate bool, req engine.Request) er
 	if err != nil {
 		return err
 	}
-	return exitFor(res)
+	return exitFor(res, a.cfg.FailOn)
 }
 
 func runBackfill(ctx context.Context, a *app, args []string) error {

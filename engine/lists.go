@@ -39,6 +39,7 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 			return 0, err
 		}
 	}
+	var landed, rejected int // the list's records that fit, and that did not
 	for page, err := range prefetch(ctx, r.e.set.NoPrefetch, l.open) {
 		if err != nil {
 			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
@@ -47,6 +48,8 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 			wl.Expect(page.Total)
 		}
 		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
+		landed += p.Batch.Len(l.table)
+		rejected += len(p.Batch.Rejects)
 		if l.listed != nil {
 			p.Listed = l.listed(&p.Batch)
 		}
@@ -73,8 +76,16 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 	} else if wl != nil {
 		end.Listing, end.EndsListing = wl, true
 	}
+	// A list whose every record was rejected landed nothing: it is not
+	// complete, so its stream is not shown fresh (and a finance list is
+	// listed whole again).
+	allRejected := landed == 0 && rejected > 0
+	if allRejected {
+		r.log.Warn("every record of the list was rejected: the list is not complete (see rejected_records)",
+			zap.String("list", l.name()), zap.Int("rejected", rejected))
+	}
 	if l.state != nil {
-		end.State = l.state(!short)
+		end.State = l.state(!short && !allRejected)
 	}
 	if _, err := r.commit(ctx, end); err != nil {
 		return pages, err

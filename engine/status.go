@@ -19,7 +19,7 @@ type StreamStatus struct {
 	LastSuccess *time.Time `json:"last_success,omitempty"` // sync_freshness.last_success_at (load.Store.Freshness)
 	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // sync_freshness.lag, rounded to the second
 	Rows        int64      `json:"rows"`                   // rows of its main table, soft-deleted excluded
-	Rejected    int64      `json:"rejected"`               // rejected_records of the stream
+	Rejected    int64      `json:"rejected"`               // open rejects of the stream (rejected_records)
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/enginetest"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 )
 
@@ -74,9 +75,15 @@ func TestNotifyingEvents(t *testing.T) {
 		{&engine.Result{RunID: "33333333-a", Status: engine.StatusSkipped}, ""},
 		{&engine.Result{RunID: "44444444-a", Status: engine.StatusSucceeded}, "recovered"},
 		{&engine.Result{RunID: "55555555-a", Status: engine.StatusPartial, Err: errors.New("today's request budget is spent")}, "ended partial"},
-		{&engine.Result{RunID: "66666666-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 2"}}, "recovered"},
-		{&engine.Result{RunID: "77777777-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
-		{&engine.Result{RunID: "88888888-a", Status: engine.StatusSucceeded}, ""},
+		{&engine.Result{RunID: "66666666-a", Status: engine.StatusSucceeded}, "recovered"},
+		{&engine.Result{RunID: "77777777-a", Status: engine.StatusWarning, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
+		{&engine.Result{RunID: "88888888-a", Status: engine.StatusSucceeded}, "recovered"},
+		{&engine.Result{RunID: "99999999-a", Status: engine.StatusWarning, OpenRejects: map[string]int64{"finance": 196, "brands": 0},
+			Warnings: []inventory.Warning{{Kind: inventory.KindRejectedStream, Stream: "invoices", Records: 196, Count: 196,
+				Message: "196 of 196 invoices records were rejected"}}}, "196 open rejects (finance 196)"},
+		{&engine.Result{RunID: "aaaaaaaa-a", Status: engine.StatusWarning, OpenRejects: map[string]int64{"finance": 196}}, "with warnings"},
+		{&engine.Result{RunID: "bbbbbbbb-a", Status: engine.StatusSucceeded}, "succeeded after a warning run"},
+		{&engine.Result{RunID: "cccccccc-a", Status: engine.StatusSucceeded}, ""},
 	}
 	runner := &scriptedRunner{}
 	hist := &statusLog{}
@@ -100,8 +107,11 @@ func TestNotifyingEvents(t *testing.T) {
 			t.Errorf("run %d (%s): %q, want one message saying %q", i, s.res.Status, got, s.want)
 		}
 	}
-	if !strings.Contains(sender.texts[len(sender.texts)-1], "shortfall 3") || !strings.Contains(sender.texts[len(sender.texts)-1], "• gap") {
-		t.Errorf("the warnings message lacks its warnings: %q", sender.texts[len(sender.texts)-1])
+	if w := sender.texts[4]; !strings.Contains(w, "shortfall 3") || !strings.Contains(w, "• gap") {
+		t.Errorf("the warnings message lacks its notes: %q", w)
+	}
+	if w := sender.texts[6]; !strings.Contains(w, "• invoices rejected_stream: 196 of 196 invoices") || !strings.Contains(w, "1 rejected_stream") {
+		t.Errorf("the warnings message lacks its coverage warning: %q", w)
 	}
 	// A run that could not even start is a failure too.
 	before := len(sender.texts)

@@ -71,6 +71,9 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
 	}
 	tw.Flush()
+	if len(rep.Runs) > 0 {
+		lastRunNote(w, rep.Runs[0])
+	}
 	if len(rep.Runs) > 0 && len(rep.Runs[0].StreamsDetail) > 0 {
 		r := rep.Runs[0]
 		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
@@ -100,6 +103,20 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintln(w)
 		// A write error shows in the output it failed to write.
 		_ = inventory.FormatWarnings(w, ws.RunID, ws.Warnings)
+	}
+}
+
+// lastRunNote says why the last run ended warning, and what it resolved.
+func lastRunNote(w io.Writer, r engine.RunSummary) {
+	if r.Status == string(engine.StatusWarning) {
+		fmt.Fprintf(w, "\nlast run %s ended warning: everything asked was synced, but it needs a look —", r.RunID[:8])
+		if r.OpenRejects > 0 {
+			fmt.Fprintf(w, " %d open rejects in its streams (REJECTED above; rejected_records);", r.OpenRejects)
+		}
+		fmt.Fprintln(w, " its coverage warnings are below, its notes in the ERROR column (SYNC_FAIL_ON makes such a run exit 1)")
+	}
+	if r.RejectsResolved > 0 {
+		fmt.Fprintf(w, "last run %s resolved %d earlier rejects: their records landed\n", r.RunID[:8], r.RejectsResolved)
 	}
 }
 

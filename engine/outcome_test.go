@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/inventory"
+)
+
+// renamedEverywhere maps every field the renamed-fields variant renames.
+const renamedEverywhere = "projects.name=title,projects.status=state,projects.deadline=due_date,projects.start_date=starts_on," +
+	"projects.budget_amount=budget_total,projects.budget_currency=budget_currency," +
+	"brand_contacts.first_name=firstname,brand_contacts.last_name=lastname,brand_contacts.position=job_title,brand_contacts.is_primary=primary," +
+	"invoices.number=invoice_no,invoices.issue_date=issued_on,invoices.amount=total,invoices.due_date=payment_due"
+
+// TestRejectedInvoicesEndWarningUntilTheyLand: against a service whose
+// invoices all fail to decode (renamed fields), the run completes but ends
+// warning — coverage warnings and every invoice an open reject — in its
+// Result and in sync_runs, and finance is not fresh (the invoices list
+// landed nothing). The next run, still unmapped, made no new reject of an
+// invoice it did not list again, yet is warning again: the rejects are
+// open. With the field map in force, the invoices land, their rejects
+// resolve themselves, status counts 0 open rejects, finance is fresh, and
+// the run after that one succeeds.
+func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Emails, o.HistoryDays = 300, 20
+	o.Variants = []string{sandbox.VariantRenamedFields}
+	h := newHarness(t, o, nil)
+	invoices := 0
+	for _, l := range h.truth()["invoices"] {
+		if !l.Bad {
+			invoices++
+		}
+	}
+	if invoices == 0 {
+		t.Fatal("the sandbox has no invoice")
+	}
+	ctx := context.Background()
+	runRow := func(id string) (status string, open, resolved int) {
+		t.Helper()
+		if err := h.pool.QueryRow(ctx, "SELECT status, open_rejects, rejects_resolved FROM "+h.table("sync_runs")+" WHERE run_id = $1", id).
+			Scan(&status, &open, &resolved); err != nil {
+			t.Fatal(err)
+		}
+		return status, open, resolved
+	}
+	finance := func() StreamStatus {
+		t.Helper()
+		rep, err := h.eng.Status(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range rep.Streams {
+			if s.Stream == StreamFinance {
+				return s
+			}
+		}
+		t.Fatal("no finance in status")
+		return StreamStatus{}
+	}
+
+	first := h.run(Request{})
+	if first.Status != StatusWarning || first.Err != nil {
+		t.Fatalf("first run: %s %v, want warning", first.Status, first.Err)
+	}
+	if kinds := first.WarningKinds(); !slices.Equal(kinds, []WarningKind{WarnWarnings, WarnRejects}) {
+		t.Errorf("first run's kinds %v, want warnings and rejects", kinds)
+	}
+	if _, ok := findWarning(first.Warnings, inventory.KindRejectedStream, "invoices", ""); !ok {
+		t.Errorf("no rejected_stream warning for invoices: %+v", first.Warnings)
+	}
+	if n := first.OpenRejects[StreamFinance]; n != int64(invoices) {
+		t.Errorf("first run: %d open rejects of finance, want the %d invoices", n, invoices)
+	}
+	if st, open, _ := runRow(first.RunID); st != "warning" || open != invoices {
+		t.Errorf("sync_runs: %s with %d open rejects, want warning with %d", st, open, invoices)
+	}
+	if f := finance(); f.LastSuccess != nil || f.Rejected != int64(invoices) {
+		t.Errorf("finance after every invoice was rejected: last success %v, %d rejected; want never fresh, %d", f.LastSuccess, f.Rejected, invoices)
+	}
+
+	// Unmapped still: no invoice is new, the rejects are still open.
+	second := h.run(Request{Streams: []string{StreamFinance}})
+	if second.Status != StatusWarning || !slices.Contains(second.WarningKinds(), WarnRejects) {
+		t.Errorf("second run: %s %v, want warning with open rejects", second.Status, second.WarningKinds())
+	}
+
+	// The field map in force: the invoices land and their rejects resolve.
+	h.eng = h.engine(func(s *Settings) { s.Streams = mappedStreams(t, renamedEverywhere) })
+	third := h.run(Request{Streams: []string{StreamFinance}})
+	if third.OpenRejectsTotal() != 0 || third.RejectsResolved != int64(invoices) {
+		t.Errorf("mapped run: %d open rejects, %d resolved; want 0 and %d", third.OpenRejectsTotal(), third.RejectsResolved, invoices)
+	}
+	if st, open, resolved := runRow(third.RunID); open != 0 || resolved != invoices {
+		t.Errorf("sync_runs of the mapped run: %s, %d open, %d resolved", st, open, resolved)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("rejected_records")); n != 0 {
+		t.Errorf("%d rows left in rejected_records", n)
+	}
+	if f := finance(); f.LastSuccess == nil || f.Rejected != 0 {
+		t.Errorf("finance after the invoices landed: last success %v, %d rejected; want fresh, 0", f.LastSuccess, f.Rejected)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("invoices") + " WHERE amount IS NOT NULL AND _deleted_at IS NULL"); n != invoices {
+		t.Errorf("%d invoices landed, want %d", n, invoices)
+	}
+	fourth := h.run(Request{Streams: []string{StreamFinance}})
+	if fourth.Status != StatusSucceeded {
+		t.Errorf("the run after: %s (%s), want succeeded", fourth.Status, fourth.WarningSummary())
+	}
+}
