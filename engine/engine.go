@@ -169,6 +169,8 @@ type warehouseStore interface {
 	MergeSourceFields(ctx context.Context, seenAt time.Time, fields []inventory.Field) error
 	SetRunWarnings(ctx context.Context, runID string, ws []inventory.Warning) error
 	LastRunWarnings(ctx context.Context) (string, []inventory.Warning, error)
+	TableMappings(ctx context.Context) (map[string]load.TableMapping, error)
+	SetTableMappings(ctx context.Context, ms []load.TableMapping) error
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -446,6 +448,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
+	rederived, err := e.rederive(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
 	if err != nil {
 		return nil, err
@@ -470,6 +476,9 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	}
 	if clockNote != "" {
 		r.note(clockNote)
+	}
+	for _, n := range rederived {
+		r.note(n)
 	}
 	defer r.spool.tidy()
 	r.live = e.liveRun(runID, req.Trigger, streams, plan.Budget)

@@ -178,6 +178,12 @@ type Page struct {
 	// listing's deletions, in the page's transaction
 	// (see DetailState).
 	MarkUnlisted bool
+	// Rekeyed, for a rebuild's page, are the list hashes of the brands or
+	// projects (RekeyStream) it re-derived under a new field map: a detail
+	// current under the old hash stays current (see DetailState), in the
+	// page's transaction.
+	Rekeyed     []ListedEntity
+	RekeyStream string
 
 	// then runs last inside the page's transaction (this package's tests:
 	// failure injection, the settings and plans seen inside a page).
@@ -363,6 +369,9 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 		if err := s.details.markUnlisted(ctx, tx, p.Stream); err != nil {
 			return counts, err
 		}
+	}
+	if err := s.details.rekey(ctx, tx, p.RekeyStream, p.Rekeyed); err != nil {
+		return counts, err
 	}
 	if d := p.DetailFetched; d != nil {
 		if err := s.details.fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {

@@ -19,6 +19,13 @@
 -- resolves it; sync_runs.rejects_resolved counts them per run, and
 -- sync_runs.open_rejects keeps how many of the run's streams' rejects were
 -- still open when it ended.
+--
+-- table_mappings keeps, per table of whole records, the fingerprint of the
+-- field map its rows were derived under. A run that finds the field map
+-- changed re-derives the table from raw first (a rebuild, 0 requests), which
+-- also re-keys the detail bookkeeping of brands and projects: a field map
+-- decides how records are read, not whether an entity changed, so it makes
+-- no detail due.
 
 -- +goose Up
 ALTER TABLE sync_runs DROP CONSTRAINT sync_runs_status_check;
@@ -32,11 +39,26 @@ COMMENT ON COLUMN sync_runs.open_rejects IS 'Rejected records of the run''s stre
 ALTER TABLE sync_runs ADD COLUMN rejects_resolved integer NOT NULL DEFAULT 0 CHECK (rejects_resolved >= 0);
 COMMENT ON COLUMN sync_runs.rejects_resolved IS 'Rejected records the run resolved: records rejected earlier that landed in this run (same stream and key), or that a complete listing of their table no longer served; they left rejected_records. 0 for runs before it was recorded.';
 
+CREATE TABLE table_mappings (
+    table_name text        PRIMARY KEY,
+    mapping    text        NOT NULL,
+    field_map  text        NOT NULL DEFAULT '',
+    derived_at timestamptz NOT NULL DEFAULT now(),
+    _synced_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE  table_mappings IS 'Per table of whole records (brands, projects, invoices, emails, ...), the field map its rows were derived under; a run under another one re-derives the table from raw first (a rebuild, 0 requests).';
+COMMENT ON COLUMN table_mappings.table_name IS 'The warehouse table.';
+COMMENT ON COLUMN table_mappings.mapping IS 'Fingerprint of the source fields of the table''s columns (and of the tables derived from the same records) under the field map in force.';
+COMMENT ON COLUMN table_mappings.field_map IS 'The AGENCY_FIELD_MAP pairs of the table''s columns in force then, table.column=source.path, comma-separated; empty when every column read its declared field.';
+COMMENT ON COLUMN table_mappings.derived_at IS 'When the rows were last derived under this mapping (first recorded, or rebuilt).';
+COMMENT ON COLUMN table_mappings._synced_at IS 'When a run or rebuild last checked the table''s rows against the field map in force.';
+
 COMMENT ON TABLE rejected_records IS 'Open rejects: records that could not be loaded, with the payload as received and the reason. A record that later lands (a run, a full refresh, a rebuild) or that a complete listing of its table no longer serves leaves the table (sync_runs.rejects_resolved counts them).';
 COMMENT ON COLUMN sync_freshness.last_run_status IS 'Status of that run: running, succeeded, warning (complete, but with coverage warnings, notes or open rejects), partial, failed or skipped.';
 COMMENT ON COLUMN sync_freshness.last_success_at IS 'When the stream last completed: the oldest last success among its regular partitions (details, backfill and verify partitions excluded); NULL until every regular partition completed once. A list whose records were all rejected does not complete, so a stream whose records were all rejected is never fresh.';
 
 -- +goose Down
+DROP TABLE table_mappings;
 COMMENT ON COLUMN sync_freshness.last_success_at IS 'When the stream last completed: the oldest last success among its regular partitions (details, backfill and verify partitions excluded); NULL until every regular partition completed once.';
 COMMENT ON COLUMN sync_freshness.last_run_status IS 'Status of that run.';
 COMMENT ON TABLE rejected_records IS 'Records that could not be loaded, with the payload as received and the reason.';

@@ -30,7 +30,11 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintf(w, "\nrebuild of %s unfinished (%s; last progress %s): run `agencysync rebuild --streams %s` to finish it",
 			rb.Table, rb.Stage, rb.LastProgress.UTC().Format("2006-01-02 15:04:05"), rb.Stream)
 	}
-	if len(rep.Rebuilds) > 0 {
+	for _, rd := range rep.Rederive {
+		fmt.Fprintf(w, "\n%s was derived under another field map (%q, now %q): the next run re-derives it from raw first (0 requests), "+
+			"or run `agencysync rebuild --streams %s`", rd.Table, rd.Was, rd.FieldMap, rd.Stream)
+	}
+	if len(rep.Rebuilds)+len(rep.Rederive) > 0 {
 		fmt.Fprintln(w)
 	}
 	if v := rep.Verify; v != nil {
