@@ -35,6 +35,7 @@ type wired struct {
 	eng      *engine.Engine
 	registry *prometheus.Registry
 	metrics  *metrics.Metrics
+	live     *progress.Live // the running run's progress (serve's status page reads it)
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -97,8 +98,9 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 	if err != nil {
 		return nil, &config.Error{Variable: "AGENCY_FIELD_MAP", Problem: err.Error(), Form: "table.column=source.path pairs"}
 	}
+	live := progressLive()
 	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
-		Progress: progress, Logger: a.log}, engine.Settings{
+		Progress: progress, Live: live, Logger: a.log}, engine.Settings{
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
@@ -110,7 +112,7 @@ func (a *app) build(ctx context.Context, migrate, client bool, progress func(*za
 		return nil, err
 	}
 	ok = true
-	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
+	return &wired{w: w, eng: eng, registry: reg, metrics: metrics, live: live}, nil
 }
 
 // ledger opens the quota ledger and the service's clock. The quota day is
@@ -141,6 +143,10 @@ func (a *app) clientOptions(ledger *load.Ledger, clock *extract.ServiceClock) ex
 		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
 	}
 }
+
+// progressLive keeps the progress of each run in memory, for serve's
+// status page (a parameter named progress shadows the package in build).
+func progressLive() *progress.Live { return progress.NewLive() }
 
 // spoolDir is the page spool's folder: in the system's temporary folder
 // ($TMPDIR), one per user, warehouse schema and communications address.
@@ -368,7 +374,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	return serve.Run(ctx, runner, serve.Options{Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
 		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
-		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log})})
+		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log, Live: x.live,
+			Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

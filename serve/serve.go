@@ -1,6 +1,6 @@
 // Package serve runs agencysync as a service: syncs on cron schedules (one at
 // a time) and an HTTP server with /healthz, /readyz, /metrics and the status
-// page (/).
+// page (/, with /status.js and /events, its live progress).
 package serve
 
 import (
@@ -43,8 +43,9 @@ type Options struct {
 	NextRun *prometheus.GaugeVec
 	// Now is the clock of NextRun (default time.Now).
 	Now func() time.Time
-	// StatusPage answers / (see NewStatusPage); nil: / is not served.
-	StatusPage http.Handler
+	// StatusPage answers /, /status.js and /events (see NewStatusPage);
+	// nil: none of them is served.
+	StatusPage *StatusPage
 }
 
 // Run runs syncs on the schedules until ctx ends: a job never overlaps
@@ -119,6 +120,10 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 		return fmt.Errorf("build http error log: %w", err)
 	}
 	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	if opts.StatusPage != nil {
+		// Shutdown waits for handlers to return: the live views end.
+		srv.RegisterOnShutdown(opts.StatusPage.Close)
+	}
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
@@ -175,7 +180,7 @@ func healthMux(opts Options) *http.ServeMux {
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	if opts.StatusPage != nil {
-		mux.Handle("/{$}", opts.StatusPage)
+		opts.StatusPage.Mount(mux)
 	}
 	return mux
 }
