@@ -222,3 +222,30 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 		t.Errorf("after the failed run, a success sent %q, want one recovery", texts[1:])
 	}
 }
+
+// TestWarningMessageIsRedacted: a warning run's message lists its coverage
+// warnings and notes, redacted (a key echoed in a note, a reason).
+func TestWarningMessageIsRedacted(t *testing.T) {
+	t.Parallel()
+	const key = "sandbox-api-key-0123456789"
+	res := &engine.Result{RunID: "dddddddd-a", Status: engine.StatusWarning,
+		Notes: []string{"contacts of brand 7: fewer records than announced (key " + key + ")"},
+		Warnings: []inventory.Warning{{Kind: inventory.KindRejectedStream, Stream: "invoices",
+			Message: "12 of 12 invoices records were rejected, most because: bad token " + key}},
+		OpenRejects: map[string]int64{"finance": 12}}
+	sender := &collectSender{}
+	redact := func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") }
+	r := Notifying(&scriptedRunner{results: []*engine.Result{res}}, &statusLog{order: []*engine.Result{res}}, sender,
+		RunOptions{Schema: "agency", Redact: redact})
+	if _, err := r.Run(context.Background(), engine.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sender.texts) != 1 {
+		t.Fatalf("%d messages, want 1", len(sender.texts))
+	}
+	msg := sender.texts[0]
+	if strings.Contains(msg, key) || !strings.Contains(msg, "[REDACTED]") || !strings.Contains(msg, "• invoices rejected_stream:") ||
+		!strings.Contains(msg, "12 open rejects (finance 12)") || !strings.Contains(msg, "• contacts of brand 7") {
+		t.Errorf("message %q", msg)
+	}
+}
