@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/progress"
+
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
@@ -41,6 +43,8 @@ func TestFieldMapChangeFetchesNoDetail(t *testing.T) {
 				t.Fatalf("the first run fetched %d brand details, %d contact lists, %d project details", b, c, p)
 			}
 			h.eng = h.engine(func(s *Settings) { century(s); s.Streams = mappedStreams(t, tc.fieldMap) })
+			live := progress.NewLive()
+			h.eng.live = live
 			plan, err := h.eng.Plan(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -71,12 +75,23 @@ func TestFieldMapChangeFetchesNoDetail(t *testing.T) {
 			if n := h.count("SELECT count(*) FROM " + h.table("projects") + " WHERE name IS NULL"); n != 0 {
 				t.Errorf("%d projects without name under the new map", n)
 			}
+			// The live progress followed the run to its end; a rebuild too.
+			if snap := live.Snapshot(); snap.Running || snap.LastRunID != res.RunID {
+				t.Errorf("live progress after the run: %+v, want the run %s ended", snap, res.RunID)
+			}
 			if plan, err := h.eng.Plan(context.Background(), nil); err != nil || len(plan.Rederive) != 0 {
 				t.Errorf("plan after the run: re-derives %+v (%v), want nothing", plan.Rederive, err)
 			}
 			rebuilds := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE trigger = 'rebuild' AND status = 'succeeded' AND requests_used = 0")
 			if want := map[bool]int{false: 0, true: 1}[tc.variant != ""]; rebuilds != want {
 				t.Errorf("%d rebuilds recorded, want %d", rebuilds, want)
+			}
+			rb, err := h.eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}})
+			if err != nil || rb.Status != StatusSucceeded {
+				t.Fatalf("rebuild: %v %+v", err, rb)
+			}
+			if snap := live.Snapshot(); snap.Running || snap.LastRunID != rb.RunID {
+				t.Errorf("live progress after the rebuild: %+v, want the rebuild %s ended", snap, rb.RunID)
 			}
 		})
 	}

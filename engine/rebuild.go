@@ -141,7 +141,9 @@ func (e *Engine) rebuildLocked(ctx context.Context, rs rebuildStore, streams, ta
 	}
 	start := time.Now()
 	rb := &rebuild{e: e, rs: rs, runID: runID, batch: batch, day: utcDate(e.set.Now()), only: tables,
-		log: e.log.With(zap.String("run_id", runID)), res: &RebuildResult{RunID: runID, Tables: map[string]*RebuildTable{}}}
+		log: e.log.With(zap.String("run_id", runID)), res: &RebuildResult{RunID: runID, Tables: map[string]*RebuildTable{}},
+		live: e.liveRun(runID, TriggerRebuild, streams, 0)}
+	defer rb.live.end() // once the rebuild's end is recorded below
 	rb.log.Info("rebuild started", zap.Strings("streams", streams), zap.Strings("tables", tables), zap.Int("batch", batch))
 	err = rb.streams(ctx, streams)
 	res := rb.res
@@ -182,6 +184,7 @@ type rebuild struct {
 	rs    rebuildStore
 	runID string
 	only  []string // the tables to rebuild (nil: every table of the streams)
+	live  *liveRun // the rebuild's live progress (nil: none kept)
 	batch int
 	day   time.Time
 	log   *zap.Logger
@@ -291,6 +294,9 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 			}
 			tally.Read += int64(len(recs))
 			tally.Rejected += c.Rejected
+			if rb.e.live != nil { // batches of stored records, as pages
+				rb.e.live.Update(rb.streamOf(t)+"."+t.Name, int((tally.Read+int64(rb.batch)-1)/int64(rb.batch)), 0)
+			}
 			rb.log.Info("rebuild progress", zap.String("table", t.Name), zap.Int64("read", tally.Read),
 				zap.Int64("rows_written", c.Written()), zap.Int64("rejected", c.Rejected))
 		}
@@ -438,6 +444,8 @@ func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batc
 		return c, n, err
 	}
 	rb.res.Counts.Add(c)
+	stream := rb.streamOf(t)
+	rb.live.committed(stream, int64(b.Records()), c.Written(), c.Rejected, 0)
 	if m := rb.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))
