@@ -325,8 +325,9 @@ type Result struct {
 	// sync_runs.warnings and counted by agencysync_source_field_warnings).
 	Warnings []inventory.Warning
 	// OpenRejects counts the rejected records of the run's streams still
-	// open when it ended (sync_runs.open_rejects), by reject stream
-	// (rejected_records.stream).
+	// open when it ended (sync_runs.open_rejects holds their sum), by
+	// stream: a stream counts the rejects of its lists and details too
+	// (finance: finance.invoices, …).
 	OpenRejects map[string]int64
 	// RejectsResolved counts the earlier rejects the run resolved
 	// (sync_runs.rejects_resolved).
