@@ -33,6 +33,7 @@ type wired struct {
 	eng      *engine.Engine
 	registry *prometheus.Registry
 	metrics  *metrics.Metrics
+	live     *progress.Live // the running run's progress (serve's status page reads it)
 }
 
 func (x *wired) close() { x.w.Close() }
@@ -135,8 +136,9 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 			return nil, err
 		}
 	}
+	live := progressLive()
 	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
-		Progress: progress, Logger: a.log}, engine.Settings{
+		Progress: progress, Live: live, Logger: a.log}, engine.Settings{
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
@@ -148,7 +150,7 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 		return nil, err
 	}
 	ok = true
-	return &wired{w: w, eng: eng, registry: reg, metrics: metrics}, nil
+	return &wired{w: w, eng: eng, registry: reg, metrics: metrics, live: live}, nil
 }
 
 // ledger opens the quota ledger and the service's clock. The quota day is
@@ -180,6 +182,10 @@ func (a *app) clientOptions(ledger *load.Ledger, clock *extract.ServiceClock) ex
 	}
 }
 
+// progressLive keeps the progress of each run in memory, for serve's
+// status page (a parameter named progress shadows the package in build).
+func progressLive() *progress.Live { return progress.NewLive() }
+
 // spoolDir is the page spool's folder: in the system's temporary folder
 // ($TMPDIR), one per user, warehouse schema and communications address.
 func spoolDir(schema, commsURL string) string {
@@ -195,11 +201,25 @@ func (a *app) progress(every time.Duration) func(*zap.Logger) progress.Display {
 	return func(runLog *zap.Logger) progress.Display { return progress.NewLog(runLog, every) }
 }
 
-// exitFor maps a run's result to the documented exit codes.
-func exitFor(res *engine.Result) error {
+// exitFor maps a run's result to the documented exit codes: a run that
+// ended warning exits 0, or 1 when SYNC_FAIL_ON (failOn) names one of its
+// kinds of warnings.
+func exitFor(res *engine.Result, failOn config.FailOn) error {
 	switch res.Status {
 	case engine.StatusSucceeded, engine.StatusSkipped:
 		return nil
+	case engine.StatusWarning:
+		var named []string
+		for _, k := range res.WarningKinds() {
+			if failOn.Has(string(k)) {
+				named = append(named, string(k))
+			}
+		}
+		if len(named) == 0 {
+			return nil
+		}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("the run ended with warnings (%s), and SYNC_FAIL_ON names %s",
+			res.WarningSummary(), strings.Join(named, ", "))}
 	case engine.StatusPartial:
 		return &exitError{code: ExitIncomplete, err: res.Err}
 	}
@@ -277,7 +297,7 @@ func (a *app) syncOnce(ctx context.Context, migrate bool, req engine.Request) er
 	if err != nil {
 		return err
 	}
-	return exitFor(res)
+	return exitFor(res, a.cfg.FailOn)
 }
 
 func runBackfill(ctx context.Context, a *app, args []string) error {
@@ -392,7 +412,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	return serve.Run(ctx, runner, serve.Options{Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location,
 		HTTPAddr: a.cfg.HTTPAddr, Gatherer: x.registry, Ready: ready, Logger: a.log,
 		Refresh: x.eng.RefreshMetrics, NextRun: x.metrics.NextRun,
-		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log})})
+		StatusPage: serve.NewStatusPage(x.eng, serve.StatusPageOptions{Logger: a.log, Live: x.live,
+			Schedules: schedules(a.cfg.Schedules), Location: a.cfg.QuotaTZ.Location})})
 }
 
 // readiness is serve's /readyz check: one statement on a pooled connection

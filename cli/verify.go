@@ -72,7 +72,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	} else {
 		printVerify(a.env.Stdout, res)
 	}
-	return exitFor(res)
+	return exitFor(res, a.cfg.FailOn)
 }
 
 // printVerify writes what a verification found and filled.

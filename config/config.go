@@ -148,8 +148,11 @@ type Config struct {
 	// HTTPAddr is where serve exposes /healthz, /readyz and /metrics.
 	HTTPAddr string `env:"HTTP_ADDR, default=127.0.0.1:9464" form:"host:port, e.g. :9464" desc:"listen address of serve's /healthz, /readyz and /metrics"`
 	// NotifyURL receives a JSON POST {"text": ...} when a run fails, ends
-	// partial, raises warnings or recovers (a Slack-compatible webhook).
-	NotifyURL Secret `env:"SYNC_NOTIFY_URL" form:"an absolute http(s) URL, e.g. a Slack incoming webhook" desc:"webhook that gets a JSON POST {\"text\": …} when a run fails, ends partial, raises warnings or recovers; unset: no notifications" secret:"true"`
+	// partial, ends with warnings or recovers (a Slack-compatible webhook).
+	NotifyURL Secret `env:"SYNC_NOTIFY_URL" form:"an absolute http(s) URL, e.g. a Slack incoming webhook" desc:"webhook that gets a JSON POST {\"text\": …} when a run fails, ends partial, ends with warnings or recovers; unset: no notifications" secret:"true"`
+	// FailOn names the kinds of warnings that make a sync that ended
+	// warning exit 1 (a scheduler alerts) instead of 0.
+	FailOn FailOn `env:"SYNC_FAIL_ON" form:"comma-separated kinds: warnings, rejects, new_fields" desc:"a run or backfill that ends with warnings of these kinds exits 1 instead of 0: warnings (coverage warnings null_column and rejected_stream, and notes), rejects (open rejected records in the run's streams), new_fields (fields never seen before); unset: warnings exit 0 (see docs/operations.md)"`
 
 	// LogLevel is the minimum level logged.
 	LogLevel string `env:"LOG_LEVEL, default=info" form:"debug, info, warn or error" desc:"minimum log level"`

@@ -215,9 +215,9 @@ func (r *run) contactsListing(p *load.Page, fd *fetchedDetail, verdicts *contact
 func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
 	id := extract.ID(d.ID)
-	fetch, name, endpoint, rejectStream := r.client.Brand, StreamBrands, stream.EndpointBrand, stream.RejectBrands
+	fetch, name, endpoint, rejectStream := r.client.Brand, StreamBrands, stream.EndpointBrand, stream.RejectBrandDetails
 	if kind == StreamProjects {
-		fetch, name, endpoint, rejectStream = r.client.Project, StreamProjects, stream.EndpointProject, stream.RejectProjects
+		fetch, name, endpoint, rejectStream = r.client.Project, StreamProjects, stream.EndpointProject, stream.RejectProjectDetails
 	}
 	rec, err := fetch(ctx, id)
 	// A detail that does not decode is a rejected record, not a failed run:

@@ -51,7 +51,8 @@ type Status string
 
 // Run statuses.
 const (
-	StatusSucceeded Status = load.RunSucceeded // everything asked was synced
+	StatusSucceeded Status = load.RunSucceeded // everything asked was synced, and every record fit
+	StatusWarning   Status = load.RunWarning   // everything asked was synced, with warnings, notes or open rejects (Result.WarningKinds)
 	StatusPartial   Status = load.RunPartial   // budget, daily quota or a signal stopped it; the next run resumes
 	StatusFailed    Status = load.RunFailed    // an error stopped a stream
 	StatusSkipped   Status = load.RunSkipped   // another sync held the lock
@@ -136,7 +137,10 @@ type Deps struct {
 	// Progress makes the progress display of a run from the run's logger
 	// (which carries run_id); nil shows no progress.
 	Progress func(runLog *zap.Logger) progress.Display
-	Logger   *zap.Logger
+	// Live, when set, receives the progress of each run as it goes (serve's
+	// status page reads it); nil keeps none.
+	Live   *progress.Live
+	Logger *zap.Logger
 }
 
 // warehouseStore is what the engine needs of *load.Store (tests wrap it to
@@ -167,6 +171,8 @@ type warehouseStore interface {
 	LastRunWarnings(ctx context.Context) (string, []inventory.Warning, error)
 	PagingFacts(ctx context.Context) (map[string]load.PagingFact, error)
 	SavePagingFacts(ctx context.Context, facts map[string]load.PagingFact) error
+	TableMappings(ctx context.Context) (map[string]load.TableMapping, error)
+	SetTableMappings(ctx context.Context, ms []load.TableMapping) error
 }
 
 // Engine runs syncs. It is safe for concurrent use; the advisory lock lets
@@ -179,6 +185,7 @@ type Engine struct {
 	clock    *extract.ServiceClock
 	metrics  *metrics.Metrics
 	progress func(runLog *zap.Logger) progress.Display
+	live     *progress.Live // nil: no live progress
 	log      *zap.Logger
 	set      Settings
 	book     *bookkeeping
@@ -242,7 +249,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 		return nil, fmt.Errorf("create engine: %w", err)
 	}
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
-		progress: d.Progress, log: d.Logger, set: s, book: book}
+		progress: d.Progress, live: d.Live, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
 	recon, err := load.NewReconciler(d.Pool, s.Schema)
 	if err != nil {
@@ -319,6 +326,14 @@ type Result struct {
 	// Warnings are the run's coverage warnings (also logged, stored in
 	// sync_runs.warnings and counted by agencysync_source_field_warnings).
 	Warnings []inventory.Warning
+	// OpenRejects counts the rejected records of the run's streams still
+	// open when it ended (sync_runs.open_rejects holds their sum), by
+	// stream: a stream counts the rejects of its lists and details too
+	// (finance: finance.invoices, …).
+	OpenRejects map[string]int64
+	// RejectsResolved counts the earlier rejects the run resolved
+	// (sync_runs.rejects_resolved).
+	RejectsResolved int64
 }
 
 // run is the state of one run in progress.
@@ -344,6 +359,7 @@ type run struct {
 	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
 	fields    *fieldWatch   // the field inventory and column coverage of the run's records (runstats.go)
 	memo      *extract.PagingMemo
+	live      *liveRun // the run's live progress (nil: none kept)
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -436,6 +452,10 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
+	rederived, err := e.rederive(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
 	listsDone, err := e.listsDoneByUnfinishedRun(ctx, req)
 	if err != nil {
 		return nil, err
@@ -460,11 +480,18 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog).WithPagingMemo(memo),
 		log:    runLog, today: utcDate(started), fields: newFieldWatch(e.set.Streams, e.inventorySampling), memo: memo}
 	r.progress = e.progress(r.log)
+	if e.live != nil {
+		r.progress = progress.Tee(r.progress, e.live)
+	}
 	if clockNote != "" {
 		r.note(clockNote)
 	}
+	for _, n := range rederived {
+		r.note(n)
+	}
 	defer r.spool.tidy()
-	base := r.client
+	r.live = e.liveRun(runID, req.Trigger, streams, plan.Budget)
+	defer r.live.end()
 	r.log.Info("sync started", zap.Strings("streams", streams), zap.String("trigger", string(req.Trigger)),
 		zap.Int("budget", plan.Budget), zap.Int("spent_today", plan.Spent), zap.Int("estimated", plan.Estimated()))
 	if e.metrics != nil {
@@ -473,6 +500,16 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	}
 
 	res := &Result{RunID: runID, Plan: plan, StreamErrors: map[Task]error{}}
+	r.runTasks(ctx, req, plan, done, res)
+	r.progress.Finish()
+	return e.finishRun(ctx, r, res, streams, wallStart)
+}
+
+// runTasks runs the plan's tasks in order until one stops the run; the
+// tasks an unfinished run completed today (done) are skipped. A task's
+// error is kept in res.StreamErrors; an incomplete task leaves a gap.
+func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Task]bool, res *Result) {
+	base := r.client
 	for _, item := range plan.Items {
 		if r.stopped() != nil {
 			break
@@ -486,14 +523,15 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
-		r.stats.begin(item.Task, budget.Spent(), time.Now())
+		r.stats.begin(item.Task, r.budget.Spent(), time.Now())
 		r.fields.task(item.Task)
 		err := r.runTask(ctx, item.Task, req, tlog)
 		r.fields.rereads(true) // afterTask re-reads the ranges the task closed
 		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
 		r.fields.rereads(false)
 		r.savePaging(ctx)
-		r.stats.end(budget.Spent(), time.Now())
+		r.stats.end(r.budget.Spent(), time.Now())
+		r.live.spent(r.budget.Spent())
 		if err == nil {
 			continue
 		}
@@ -510,57 +548,6 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		res.StreamErrors[item.Task] = err
 		tlog.Error("task failed", zap.Error(err))
 	}
-	r.progress.Finish()
-
-	res.RequestsUsed = budget.Spent()
-	res.Retries = int(e.retries.Load())
-	res.Counts = r.counts
-	res.Notes = r.notes
-	res.Verify = r.verified
-	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps)
-	errText := runErrorText(res.Err, res.Notes, r.client.Redact)
-	// Record the end even when the run's context was cancelled, and through
-	// a database blip: the error that failed the run may have left dead
-	// connections in the pool, and a "running" row would outlive the run.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	res.Tasks = r.stats.detail()
-	if err := e.store.SetStreamsDetail(fctx, runID, res.Tasks); err != nil {
-		r.log.Warn("run history: streams detail not recorded", zap.Error(err))
-	}
-	res.Warnings = r.finishFields(fctx)
-	for wait := 100 * time.Millisecond; ; wait *= 2 {
-		err := e.store.FinishRun(fctx, runID, load.RunResult{Status: string(res.Status), RequestsUsed: res.RequestsUsed,
-			Retries: res.Retries, RowsByTable: res.Counts.RowsByTable(), Rejected: res.Counts.Rejected, Error: errText})
-		if err == nil {
-			break
-		}
-		select {
-		case <-fctx.Done():
-			return res, err
-		case <-time.After(wait):
-		}
-	}
-	e.saveClock(fctx)
-	dur := time.Since(wallStart)
-	if e.metrics != nil {
-		if err := e.PublishFreshness(fctx); err != nil {
-			r.log.Warn("metrics: last success not read from the warehouse", zap.Error(err))
-		}
-		e.metrics.Runs.WithLabelValues(string(res.Status)).Inc()
-		e.metrics.RunDuration.WithLabelValues(string(res.Status)).Observe(dur.Seconds())
-		e.metrics.QuotaLeft.Set(float64(budget.Remaining()))
-		e.metrics.QuotaSpent.Set(float64(plan.Spent + res.RequestsUsed))
-	}
-	fields := []zap.Field{zap.String("status", string(res.Status)), zap.Duration("took", dur.Round(time.Millisecond)),
-		zap.Int("requests_planned", plan.Allotted()), zap.Int("requests_used", res.RequestsUsed), zap.Int("retries", res.Retries),
-		zap.Int64("rows_written", res.Counts.Written()), zap.Any("rows_by_table", res.Counts.RowsByTable()),
-		zap.Int64("rejected", res.Counts.Rejected)}
-	if res.Err != nil {
-		fields = append(fields, zap.String("error", res.Err.Error()))
-	}
-	r.log.Info("sync summary", fields...)
-	return res, nil
 }
 
 // classifyStop returns the error that must stop the whole run (budget,
@@ -663,6 +650,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.mu.Unlock()
 	r.stats.read(&p.Batch)
 	r.fields.count(&p)
+	r.live.committed(p.Stream, pageRecords(&p.Batch), c.Written(), c.Rejected, r.budget.Spent())
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))

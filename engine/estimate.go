@@ -28,7 +28,14 @@ func (e *Engine) Plan(ctx context.Context, streams []string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	return e.makePlan(ctx, streams, Request{}, done)
+	p, err := e.makePlan(ctx, streams, Request{}, done)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.Rederive, _, err = e.stale(ctx, streams); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
 }
 
 func (e *Engine) makePlan(ctx context.Context, streams []string, req Request, done map[Task]bool) (Plan, error) {

@@ -44,6 +44,7 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 		}
 	}
 	var end *extract.ListEnd
+	var landed, rejected int // the list's records that fit, and that did not
 	for page, err := range prefetch(ctx, r.e.set.NoPrefetch, l.open) {
 		if err != nil {
 			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
@@ -53,6 +54,8 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 			wl.Expect(page.Total)
 		}
 		p := load.Page{Stream: l.stream, Batch: l.rows(page), Listing: wl}
+		landed += p.Batch.Len(l.table)
+		rejected += len(p.Batch.Rejects)
 		if l.listed != nil {
 			p.Listed = l.listed(&p.Batch)
 		}
@@ -82,8 +85,16 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 	if why == "" && wl != nil {
 		last.Listing, last.EndsListing = wl, true
 	}
+	// A list whose every record was rejected landed nothing: it is not
+	// complete, so its stream is not shown fresh (and a finance list is
+	// listed whole again).
+	allRejected := landed == 0 && rejected > 0
+	if allRejected {
+		r.log.Warn("every record of the list was rejected: the list is not complete (see rejected_records)",
+			zap.String("list", l.name()), zap.Int("rejected", rejected))
+	}
 	if l.state != nil {
-		last.State = l.state(why == "")
+		last.State = l.state(why == "" && !allRejected)
 	}
 	counts, err := r.commit(ctx, last)
 	if err != nil {

@@ -69,6 +69,10 @@ type Plan struct {
 	Spent      int // requests already spent today (ledger)
 	Budget     int // requests this run may send: DailyQuota - Reserve - Spent, at least 0
 	Items      []PlanItem
+	// Rederive are the tables derived under another field map than the one
+	// in force: the run re-derives them from raw before its tasks (0
+	// requests), so that the field map makes no detail due.
+	Rederive []Rederive
 }
 
 // MakePlan allots the day's remaining budget to the estimates in priority
@@ -160,4 +164,8 @@ func (p Plan) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Task, it.Task.Stream(), est, allotted, waits, note)
 	}
 	tw.Flush()
+	for _, rd := range p.Rederive {
+		fmt.Fprintf(w, "\nbefore its tasks, the run re-derives %s from raw (0 requests): the field map changed (now %q, was %q); "+
+			"agencysync rebuild --streams %s does it now\n", rd.Table, rd.FieldMap, rd.Was, rd.Stream)
+	}
 }

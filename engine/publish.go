@@ -19,6 +19,9 @@ func (e *Engine) RefreshMetrics(ctx context.Context) error {
 	}
 	e.metrics.QuotaSpent.Set(float64(rep.QuotaSpent))
 	e.metrics.QuotaLeft.Set(float64(rep.QuotaLeft))
+	for _, s := range rep.Streams {
+		e.metrics.OpenRejects.WithLabelValues(s.Stream).Set(float64(s.Rejected))
+	}
 	if err := e.PublishFreshness(ctx); err != nil {
 		return fmt.Errorf("refresh metrics: %w", err)
 	}

@@ -128,14 +128,23 @@ func (e *Engine) Rebuild(ctx context.Context, req RebuildRequest) (*RebuildResul
 	if err := e.store.CloseDeadRuns(ctx); err != nil {
 		return nil, err
 	}
+	return e.rebuildLocked(ctx, rs, streams, nil, batch)
+}
+
+// rebuildLocked is a rebuild under the sync lock the caller holds, of the
+// tables of streams (only those named in tables, when set), recorded in
+// sync_runs with trigger rebuild.
+func (e *Engine) rebuildLocked(ctx context.Context, rs rebuildStore, streams, tables []string, batch int) (*RebuildResult, error) {
 	runID, err := e.store.StartRun(ctx, load.Run{Trigger: string(TriggerRebuild), Streams: streams})
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	rb := &rebuild{e: e, rs: rs, runID: runID, batch: batch, day: utcDate(e.set.Now()),
-		log: e.log.With(zap.String("run_id", runID)), res: &RebuildResult{RunID: runID, Tables: map[string]*RebuildTable{}}}
-	rb.log.Info("rebuild started", zap.Strings("streams", streams), zap.Int("batch", batch))
+	rb := &rebuild{e: e, rs: rs, runID: runID, batch: batch, day: utcDate(e.set.Now()), only: tables,
+		log: e.log.With(zap.String("run_id", runID)), res: &RebuildResult{RunID: runID, Tables: map[string]*RebuildTable{}},
+		live: e.liveRun(runID, TriggerRebuild, streams, 0)}
+	defer rb.live.end() // once the rebuild's end is recorded below
+	rb.log.Info("rebuild started", zap.Strings("streams", streams), zap.Strings("tables", tables), zap.Int("batch", batch))
 	err = rb.streams(ctx, streams)
 	res := rb.res
 	switch {
@@ -153,7 +162,7 @@ func (e *Engine) Rebuild(ctx context.Context, req RebuildRequest) (*RebuildResul
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := e.store.FinishRun(fctx, runID, load.RunResult{Status: string(res.Status), RowsByTable: res.Counts.RowsByTable(),
-		Rejected: res.Counts.Rejected, Error: errText}); err != nil {
+		Rejected: res.Counts.Rejected, RejectsResolved: res.Counts.Resolved, Error: errText}); err != nil {
 		return res, err
 	}
 	if e.metrics != nil {
@@ -174,6 +183,8 @@ type rebuild struct {
 	e     *Engine
 	rs    rebuildStore
 	runID string
+	only  []string // the tables to rebuild (nil: every table of the streams)
+	live  *liveRun // the rebuild's live progress (nil: none kept)
 	batch int
 	day   time.Time
 	log   *zap.Logger
@@ -197,7 +208,7 @@ func (rb *rebuild) streams(ctx context.Context, names []string) error {
 	for _, name := range names {
 		s := rb.e.declared(name)
 		for _, t := range s.Tables() {
-			if !rebuildable(t) {
+			if !rebuildable(t) || rb.only != nil && !slices.Contains(rb.only, t.Name) {
 				continue
 			}
 			if err := rb.table(ctx, s, t); err != nil {
@@ -277,12 +288,15 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 			for _, k := range t.Key() {
 				cur.After = append(cur.After, last[k.Name])
 			}
-			c, _, err := rb.commit(ctx, t, b, cur, nil)
+			c, _, err := rb.commit(ctx, t, b, cur, nil, listHashes(s, t, recs))
 			if err != nil {
 				return err
 			}
 			tally.Read += int64(len(recs))
 			tally.Rejected += c.Rejected
+			if rb.e.live != nil { // batches of stored records, as pages
+				rb.e.live.Update(rb.streamOf(t)+"."+t.Name, int((tally.Read+int64(rb.batch)-1)/int64(rb.batch)), 0)
+			}
 			rb.log.Info("rebuild progress", zap.String("table", t.Name), zap.Int64("read", tally.Read),
 				zap.Int64("rows_written", c.Written()), zap.Int64("rejected", c.Rejected))
 		}
@@ -293,7 +307,34 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 			return err
 		}
 	}
-	return rb.rs.DeleteState(ctx, load.RebuildStream, t.Name)
+	if err := rb.rs.DeleteState(ctx, load.RebuildStream, t.Name); err != nil {
+		return err
+	}
+	return rb.e.store.SetTableMappings(ctx, []load.TableMapping{{Table: t.Name, Mapping: tableMapping(s, t), FieldMap: tableFieldMap(s, t)}})
+}
+
+// listHashes returns the list hashes of stored brands or projects (a table
+// with details) under the declarations of s, from their list records: what
+// the next listing computes for them when nothing changed. nil for other
+// tables.
+func listHashes(s *stream.Stream, t *stream.Table, recs []transform.Stored) []load.ListedEntity {
+	if t.DetailReject == "" || len(t.Endpoints) == 0 {
+		return nil
+	}
+	raw, key := rawColumn(t), t.Key()[0].Name
+	listed := make([]stream.Record, 0, len(recs))
+	for _, r := range recs {
+		if rec := r.Raw[raw]; len(rec) > 0 && string(rec) != "null" {
+			listed = append(listed, stream.Record{Key: r.Key[key], Raw: rec})
+		}
+	}
+	b := transform.Records(transform.Input{Stream: s, Endpoint: t.Endpoints[0]}, listed)
+	hashes := transform.ListHashes(&b, t.Name)
+	out := make([]load.ListedEntity, len(hashes))
+	for i, h := range hashes {
+		out[i] = load.ListedEntity{ID: h.ID, Hash: h.Hash}
+	}
+	return out
 }
 
 // retryRejects re-derives t's rejected records under the current
@@ -340,7 +381,7 @@ func (rb *rebuild) retryRejects(ctx context.Context, s *stream.Stream, t *stream
 			}
 		}
 		cur.AfterID = rejected[len(rejected)-1].ID
-		_, recovered, err := rb.commit(ctx, t, page, *cur, resolved)
+		_, recovered, err := rb.commit(ctx, t, page, *cur, resolved, nil)
 		if err != nil {
 			return err
 		}
@@ -350,6 +391,19 @@ func (rb *rebuild) retryRejects(ctx context.Context, s *stream.Stream, t *stream
 			zap.Int64("rejects_recovered", tally.Recovered), zap.Int("rejects_key_stored", len(fits)-len(resolved)))
 	}
 	return nil
+}
+
+// streamOf is the stream whose declarations hold t (detail_state.stream of
+// brands and projects).
+func (rb *rebuild) streamOf(t *stream.Table) string {
+	for _, name := range AllStreams {
+		if s := rb.e.declared(name); s != nil {
+			if _, ok := s.Table(t.Name); ok {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // batches yields the batches read gives, in turn, until it gives an empty
@@ -373,9 +427,11 @@ func batches[T any](ctx context.Context, read func() ([]T, error)) iter.Seq2[[]T
 	}
 }
 
-// commit writes a batch of t with its cursor (and the rejected records it
-// resolves) in one transaction; a signal still lets the batch in hand commit.
-func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batch, cur rebuildCursor, resolved []int64) (load.Counts, int64, error) {
+// commit writes a batch of t with its cursor (the rejected records it
+// resolves, the list hashes it re-keys) in one transaction; a signal still
+// lets the batch in hand commit.
+func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batch, cur rebuildCursor, resolved []int64,
+	rekeyed []load.ListedEntity) (load.Counts, int64, error) {
 	cursor, err := json.Marshal(cur)
 	if err != nil {
 		return load.Counts{}, 0, fmt.Errorf("encode cursor: %w", err)
@@ -383,11 +439,13 @@ func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batc
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	c, n, err := rb.rs.CommitRebuild(cctx, load.Page{Stream: load.RebuildStream, RunID: rb.runID, Batch: b,
-		State: &load.Checkpoint{Partition: t.Name, Cursor: cursor}}, resolved)
+		State: &load.Checkpoint{Partition: t.Name, Cursor: cursor}, Rekeyed: rekeyed, RekeyStream: rb.streamOf(t)}, resolved)
 	if err != nil {
 		return c, n, err
 	}
 	rb.res.Counts.Add(c)
+	stream := rb.streamOf(t)
+	rb.live.committed(stream, int64(b.Records()), c.Written(), c.Rejected, 0)
 	if m := rb.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))

@@ -239,7 +239,7 @@ func (w *fieldWatch) endpointOf(name string, detail bool) (*stream.Stream, strin
 func (w *fieldWatch) rejectTable(rs string) string {
 	for _, s := range w.decls {
 		for _, t := range s.Tables() {
-			if t.Reject == rs {
+			if t.Reject == rs || t.DetailReject == rs {
 				return t.Name
 			}
 		}
@@ -327,8 +327,10 @@ func fieldPaths(t *stream.Table, f string) []string {
 // mapping returns, for a stream's records of endpoint, the column each
 // source field path fills (Field and Alternates of every mapped column of
 // the tables the endpoint fills), and the columns whose coverage the run
-// counted.
-func (ws *watchedStream) mapping() (map[string]string, []inventory.Column) {
+// counted. Without any record observed (every page came from the spool,
+// transformed before a crash), a sparse column cannot be told from a
+// renamed one (its field's presence is unknown): it is left out.
+func (ws *watchedStream) mapping(observed bool) (map[string]string, []inventory.Column) {
 	paths := map[string]string{}
 	var cols []inventory.Column
 	rec := recordTable(ws.decl, ws.endpoint)
@@ -350,7 +352,7 @@ func (ws *watchedStream) mapping() (map[string]string, []inventory.Column) {
 					}
 				}
 			}
-			if c.Type == stream.Boolean { // false is a value and a PHP null: not counted
+			if c.Type == stream.Boolean || c.Sparse && !observed { // false is a value and a PHP null: not counted
 				continue
 			}
 			col := inventory.Column{Column: name, Field: main[0], Types: inventory.TypesFor(c.Type.SQL()),
@@ -373,7 +375,7 @@ func (w *fieldWatch) result() (fields []inventory.Field, runs []inventory.Stream
 	defer w.mu.Unlock()
 	m := inventory.Mapping{}
 	for name, ws := range w.streams {
-		paths, cols := ws.mapping()
+		paths, cols := ws.mapping(w.inv.Records(name) > 0)
 		m[name] = paths
 		runs = append(runs, inventory.StreamRun{Stream: name, Records: ws.records, Observed: w.inv.Records(name),
 			Columns: cols, Rejects: ws.rejects})

@@ -19,7 +19,7 @@ type StreamStatus struct {
 	LastSuccess *time.Time `json:"last_success,omitempty"` // sync_freshness.last_success_at (load.Store.Freshness)
 	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // sync_freshness.lag, rounded to the second
 	Rows        int64      `json:"rows"`                   // rows of its main table, soft-deleted excluded
-	Rejected    int64      `json:"rejected"`               // rejected_records of the stream
+	Rejected    int64      `json:"rejected"`               // open rejects of the stream (rejected_records)
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
 }
 
@@ -43,6 +43,9 @@ type StatusReport struct {
 	// Rebuilds are the tables whose `agencysync rebuild` was interrupted
 	// (its cursor waits in sync_state); empty when none is.
 	Rebuilds []RebuildPending `json:"rebuilds,omitempty"`
+	// Rederive are the tables derived under another field map than the one
+	// in force: the next run re-derives them from raw first.
+	Rederive []Rederive `json:"rederive,omitempty"`
 }
 
 // The stages of a table's rebuild (RebuildPending.Stage).
@@ -113,6 +116,9 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 		return nil, err
 	}
 	if rep.Rebuilds, err = e.pendingRebuilds(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Rederive, _, err = e.stale(ctx, AllStreams); err != nil {
 		return nil, err
 	}
 	id, ws, err := e.store.LastRunWarnings(ctx)

@@ -196,24 +196,34 @@ func rejectedStream(sr StreamRun) (Warning, bool) {
 			"probably differ from the mapping (run agencysync check)", n, sr.Records, sr.Stream, most, reason)}, true
 }
 
-// newFields announces the fields absent from Known, once: a field whose
-// parent object is new too is covered by its parent's warning, and a stream
-// that Known does not hold at all is a first inventory, not news.
+// newFields announces the fields absent from Known that the mapping does
+// not read, once: a field whose parent object is announced too is covered
+// by its parent's warning, and a stream that Known does not hold at all is
+// a first inventory, not news.
 func newFields(seen []Field, known Known) []Warning {
 	isNew := map[string]bool{}
+	mapped := map[string]bool{} // a field a column reads, and the objects that hold one
 	for _, f := range seen {
 		if k := known[f.Stream]; len(k) > 0 && !k[f.Path] {
 			isNew[f.Stream+"\x00"+f.Path] = true
 		}
+		if f.MappedColumn != "" {
+			for p := f.Path; p != ""; p = parentPath(p) {
+				mapped[f.Stream+"\x00"+p] = true
+			}
+		}
 	}
 	var out []Warning
 	for _, f := range seen {
-		if !isNew[f.Stream+"\x00"+f.Path] {
+		// A field the mapping reads (or whose members it reads: the bcc
+		// recipients of the first e-mail that has any) is no news: its
+		// values land in their columns.
+		if !isNew[f.Stream+"\x00"+f.Path] || mapped[f.Stream+"\x00"+f.Path] {
 			continue
 		}
 		covered := false
 		for p := parentPath(f.Path); p != ""; p = parentPath(p) {
-			if isNew[f.Stream+"\x00"+p] {
+			if isNew[f.Stream+"\x00"+p] && !mapped[f.Stream+"\x00"+p] {
 				covered = true
 				break
 			}

@@ -146,6 +146,22 @@ func TestCoverage(t *testing.T) {
 			},
 		},
 		{
+			name: "a new field the mapping reads, or an object holding one, is no news; a new unmapped member of it is",
+			in: Input{
+				Seen: []Field{
+					{Stream: "communications", Path: "subject", Types: []string{TypeString}, Count: 5},
+					{Stream: "communications", Path: "users.bcc[]", Types: []string{TypeObject}, Count: 1},
+					{Stream: "communications", Path: "users.bcc[].email", Types: []string{TypeString}, Count: 1, MappedColumn: "users.email"},
+					{Stream: "communications", Path: "users.bcc[].nickname", Types: []string{TypeString}, Count: 1},
+					{Stream: "communications", Path: "email.size", Types: []string{TypeNumber}, Count: 5, MappedColumn: "emails.size_bytes"},
+				},
+				Known: Known{"communications": {"subject": true, "users.bcc": true}},
+			},
+			want: []Warning{
+				{Kind: KindNewField, Stream: "communications", Field: "users.bcc[].nickname", Count: 1},
+			},
+		},
+		{
 			name: "a stream without records warns of nothing",
 			in:   Input{Streams: []StreamRun{{Stream: "projects", Records: 0, Columns: projectCols(0, 0, 0, 0, 0)}}},
 		},

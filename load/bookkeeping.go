@@ -78,14 +78,14 @@ WHERE status = 'running'`, s.id("sync_runs")))
 	return nil
 }
 
-// UnfinishedRunStarts returns the start of each run that did not succeed
-// since the last one that did (skipped runs aside; a "running" row while
-// the caller holds the sync lock is a run that died), within the last two
-// days, oldest first. Rebuilds (trigger rebuild) are no syncs and are not
+// UnfinishedRunStarts returns the start of each run that did not complete
+// since the last one that did (succeeded or warning: both ran every task;
+// skipped runs aside; a "running" row while the caller holds the sync lock
+// is a run that died), within the last two days, oldest first. Rebuilds (trigger rebuild) are no syncs and are not
 // counted either way.
 func (s *Store) UnfinishedRunStarts(ctx context.Context) ([]time.Time, error) {
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT started_at FROM %[1]s WHERE status <> 'skipped' AND trigger <> 'rebuild'
-AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status = 'succeeded' AND trigger <> 'rebuild'), '-infinity')
+AND started_at > coalesce((SELECT max(started_at) FROM %[1]s WHERE status IN ('succeeded', 'warning') AND trigger <> 'rebuild'), '-infinity')
 AND started_at > now() - interval '2 days' ORDER BY started_at`, s.id("sync_runs")))
 	if err != nil {
 		return nil, fmt.Errorf("read previous runs: %w", err)
@@ -139,15 +139,21 @@ func (s *Store) RejectedCount(ctx context.Context, stream string) (int64, error)
 
 // RunSummary is one row of sync_runs as `agencysync status` shows it.
 type RunSummary struct {
-	RunID        string         `json:"run_id"`
-	Trigger      string         `json:"trigger"`
-	Status       string         `json:"status"`
-	StartedAt    time.Time      `json:"started_at"`
-	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
-	RequestsUsed int            `json:"requests_used"`
-	Rejected     int            `json:"rejected"`
-	RowsByTable  map[string]int `json:"rows_by_table"`
-	Error        string         `json:"error,omitempty"`
+	RunID        string     `json:"run_id"`
+	Trigger      string     `json:"trigger"`
+	Status       string     `json:"status"`
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	RequestsUsed int        `json:"requests_used"`
+	Rejected     int        `json:"rejected"`
+	// OpenRejects is sync_runs.open_rejects: the rejected records of the
+	// run's streams still open when it ended.
+	OpenRejects int `json:"open_rejects"`
+	// RejectsResolved is sync_runs.rejects_resolved: earlier rejects the
+	// run resolved.
+	RejectsResolved int            `json:"rejects_resolved"`
+	RowsByTable     map[string]int `json:"rows_by_table"`
+	Error           string         `json:"error,omitempty"`
 	// StreamsDetail is sync_runs.streams_detail: per task, the stream,
 	// requests, records read, duration and communications ranges fetched.
 	StreamsDetail map[string]TaskDetail `json:"streams_detail"`
@@ -155,7 +161,8 @@ type RunSummary struct {
 
 // RecentRuns returns the last n runs, newest first.
 func (s *Store) RecentRuns(ctx context.Context, n int) ([]RunSummary, error) {
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, ''), streams_detail
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT run_id::text, trigger, status, started_at, finished_at, requests_used, rejected, rows_by_table, coalesce(error, ''), streams_detail,
+	open_rejects, rejects_resolved
 FROM %s ORDER BY started_at DESC LIMIT $1`, s.id("sync_runs")), n)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -163,7 +170,8 @@ FROM %s ORDER BY started_at DESC LIMIT $1`, s.id("sync_runs")), n)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunSummary, error) {
 		var rs RunSummary
 		var byTable, detail []byte
-		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error, &detail)
+		err := r.Scan(&rs.RunID, &rs.Trigger, &rs.Status, &rs.StartedAt, &rs.FinishedAt, &rs.RequestsUsed, &rs.Rejected, &byTable, &rs.Error, &detail,
+			&rs.OpenRejects, &rs.RejectsResolved)
 		if err == nil {
 			err = json.Unmarshal(byTable, &rs.RowsByTable)
 		}

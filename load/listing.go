@@ -32,6 +32,7 @@ type Listing struct {
 	spec     *spec
 	scope    []scopeValue
 	seen     map[rowKey]struct{}
+	rejected map[string]struct{} // keys of the rejects of the table's stream received
 	unkeyed  int
 	expected int // the largest total the service announced for the listing
 }
@@ -50,7 +51,7 @@ func (s *Store) NewListing(table string, scope map[string]any) (*Listing, error)
 	if !ok || !t.softDelete {
 		return nil, fmt.Errorf("start listing: %q is not a table with soft deletes", table)
 	}
-	l := &Listing{spec: t.spec, seen: make(map[rowKey]struct{})}
+	l := &Listing{spec: t.spec, seen: make(map[rowKey]struct{}), rejected: make(map[string]struct{})}
 	for _, name := range slices.Sorted(maps.Keys(scope)) {
 		i := slices.IndexFunc(t.columns(), func(c column) bool { return c.name == name })
 		if i < 0 {
@@ -103,6 +104,7 @@ func (l *Listing) See(b *transform.Batch) {
 		if r.Stream != l.spec.stream {
 			continue
 		}
+		l.rejected[r.Key] = struct{}{}
 		vals, ok := l.spec.rejectKey(r.Key)
 		if !ok {
 			l.unkeyed++
@@ -116,7 +118,8 @@ func (l *Listing) See(b *transform.Batch) {
 
 // with returns a copy of l that has also seen b.
 func (l *Listing) with(b *transform.Batch) *Listing {
-	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), unkeyed: l.unkeyed, expected: l.expected}
+	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), rejected: maps.Clone(l.rejected),
+		unkeyed: l.unkeyed, expected: l.expected}
 	c.See(b)
 	return c
 }

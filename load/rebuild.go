@@ -240,6 +240,7 @@ func (s *Store) KeysStored(ctx context.Context, table string, keys [][]any) ([]b
 // the number of rejected records deleted.
 func (s *Store) CommitRebuild(ctx context.Context, p Page, resolved []int64) (Counts, int64, error) {
 	var deleted int64
+	p.keepRejects = true
 	if len(resolved) > 0 {
 		del := fmt.Sprintf("DELETE FROM %s WHERE rejected_id = ANY($1)", s.id("rejected_records"))
 		then := p.then
@@ -259,6 +260,7 @@ func (s *Store) CommitRebuild(ctx context.Context, p Page, resolved []int64) (Co
 	if err != nil {
 		return c, 0, err
 	}
+	c.Resolved += deleted
 	return c, deleted, nil
 }
 

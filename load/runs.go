@@ -10,6 +10,7 @@ import (
 const (
 	RunRunning   = "running"
 	RunSucceeded = "succeeded"
+	RunWarning   = "warning"
 	RunPartial   = "partial"
 	RunFailed    = "failed"
 	RunSkipped   = "skipped"
@@ -29,13 +30,19 @@ type Run struct {
 
 // RunResult is how a run ended.
 type RunResult struct {
-	// Status is RunSucceeded, RunPartial or RunFailed.
+	// Status is RunSucceeded, RunWarning, RunPartial or RunFailed.
 	Status       string
 	RequestsUsed int
 	Retries      int
 	// RowsByTable is Counts.RowsByTable summed over the run's pages.
 	RowsByTable map[string]int64
 	Rejected    int64
+	// OpenRejects is the number of the run's streams' rejected records
+	// still open when it ended (sync_runs.open_rejects).
+	OpenRejects int64
+	// RejectsResolved is the number of rejected records the run resolved
+	// (sync_runs.rejects_resolved).
+	RejectsResolved int64
 	// Error says why the run failed or stopped early; it must not contain a key.
 	Error string
 }
@@ -53,15 +60,15 @@ func (s *Store) StartRun(ctx context.Context, r Run) (string, error) {
 // durableBegin), which also flushes every page the run committed before.
 func (s *Store) FinishRun(ctx context.Context, runID string, r RunResult) error {
 	switch r.Status {
-	case RunSucceeded, RunPartial, RunFailed:
+	case RunSucceeded, RunWarning, RunPartial, RunFailed:
 	default:
-		return fmt.Errorf("finish run %s: status %q is not succeeded, partial or failed", runID, r.Status)
+		return fmt.Errorf("finish run %s: status %q is not succeeded, warning, partial or failed", runID, r.Status)
 	}
 	rows := r.RowsByTable
 	if rows == nil {
 		rows = map[string]int64{}
 	}
-	tag, err := durableExec(ctx, s.pool, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, s.red.String(r.Error)) // redacted: analysts read it
+	tag, err := durableExec(ctx, s.pool, s.finishRunSQL, runID, r.Status, r.RequestsUsed, r.Retries, rows, r.Rejected, s.red.String(r.Error), r.OpenRejects, r.RejectsResolved) // redacted: analysts read it
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", runID, err)
 	}

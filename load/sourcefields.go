@@ -98,11 +98,12 @@ func (s *Store) SetRunWarnings(ctx context.Context, runID string, ws []inventory
 	return s.setRunJSON(ctx, runID, "warnings", "warnings", ws)
 }
 
-// LastRunWarnings returns the latest finished run that was not skipped and
-// its warnings, for status; ErrNoRun when there is none.
+// LastRunWarnings returns the latest finished sync (not skipped, not a
+// rebuild, which observes no field) and its warnings, for status; ErrNoRun
+// when there is none.
 func (s *Store) LastRunWarnings(ctx context.Context) (string, []inventory.Warning, error) {
 	q := fmt.Sprintf(`SELECT run_id::text, warnings FROM %s
-WHERE status IN ('succeeded', 'partial', 'failed') ORDER BY started_at DESC, run_id DESC LIMIT 1`,
+WHERE status IN ('succeeded', 'warning', 'partial', 'failed') AND trigger <> 'rebuild' ORDER BY started_at DESC, run_id DESC LIMIT 1`,
 		pgx.Identifier{s.schema, "sync_runs"}.Sanitize())
 	var id string
 	var b []byte

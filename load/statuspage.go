@@ -51,14 +51,15 @@ ORDER BY d`, pgx.Identifier{l.schema, "api_quota_usage"}.Sanitize())
 // ErrNoSuchRun means a run_id is not in sync_runs.
 var ErrNoSuchRun = errors.New("no such run")
 
-// PreviousRunStatus returns the status of the last finished run (succeeded,
-// partial or failed; skipped and unfinished runs do not count) that started
+// PreviousRunStatus returns the status of the last finished sync (succeeded,
+// warning, partial or failed; skipped and unfinished runs, and rebuilds, do
+// not count) that started
 // before run runID, or "" when there is none. Notifications use it to tell a
-// recovery (the first success after a failure or a partial run).
+// recovery (the first success after a failed, partial or warning run).
 func (s *Store) PreviousRunStatus(ctx context.Context, runID string) (string, error) {
 	runs := pgx.Identifier{s.schema, "sync_runs"}.Sanitize()
 	q := fmt.Sprintf(`SELECT (SELECT status FROM %[1]s
-  WHERE status IN ('succeeded', 'partial', 'failed') AND run_id <> r.run_id
+  WHERE status IN ('succeeded', 'warning', 'partial', 'failed') AND trigger <> 'rebuild' AND run_id <> r.run_id
     AND (started_at, run_id) < (r.started_at, r.run_id)
   ORDER BY started_at DESC, run_id DESC LIMIT 1)
 FROM %[1]s AS r WHERE r.run_id = $1::uuid`, runs)

@@ -80,6 +80,7 @@ type Store struct {
 	byName  map[string]*table
 
 	rejectsSQL, stateSQL, getStateSQL, statesSQL string
+	resolveLandedSQL, resolveUnlistedSQL         string
 	startRunSQL, finishRunSQL, skippedSQL, begin string
 
 	// analyzeMinRows: a table is analysed after pages wrote at least this
@@ -138,6 +139,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		s.begin += "; SET LOCAL synchronous_commit = off"
 	}
 	s.buildBookkeepingSQL()
+	s.buildRejectsSQL()
 	ds, err := NewDetailState(cfg.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("create store: %w", err)
@@ -191,10 +193,19 @@ type Page struct {
 	// listing's deletions, in the page's transaction
 	// (see DetailState).
 	MarkUnlisted bool
+	// Rekeyed, for a rebuild's page, are the list hashes of the brands or
+	// projects (RekeyStream) it re-derived under a new field map: a detail
+	// current under the old hash stays current (see DetailState), in the
+	// page's transaction.
+	Rekeyed     []ListedEntity
+	RekeyStream string
 
 	// then runs last inside the page's transaction (this package's tests:
 	// failure injection, the settings and plans seen inside a page).
 	then func(ctx context.Context, tx pgx.Tx) error
+	// keepRejects: the page's rows resolve no rejected record (a rebuild's
+	// pages re-derive stored records, no newer than a reject of their key).
+	keepRejects bool
 }
 
 // FetchedDetail is the detail of one brand or project a page carries.
@@ -224,6 +235,10 @@ type Counts struct {
 	Tables map[string]TableCounts
 	// Rejected is the number of rejected records stored.
 	Rejected int64
+	// Resolved is the number of earlier rejected records resolved: their
+	// record landed, or a complete listing no longer served it (they left
+	// rejected_records).
+	Resolved int64
 	// SkippedDeletions names listings whose deletions were not applied
 	// because a rejected record of theirs had no key.
 	SkippedDeletions []string
@@ -238,6 +253,7 @@ func (c *Counts) Add(o Counts) {
 		c.addTable(name, tc)
 	}
 	c.Rejected += o.Rejected
+	c.Resolved += o.Resolved
 	c.SkippedDeletions = append(c.SkippedDeletions, o.SkippedDeletions...)
 	c.HeldDeletions = append(c.HeldDeletions, o.HeldDeletions...)
 }
@@ -339,26 +355,25 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 		}
 		counts.addTable(t.name, tc)
 	}
+	if !p.keepRejects {
+		detail := ""
+		if p.DetailFetched != nil {
+			detail = p.Stream // the entity's table is named as its stream
+		}
+		n, err := s.resolveLanded(ctx, tx, &p.Batch, detail)
+		if err != nil {
+			return counts, err
+		}
+		counts.Resolved += n
+	}
 	n, err := s.upsertRejects(ctx, tx, p.RunID, p.Batch.Rejects)
 	if err != nil {
 		return counts, err
 	}
 	counts.Rejected = n
 	if p.EndsListing {
-		l := p.Listing.with(&p.Batch)
-		n, held, err := s.markDeleted(ctx, tx, l, p.RunID)
-		if held != nil {
-			counts.HeldDeletions = append(counts.HeldDeletions, *held)
-		}
-		switch {
-		case errors.Is(err, ErrIncompleteListing):
-			counts.SkippedDeletions = append(counts.SkippedDeletions, l.String())
-			s.log.Warn("listing deletions skipped: a rejected record had no key",
-				zap.String("schema", s.schema), zap.String("listing", l.String()))
-		case err != nil:
+		if err := s.endListing(ctx, tx, p, &counts); err != nil {
 			return counts, err
-		default:
-			counts.addTable(l.spec.name, TableCounts{Deleted: n})
 		}
 	}
 	if p.State != nil {
@@ -374,6 +389,9 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 			return counts, err
 		}
 	}
+	if err := s.details.rekey(ctx, tx, p.RekeyStream, p.Rekeyed); err != nil {
+		return counts, err
+	}
 	if d := p.DetailFetched; d != nil {
 		if err := s.details.fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {
 			return counts, err
@@ -385,6 +403,44 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 		}
 	}
 	return counts, nil
+}
+
+// endListing ends the complete listing of page p: the rows it did not see
+// get _deleted_at, and the rejects of its stream it did not receive again
+// are resolved (both after the page's own rows and rejects).
+func (s *Store) endListing(ctx context.Context, tx pgx.Tx, p *Page, counts *Counts) error {
+	l := p.Listing.with(&p.Batch)
+	n, held, err := s.markDeleted(ctx, tx, l, p.RunID)
+	if held != nil {
+		counts.HeldDeletions = append(counts.HeldDeletions, *held)
+	}
+	switch {
+	case errors.Is(err, ErrShortListing):
+		// Rows it did not see may exist: neither they nor their rejects are gone.
+		counts.SkippedDeletions = append(counts.SkippedDeletions, l.String())
+		s.log.Warn("listing deletions skipped: the listing saw fewer rows than announced",
+			zap.String("schema", s.schema), zap.String("listing", l.String()))
+		return nil
+	case errors.Is(err, ErrIncompleteListing):
+		counts.SkippedDeletions = append(counts.SkippedDeletions, l.String())
+		s.log.Warn("listing deletions skipped: a rejected record had no key",
+			zap.String("schema", s.schema), zap.String("listing", l.String()))
+	case err != nil:
+		return err
+	default:
+		counts.addTable(l.spec.name, TableCounts{Deleted: n})
+	}
+	if held != nil {
+		// A mass delete waiting for confirmation: the listing may be wrong,
+		// so the rejects it did not list stay open too.
+		return nil
+	}
+	resolved, err := s.resolveUnlisted(ctx, tx, l)
+	if err != nil {
+		return err
+	}
+	counts.Resolved += resolved
+	return nil
 }
 
 // upsertRejects stores rejected records: a record rejected again (same stream
@@ -552,7 +608,7 @@ WHERE EXCLUDED.rows_total <> 0 OR EXCLUDED.rejected_total <> 0 OR EXCLUDED.last_
 	s.startRunSQL = fmt.Sprintf(`INSERT INTO %s (run_id, trigger, streams, requests_planned)
 VALUES (coalesce(NULLIF($1::text, '')::uuid, gen_random_uuid()), $2, $3, $4) RETURNING run_id::text`, id("sync_runs"))
 	s.finishRunSQL = fmt.Sprintf(`UPDATE %s SET finished_at = now(), status = $2, requests_used = $3, retries = $4,
-	rows_by_table = $5, rejected = $6, error = NULLIF($7, ''), _synced_at = now()
+	rows_by_table = $5, rejected = $6, error = NULLIF($7, ''), open_rejects = $8, rejects_resolved = $9, _synced_at = now()
 WHERE run_id = $1::text::uuid`, id("sync_runs"))
 	s.skippedSQL = fmt.Sprintf(`INSERT INTO %s (run_id, trigger, streams, status, finished_at, error)
 VALUES (coalesce(NULLIF($1::text, '')::uuid, gen_random_uuid()), $2, $3, 'skipped', now(), NULLIF($4, ''))

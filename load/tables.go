@@ -42,6 +42,9 @@ type spec struct {
 	recurring bool
 	// stream is the Reject.Stream of the table's records (soft-delete tables).
 	stream string
+	// detailStream is the Reject.Stream of the table's details ("" for a
+	// table no detail fills).
+	detailStream string
 	// types are the declared types of the columns, key columns first.
 	types []stream.Type
 }
@@ -75,11 +78,12 @@ func specsOf(tables []*stream.Table) []*spec {
 
 func specOf(t *stream.Table) *spec {
 	s := &spec{
-		name:       t.Name,
-		softDelete: t.SoftDelete,
-		recurring:  t.Recurring,
-		stream:     t.Reject,
-		types:      make([]stream.Type, len(t.Columns)),
+		name:         t.Name,
+		softDelete:   t.SoftDelete,
+		recurring:    t.Recurring,
+		stream:       t.Reject,
+		detailStream: t.DetailReject,
+		types:        make([]stream.Type, len(t.Columns)),
 	}
 	for i, c := range t.Columns {
 		lc := column{name: c.Name, typ: c.Type.SQL(), sticky: c.Sticky, fallback: c.Fallback}

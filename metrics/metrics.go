@@ -21,8 +21,9 @@ type Metrics struct {
 	Rejected        *prometheus.CounterVec   // agencysync_rejected_records_total{stream}
 	LastSuccess     *prometheus.GaugeVec     // agencysync_last_success_timestamp_seconds{stream}
 	RunDuration     *prometheus.HistogramVec // agencysync_run_duration_seconds{status}
-	Runs            *prometheus.CounterVec   // agencysync_runs_total{status}
+	Runs            *prometheus.CounterVec   // agencysync_runs_total{status}: succeeded, warning, partial, failed, skipped
 	NextRun         *prometheus.GaugeVec     // agencysync_next_run_timestamp_seconds{stream} (serve)
+	OpenRejects     *prometheus.GaugeVec     // agencysync_open_rejects{stream}
 	// SourceFieldWarnings counts the coverage warnings of the last run that
 	// synced each stream of the field inventory, by kind:
 	// agencysync_source_field_warnings{stream,kind} (inventory.SetWarnings).
@@ -61,11 +62,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		Runs: counterVec("agencysync_runs_total", "Sync runs, by final status.", "status"),
 		NextRun: gaugeVec("agencysync_next_run_timestamp_seconds",
 			"Unix time of the next scheduled sync of each stream (serve).", "stream"),
+		OpenRejects: gaugeVec("agencysync_open_rejects",
+			"Rejected records of each stream still open (rejected_records) after its last run; any makes a run end warning.", "stream"),
 		SourceFieldWarnings: inventory.NewWarningsGauge(nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.RequestDuration, m.Retries, m.QuotaSpent, m.QuotaLeft,
-			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun, m.SourceFieldWarnings)
+			m.RowsWritten, m.Rejected, m.LastSuccess, m.RunDuration, m.Runs, m.NextRun, m.OpenRejects, m.SourceFieldWarnings)
 	}
 	return m
 }

@@ -19,9 +19,13 @@ type RunEvent string
 const (
 	EventFailed    RunEvent = "failed"    // the run failed
 	EventPartial   RunEvent = "partial"   // the run ended partial (budget, quota, signal)
-	EventWarnings  RunEvent = "warnings"  // the run succeeded but raised warnings
-	EventRecovered RunEvent = "recovered" // the first success after a failed or partial run
+	EventWarnings  RunEvent = "warnings"  // the run ended warning: coverage warnings, notes or open rejects
+	EventRecovered RunEvent = "recovered" // the first success after a failed, partial or warning run
 )
+
+// maxListed bounds the warnings and notes one message lists; the rest are
+// counted ("… and 12 more").
+const maxListed = 20
 
 // Sender queues a notification without blocking (*Notifier).
 type Sender interface {
@@ -94,39 +98,68 @@ func RunNotification(schema string, req engine.Request, res *engine.Result, runE
 		return EventFailed, fmt.Sprintf(":x: agencysync sync failed (%s): %v", where, runErr)
 	}
 	var b strings.Builder
-	var event RunEvent
-	switch {
-	case res.Status == engine.StatusFailed || runErr != nil:
-		event = EventFailed
+	event := runEvent(res, runErr, previous)
+	switch event {
+	case EventFailed:
 		fmt.Fprintf(&b, ":x: agencysync sync failed (%s)", where)
 		if e := firstErr(res.Err, runErr); e != nil {
 			fmt.Fprintf(&b, ": %v", e)
 		}
-	case res.Status == engine.StatusPartial:
-		event = EventPartial
+	case EventPartial:
 		fmt.Fprintf(&b, ":warning: agencysync sync ended partial (%s); the next run continues", where)
 		if res.Err != nil {
 			fmt.Fprintf(&b, ": %v", res.Err)
 		}
-	case res.Status == engine.StatusSucceeded && (previous == string(engine.StatusFailed) || previous == string(engine.StatusPartial)):
-		event = EventRecovered
+	case EventRecovered:
 		fmt.Fprintf(&b, ":white_check_mark: agencysync sync recovered (%s): succeeded after a %s run", where, previous)
-	case res.Status == engine.StatusSucceeded && len(res.Notes) > 0:
-		event = EventWarnings
-		fmt.Fprintf(&b, ":warning: agencysync sync succeeded with warnings (%s)", where)
+	case EventWarnings:
+		fmt.Fprintf(&b, ":warning: agencysync sync ended with warnings (%s): %s", where, res.WarningSummary())
 	default:
 		return "", ""
 	}
-	if res.Status == engine.StatusSucceeded || res.Status == engine.StatusPartial || res.Status == engine.StatusFailed {
-		fmt.Fprintf(&b, " — %d requests, %d rows, %d rejected", res.RequestsUsed, res.Counts.Written(), res.Counts.Rejected)
+	fmt.Fprintf(&b, " — %d requests, %d rows, %d rejected", res.RequestsUsed, res.Counts.Written(), res.Counts.Rejected)
+	if n := res.OpenRejectsTotal(); n > 0 && event != EventWarnings {
+		fmt.Fprintf(&b, ", %d open rejects", n)
 	}
-	if len(res.Notes) > 0 {
-		fmt.Fprintf(&b, "\nwarnings (%d):", len(res.Notes))
-		for _, note := range res.Notes {
-			b.WriteString("\n• " + note)
-		}
-	}
+	writeWarnings(&b, res)
 	return event, b.String()
+}
+
+// runEvent is the event of a run's end; "" when it notifies nothing.
+func runEvent(res *engine.Result, runErr error, previous string) RunEvent {
+	switch {
+	case res.Status == engine.StatusFailed || runErr != nil:
+		return EventFailed
+	case res.Status == engine.StatusPartial:
+		return EventPartial
+	case res.Status == engine.StatusWarning:
+		return EventWarnings
+	case res.Status == engine.StatusSucceeded && (previous == string(engine.StatusFailed) ||
+		previous == string(engine.StatusPartial) || previous == string(engine.StatusWarning)):
+		return EventRecovered
+	}
+	return ""
+}
+
+// writeWarnings lists the run's coverage warnings (stream, kind and message)
+// and notes, at most maxListed of them.
+func writeWarnings(b *strings.Builder, res *engine.Result) {
+	var lines []string
+	for _, w := range res.Warnings {
+		lines = append(lines, fmt.Sprintf("%s %s: %s", w.Stream, w.Kind, w.Message))
+	}
+	lines = append(lines, res.Notes...)
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nwarnings (%d):", len(lines))
+	for i, l := range lines {
+		if i == maxListed {
+			fmt.Fprintf(b, "\n… and %d more (agencysync status)", len(lines)-maxListed)
+			break
+		}
+		b.WriteString("\n• " + l)
+	}
 }
 
 func firstErr(errs ...error) error {

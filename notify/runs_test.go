@@ -16,6 +16,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/enginetest"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 )
 
@@ -74,9 +75,15 @@ func TestNotifyingEvents(t *testing.T) {
 		{&engine.Result{RunID: "33333333-a", Status: engine.StatusSkipped}, ""},
 		{&engine.Result{RunID: "44444444-a", Status: engine.StatusSucceeded}, "recovered"},
 		{&engine.Result{RunID: "55555555-a", Status: engine.StatusPartial, Err: errors.New("today's request budget is spent")}, "ended partial"},
-		{&engine.Result{RunID: "66666666-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 2"}}, "recovered"},
-		{&engine.Result{RunID: "77777777-a", Status: engine.StatusSucceeded, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
-		{&engine.Result{RunID: "88888888-a", Status: engine.StatusSucceeded}, ""},
+		{&engine.Result{RunID: "66666666-a", Status: engine.StatusSucceeded}, "recovered"},
+		{&engine.Result{RunID: "77777777-a", Status: engine.StatusWarning, Notes: []string{"shortfall 3", "gap"}}, "with warnings"},
+		{&engine.Result{RunID: "88888888-a", Status: engine.StatusSucceeded}, "recovered"},
+		{&engine.Result{RunID: "99999999-a", Status: engine.StatusWarning, OpenRejects: map[string]int64{"finance": 196, "brands": 0},
+			Warnings: []inventory.Warning{{Kind: inventory.KindRejectedStream, Stream: "invoices", Records: 196, Count: 196,
+				Message: "196 of 196 invoices records were rejected"}}}, "196 open rejects (finance 196)"},
+		{&engine.Result{RunID: "aaaaaaaa-a", Status: engine.StatusWarning, OpenRejects: map[string]int64{"finance": 196}}, "with warnings"},
+		{&engine.Result{RunID: "bbbbbbbb-a", Status: engine.StatusSucceeded}, "succeeded after a warning run"},
+		{&engine.Result{RunID: "cccccccc-a", Status: engine.StatusSucceeded}, ""},
 	}
 	runner := &scriptedRunner{}
 	hist := &statusLog{}
@@ -100,8 +107,11 @@ func TestNotifyingEvents(t *testing.T) {
 			t.Errorf("run %d (%s): %q, want one message saying %q", i, s.res.Status, got, s.want)
 		}
 	}
-	if !strings.Contains(sender.texts[len(sender.texts)-1], "shortfall 3") || !strings.Contains(sender.texts[len(sender.texts)-1], "• gap") {
-		t.Errorf("the warnings message lacks its warnings: %q", sender.texts[len(sender.texts)-1])
+	if w := sender.texts[4]; !strings.Contains(w, "shortfall 3") || !strings.Contains(w, "• gap") {
+		t.Errorf("the warnings message lacks its notes: %q", w)
+	}
+	if w := sender.texts[6]; !strings.Contains(w, "• invoices rejected_stream: 196 of 196 invoices") || !strings.Contains(w, "1 rejected_stream") {
+		t.Errorf("the warnings message lacks its coverage warning: %q", w)
 	}
 	// A run that could not even start is a failure too.
 	before := len(sender.texts)
@@ -210,5 +220,32 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	mu.Lock()
 	if len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
 		t.Errorf("after the failed run, a success sent %q, want one recovery", texts[1:])
+	}
+}
+
+// TestWarningMessageIsRedacted: a warning run's message lists its coverage
+// warnings and notes, redacted (a key echoed in a note, a reason).
+func TestWarningMessageIsRedacted(t *testing.T) {
+	t.Parallel()
+	const key = "sandbox-api-key-0123456789"
+	res := &engine.Result{RunID: "dddddddd-a", Status: engine.StatusWarning,
+		Notes: []string{"contacts of brand 7: fewer records than announced (key " + key + ")"},
+		Warnings: []inventory.Warning{{Kind: inventory.KindRejectedStream, Stream: "invoices",
+			Message: "12 of 12 invoices records were rejected, most because: bad token " + key}},
+		OpenRejects: map[string]int64{"finance": 12}}
+	sender := &collectSender{}
+	redact := func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") }
+	r := Notifying(&scriptedRunner{results: []*engine.Result{res}}, &statusLog{order: []*engine.Result{res}}, sender,
+		RunOptions{Schema: "agency", Redact: redact})
+	if _, err := r.Run(context.Background(), engine.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sender.texts) != 1 {
+		t.Fatalf("%d messages, want 1", len(sender.texts))
+	}
+	msg := sender.texts[0]
+	if strings.Contains(msg, key) || !strings.Contains(msg, "[REDACTED]") || !strings.Contains(msg, "• invoices rejected_stream:") ||
+		!strings.Contains(msg, "12 open rejects (finance 12)") || !strings.Contains(msg, "• contacts of brand 7") {
+		t.Errorf("message %q", msg)
 	}
 }

@@ -271,6 +271,15 @@ func (r *rig) run(extra map[string]string, args ...string) *runResult {
 }
 
 // mustSucceed fails the test unless res exited 0 with a succeeded run.
+// mustWarn fails the test unless the run exited 0 and ended warning (it
+// synced everything, with open rejects or coverage warnings).
+func mustWarn(t *testing.T, what string, res *runResult) {
+	t.Helper()
+	if res.code != 0 || res.status() != "warning" {
+		t.Fatalf("%s: %s, want exit 0 and a warning run\nstderr:\n%s", what, res, tail([]byte(res.stderr), 30))
+	}
+}
+
 func mustSucceed(t *testing.T, what string, res *runResult) {
 	t.Helper()
 	if res.code != 0 || res.status() != "succeeded" {

@@ -26,14 +26,35 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%v\n", s.Stream, fmtTime(s.Watermark), fmtTime(s.LastSuccess), fmtLag(s.LagSeconds), s.Rows, s.Rejected, s.InProgress)
 	}
 	tw.Flush()
+	pendingRebuilds(w, rep)
+	verifyLines(w, rep.Verify)
+	runsTable(w, rep.Runs)
+	if ws := rep.Warnings; ws != nil {
+		fmt.Fprintln(w)
+		// A write error shows in the output it failed to write.
+		_ = inventory.FormatWarnings(w, ws.RunID, ws.Warnings)
+	}
+}
+
+// pendingRebuilds says which tables wait for a rebuild: interrupted ones,
+// and those derived under another field map.
+func pendingRebuilds(w io.Writer, rep *engine.StatusReport) {
 	for _, rb := range rep.Rebuilds {
 		fmt.Fprintf(w, "\nrebuild of %s unfinished (%s; last progress %s): run `agencysync rebuild --streams %s` to finish it",
 			rb.Table, rb.Stage, rb.LastProgress.UTC().Format("2006-01-02 15:04:05"), rb.Stream)
 	}
-	if len(rep.Rebuilds) > 0 {
+	for _, rd := range rep.Rederive {
+		fmt.Fprintf(w, "\n%s was derived under another field map (%q, now %q): the next run re-derives it from raw first (0 requests), "+
+			"or run `agencysync rebuild --streams %s`", rd.Table, rd.Was, rd.FieldMap, rd.Stream)
+	}
+	if len(rep.Rebuilds)+len(rep.Rederive) > 0 {
 		fmt.Fprintln(w)
 	}
-	if v := rep.Verify; v != nil {
+}
+
+// verifyLines says when the warehouse was last reconciled with the service.
+func verifyLines(w io.Writer, v *engine.VerifyStatus) {
+	if v != nil {
 		fmt.Fprintln(w)
 		switch {
 		case v.Last == nil:
@@ -52,10 +73,15 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 			fmt.Fprintf(w, "verify: last difference (%s) %s: %s\n", kind, d.At.UTC().Format("2006-01-02 15:04:05"), d.Summary())
 		}
 	}
+}
+
+// runsTable prints the last runs, why the last one ended warning, and what
+// its tasks did.
+func runsTable(w io.Writer, runs []engine.RunSummary) {
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tREQUESTS\tROWS\tREJECTED\tERROR")
-	for _, r := range rep.Runs {
+	for _, r := range runs {
 		took := "—"
 		if r.FinishedAt != nil {
 			took = r.FinishedAt.Sub(r.StartedAt).Round(time.Second).String()
@@ -71,8 +97,11 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.RunID[:8], r.Trigger, r.Status, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.RequestsUsed, rows, r.Rejected, msg)
 	}
 	tw.Flush()
-	if len(rep.Runs) > 0 && len(rep.Runs[0].StreamsDetail) > 0 {
-		r := rep.Runs[0]
+	if len(runs) > 0 {
+		lastRunNote(w, runs[0])
+	}
+	if len(runs) > 0 && len(runs[0].StreamsDetail) > 0 {
+		r := runs[0]
 		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tTOOK\tRANGES FETCHED")
@@ -96,10 +125,19 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 		}
 		tw.Flush()
 	}
-	if ws := rep.Warnings; ws != nil {
-		fmt.Fprintln(w)
-		// A write error shows in the output it failed to write.
-		_ = inventory.FormatWarnings(w, ws.RunID, ws.Warnings)
+}
+
+// lastRunNote says why the last run ended warning, and what it resolved.
+func lastRunNote(w io.Writer, r engine.RunSummary) {
+	if r.Status == string(engine.StatusWarning) {
+		fmt.Fprintf(w, "\nlast run %s ended warning: everything asked was synced, but it needs a look —", r.RunID[:8])
+		if r.OpenRejects > 0 {
+			fmt.Fprintf(w, " %d open rejects in its streams (REJECTED above; rejected_records);", r.OpenRejects)
+		}
+		fmt.Fprintln(w, " its coverage warnings are below, its notes in the ERROR column (SYNC_FAIL_ON makes such a run exit 1)")
+	}
+	if r.RejectsResolved > 0 {
+		fmt.Fprintf(w, "last run %s resolved %d earlier rejects: their records landed\n", r.RunID[:8], r.RejectsResolved)
 	}
 }
 

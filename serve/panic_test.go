@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agencysync/agencysync/engine"
 )
 
 // TestHandlerPanicGoesThroughTheLogger: a panic in a request's handler is
@@ -22,9 +24,7 @@ func TestHandlerPanicGoesThroughTheLogger(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, &fakeRunner{}, Options{HTTPAddr: addr, Logger: zap.New(core),
-			StatusPage: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-				panic("status page exploded with key-0123456789abcdef")
-			})})
+			StatusPage: NewStatusPage(&panickingSource{}, StatusPageOptions{})})
 	}()
 	get(t, "http://"+addr+"/healthz") // up
 	_, _ = http.Get("http://" + addr + "/")
@@ -38,4 +38,11 @@ func TestHandlerPanicGoesThroughTheLogger(t *testing.T) {
 		}
 	}
 	t.Fatalf("the handler's panic did not reach the injected logger; %d entries", logs.Len())
+}
+
+// panickingSource is a StatusSource that panics when read.
+type panickingSource struct{ fakeStatus }
+
+func (*panickingSource) Status(context.Context, int) (*engine.StatusReport, error) {
+	panic("status page exploded with key-0123456789abcdef")
 }

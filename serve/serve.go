@@ -1,6 +1,6 @@
 // Package serve runs agencysync as a service: syncs on cron schedules (one at
 // a time) and an HTTP server with /healthz, /readyz, /metrics and the status
-// page (/).
+// page (/, with /status.js and /events, its live progress).
 package serve
 
 import (
@@ -43,8 +43,9 @@ type Options struct {
 	NextRun *prometheus.GaugeVec
 	// Now is the clock of NextRun (default time.Now).
 	Now func() time.Time
-	// StatusPage answers / (see NewStatusPage); nil: / is not served.
-	StatusPage http.Handler
+	// StatusPage answers /, /status.js and /events (see NewStatusPage);
+	// nil: none of them is served.
+	StatusPage *StatusPage
 }
 
 // Run runs syncs on the schedules until ctx ends: a job never overlaps
@@ -71,40 +72,9 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 	// One mutex across schedules: two of this process's jobs never overlap.
 	var running sync.Mutex
 	for _, s := range opts.Schedules {
-		streams := s.Streams
-		sched, err := cron.ParseStandard(s.Spec)
-		if err != nil {
-			return fmt.Errorf("schedule %q: %w", s.Spec, err)
+		if err := addSchedule(ctx, c, r, s, scheduling{opts: opts, loc: loc, now: now, log: log, wg: &wg, running: &running}); err != nil {
+			return err
 		}
-		setNext := func() {
-			if opts.NextRun != nil {
-				next := sched.Next(now().In(loc))
-				for _, st := range streams {
-					opts.NextRun.WithLabelValues(st).Set(float64(next.Unix()))
-				}
-			}
-		}
-		setNext()
-		_, err = c.AddFunc(s.Spec, func() {
-			setNext()
-			if !running.TryLock() {
-				log.Info("scheduled sync skipped: another scheduled sync of this process is running", zap.Strings("streams", streams))
-				return
-			}
-			defer running.Unlock()
-			wg.Add(1)
-			defer wg.Done()
-			res, err := r.Run(ctx, engine.Request{Trigger: engine.TriggerServe, Streams: streams})
-			if err != nil {
-				log.Error("scheduled sync failed", zap.Strings("streams", streams), zap.Error(err))
-				return
-			}
-			log.Info("scheduled sync ended", zap.Strings("streams", streams), zap.String("status", string(res.Status)))
-		})
-		if err != nil {
-			return fmt.Errorf("schedule %q: %w", s.Spec, err)
-		}
-		log.Info("sync scheduled", zap.String("cron", s.Spec), zap.Strings("streams", streams))
 	}
 
 	if opts.Refresh != nil {
@@ -112,20 +82,10 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 			log.Warn("metrics not read from the warehouse at start; they fill in after the first sync", zap.Error(err))
 		}
 	}
-	// net/http reports a handler's panic (value and stack) and connection
-	// errors to ErrorLog; the injected logger's sink is the redacted one.
-	errLog, err := zap.NewStdLogAt(log.With(zap.String("component", "http")), zap.ErrorLevel)
+	srv, srvErr, err := serveHTTP(opts, log)
 	if err != nil {
-		return fmt.Errorf("build http error log: %w", err)
+		return err
 	}
-	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
-	ln, err := net.Listen("tcp", opts.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
-	}
-	log.Info("serving health and metrics", zap.String("addr", ln.Addr().String()))
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
 
 	c.Start()
 	var reason string
@@ -148,6 +108,81 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 	}
 	log.Info("serve stopped", zap.String("reason", reason))
 	return nil
+}
+
+// scheduling is what the scheduled jobs of one Run share.
+type scheduling struct {
+	opts    Options
+	loc     *time.Location
+	now     func() time.Time
+	log     *zap.Logger
+	wg      *sync.WaitGroup // the job running
+	running *sync.Mutex     // held by the job running
+}
+
+// addSchedule adds the job of schedule s to c: a sync of its streams through
+// r, skipped while another job of this process runs; each tick sets the
+// streams' next run.
+func addSchedule(ctx context.Context, c *cron.Cron, r engine.Runner, s Schedule, sc scheduling) error {
+	streams, log := s.Streams, sc.log
+	sched, err := cron.ParseStandard(s.Spec)
+	if err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Spec, err)
+	}
+	setNext := func() {
+		if sc.opts.NextRun != nil {
+			next := sched.Next(sc.now().In(sc.loc))
+			for _, st := range streams {
+				sc.opts.NextRun.WithLabelValues(st).Set(float64(next.Unix()))
+			}
+		}
+	}
+	setNext()
+	_, err = c.AddFunc(s.Spec, func() {
+		setNext()
+		if !sc.running.TryLock() {
+			log.Info("scheduled sync skipped: another scheduled sync of this process is running", zap.Strings("streams", streams))
+			return
+		}
+		defer sc.running.Unlock()
+		sc.wg.Add(1)
+		defer sc.wg.Done()
+		res, err := r.Run(ctx, engine.Request{Trigger: engine.TriggerServe, Streams: streams})
+		if err != nil {
+			log.Error("scheduled sync failed", zap.Strings("streams", streams), zap.Error(err))
+			return
+		}
+		log.Info("scheduled sync ended", zap.Strings("streams", streams), zap.String("status", string(res.Status)))
+	})
+	if err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Spec, err)
+	}
+	log.Info("sync scheduled", zap.String("cron", s.Spec), zap.Strings("streams", streams))
+	return nil
+}
+
+// serveHTTP starts the HTTP server of opts on its address: its end (or
+// error) arrives on the returned channel.
+func serveHTTP(opts Options, log *zap.Logger) (*http.Server, <-chan error, error) {
+	// net/http reports a handler's panic (value and stack) and connection
+	// errors to ErrorLog; the injected logger's sink is the redacted one.
+	errLog, err := zap.NewStdLogAt(log.With(zap.String("component", "http")), zap.ErrorLevel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build http error log: %w", err)
+	}
+	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	if opts.StatusPage != nil {
+		// Shutdown waits for handlers to return: the live views end.
+		srv.RegisterOnShutdown(opts.StatusPage.Close)
+	}
+	ln, err := net.Listen("tcp", opts.HTTPAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
+	}
+	log.Info("serving health and metrics", zap.String("addr", ln.Addr().String()))
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	return srv, srvErr, nil
 }
 
 func healthMux(opts Options) *http.ServeMux {
@@ -175,7 +210,7 @@ func healthMux(opts Options) *http.ServeMux {
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	if opts.StatusPage != nil {
-		mux.Handle("/{$}", opts.StatusPage)
+		opts.StatusPage.Mount(mux)
 	}
 	return mux
 }

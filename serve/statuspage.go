@@ -15,6 +15,7 @@ import (
 
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/progress"
 )
 
 // StatusSource is what the status page reads; *engine.Engine implements it.
@@ -41,6 +42,13 @@ type StatusPageOptions struct {
 	Now func() time.Time
 	// Logger receives the errors of reading the warehouse (nil: none).
 	Logger *zap.Logger
+	// Live is the progress of the running sync (the engine's Deps.Live):
+	// the page shows it, and /events streams it; nil shows none.
+	Live *progress.Live
+	// Schedules and Location are serve's schedules: the page shows the
+	// next scheduled run (none without schedules).
+	Schedules []Schedule
+	Location  *time.Location
 }
 
 //go:embed statuspage.html
@@ -48,11 +56,20 @@ var statusPageHTML string
 
 var statusPageTmpl = template.Must(template.New("status").Parse(statusPageHTML))
 
-// NewStatusPage returns the handler of serve's `/`: one self-contained HTML
-// page (inline CSS and SVG, no script, no external asset) with each stream's
-// freshness and state, today's quota, a chart of requests per day and the last
-// runs with their status, warnings and rejects.
-func NewStatusPage(src StatusSource, opts StatusPageOptions) http.Handler {
+// StatusPage is serve's status page: `/`, one HTML page (inline CSS and
+// SVG, no external asset; complete without its script) with the running
+// sync's progress and the next scheduled run, each stream's freshness and
+// state, today's quota, a chart of requests per day and the last runs with
+// their status, warnings and rejects; `/status.js`, its script, which keeps
+// the running sync's progress current from `/events` (server-sent events).
+type StatusPage struct {
+	src     StatusSource
+	opts    StatusPageOptions
+	streams eventStreams
+}
+
+// NewStatusPage returns the status page of src.
+func NewStatusPage(src StatusSource, opts StatusPageOptions) *StatusPage {
 	if opts.Runs <= 0 {
 		opts.Runs = 10
 	}
@@ -68,15 +85,21 @@ func NewStatusPage(src StatusSource, opts StatusPageOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &statusPage{src: src, opts: opts}
+	if opts.Location == nil {
+		opts.Location = time.UTC
+	}
+	return &StatusPage{src: src, opts: opts, streams: eventStreams{done: make(chan struct{})}}
 }
 
-type statusPage struct {
-	src  StatusSource
-	opts StatusPageOptions
+// Mount serves the page's paths on mux: /, /status.js and /events.
+func (p *StatusPage) Mount(mux *http.ServeMux) {
+	mux.Handle("/{$}", p)
+	mux.HandleFunc("GET /status.js", p.serveScript)
+	mux.HandleFunc("GET /events", p.serveEvents)
 }
 
-func (p *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers / with the page.
+func (p *StatusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -98,8 +121,9 @@ func (p *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	// Nothing external may load: the page must work offline.
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	// Nothing external may load: the page must work offline. Its one
+	// script and its event stream are its own.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'self'; connect-src 'self'")
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -118,11 +142,12 @@ type pageView struct {
 	Chart       pageChart
 	Runs        []pageRun
 	Last        *pageRun // the latest run, nil when none
+	Live        liveView // the running sync and the next scheduled run
 }
 
 type pageStream struct {
 	Name        string
-	State       string // fresh, stale, resuming, never
+	State       string // fresh, stale, resuming, never, rejected, syncing
 	StateText   string
 	LastSuccess string
 	Lag         string
@@ -132,17 +157,18 @@ type pageStream struct {
 }
 
 type pageRun struct {
-	ID       string
-	Short    string
-	Trigger  string
-	Status   string
-	Started  string
-	Took     string
-	Requests int
-	Rows     int
-	Rejected int
-	Error    string
-	Warnings []string
+	ID          string
+	Short       string
+	Trigger     string
+	Status      string
+	Started     string
+	Took        string
+	Requests    int
+	Rows        int
+	Rejected    int
+	OpenRejects int
+	Error       string
+	Warnings    []string
 }
 
 type pageChart struct {
@@ -170,7 +196,7 @@ type pageGrid struct {
 	Label string
 }
 
-func (p *statusPage) build(ctx context.Context) (*pageView, error) {
+func (p *StatusPage) build(ctx context.Context) (*pageView, error) {
 	rep, err := p.src.Status(ctx, p.opts.Runs)
 	if err != nil {
 		return nil, err
@@ -181,47 +207,28 @@ func (p *statusPage) build(ctx context.Context) (*pageView, error) {
 	}
 	now := p.opts.Now()
 	v := &pageView{Schema: rep.Schema, Generated: now.UTC().Format("2006-01-02 15:04:05 UTC"), QuotaDay: rep.QuotaDay,
-		Quota: p.src.DailyQuota(), Spent: rep.QuotaSpent, Left: rep.QuotaLeft}
+		Quota: p.src.DailyQuota(), Spent: rep.QuotaSpent, Left: rep.QuotaLeft, Live: p.live()}
 	if v.Quota > 0 {
 		v.SpentPct = math.Min(100, math.Round(1000*float64(v.Spent)/float64(v.Quota))/10)
 	}
 	worst := 0 // 0 ok, 1 warn, 2 bad
 	for _, s := range rep.Streams {
-		ps := pageStream{Name: s.Stream, LastSuccess: pageTime(s.LastSuccess), Watermark: pageTime(s.Watermark),
-			Rows: s.Rows, Rejected: s.Rejected, Lag: "—"}
-		if s.LagSeconds != nil {
-			ps.Lag = humanDuration(time.Duration(*s.LagSeconds) * time.Second)
-		}
-		switch {
-		case s.LastSuccess == nil:
-			ps.State, ps.StateText = "never", "never synced"
-			worst = max(worst, 1)
-		case s.InProgress:
-			ps.State, ps.StateText = "resuming", "resumes next run"
-			worst = max(worst, 1)
-		case s.LagSeconds != nil && time.Duration(*s.LagSeconds)*time.Second > p.opts.StaleAfter:
-			ps.State, ps.StateText = "stale", "stale"
-			worst = max(worst, 2)
-		default:
-			ps.State, ps.StateText = "fresh", "fresh"
-		}
+		ps, w := p.stream(s, &v.Live.Live)
 		v.Streams = append(v.Streams, ps)
+		worst = max(worst, w)
 	}
 	for i, r := range rep.Runs {
-		pr := pageRun{ID: r.RunID, Short: shortID(r.RunID), Trigger: r.Trigger, Status: r.Status,
-			Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05"), Took: "—", Requests: r.RequestsUsed, Rejected: r.Rejected}
-		if r.FinishedAt != nil {
-			pr.Took = humanDuration(r.FinishedAt.Sub(r.StartedAt))
+		pr := p.run(r, &v.Live.Live, now)
+		if i == 0 && rep.Warnings != nil && rep.Warnings.RunID == r.RunID {
+			for _, w := range rep.Warnings.Warnings {
+				pr.Warnings = append(pr.Warnings, fmt.Sprintf("%s %s: %s", w.Stream, w.Kind, w.Message))
+			}
 		}
-		for _, n := range r.RowsByTable {
-			pr.Rows += n
-		}
-		pr.Error, pr.Warnings = SplitRunNotes(r.Error)
 		if i == 0 {
 			switch r.Status {
 			case string(engine.StatusFailed):
 				worst = max(worst, 2)
-			case string(engine.StatusPartial):
+			case string(engine.StatusPartial), string(engine.StatusWarning):
 				worst = max(worst, 1)
 			}
 			if len(pr.Warnings) > 0 {
@@ -234,8 +241,70 @@ func (p *statusPage) build(ctx context.Context) (*pageView, error) {
 		v.Last = &v.Runs[0]
 	}
 	v.Overall, v.OverallText = [...]string{"ok", "warn", "bad"}[worst], [...]string{"all streams fresh", "needs a look", "attention"}[worst]
+	if worst == 0 && v.Live.Live.Running {
+		v.Overall, v.OverallText = "syncing", "syncing"
+	}
 	v.Chart = buildChart(hist, v.Quota, rep.QuotaDay)
 	return v, nil
+}
+
+// stream is a stream's row and how bad its state is (0 ok, 1 warn, 2 bad).
+// A stream the running sync is syncing says so, with its progress.
+func (p *StatusPage) stream(s engine.StreamStatus, live *pageLive) (pageStream, int) {
+	ps := pageStream{Name: s.Stream, LastSuccess: pageTime(s.LastSuccess), Watermark: pageTime(s.Watermark),
+		Rows: s.Rows, Rejected: s.Rejected, Lag: "—"}
+	if s.LagSeconds != nil {
+		ps.Lag = humanDuration(time.Duration(*s.LagSeconds) * time.Second)
+	}
+	worst := 0
+	if s.Rejected > 0 {
+		worst = 1 // open rejects: the data is incomplete
+	}
+	for _, ls := range live.Streams {
+		if ls.Name == s.Stream {
+			ps.State, ps.StateText = "syncing", "syncing: "+ls.Pages+" pages"
+			if ls.ETA != "—" {
+				ps.StateText += ", ETA " + ls.ETA
+			}
+			return ps, worst
+		}
+	}
+	switch {
+	case s.LastSuccess == nil && s.Rejected > 0:
+		ps.State, ps.StateText = "rejected", "not fresh: records rejected"
+		worst = max(worst, 2)
+	case s.LastSuccess == nil:
+		ps.State, ps.StateText = "never", "never synced"
+		worst = max(worst, 1)
+	case s.InProgress:
+		ps.State, ps.StateText = "resuming", "resumes next run"
+		worst = max(worst, 1)
+	case s.LagSeconds != nil && time.Duration(*s.LagSeconds)*time.Second > p.opts.StaleAfter:
+		ps.State, ps.StateText = "stale", "stale"
+		worst = max(worst, 2)
+	default:
+		ps.State, ps.StateText = "fresh", "fresh"
+	}
+	return ps, worst
+}
+
+// run is a run's row; the running run shows the live figures.
+func (p *StatusPage) run(r engine.RunSummary, live *pageLive, now time.Time) pageRun {
+	pr := pageRun{ID: r.RunID, Short: shortID(r.RunID), Trigger: r.Trigger, Status: r.Status,
+		Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05"), Took: "—", Requests: r.RequestsUsed, Rejected: r.Rejected,
+		OpenRejects: r.OpenRejects}
+	if r.FinishedAt != nil {
+		pr.Took = humanDuration(r.FinishedAt.Sub(r.StartedAt))
+	}
+	for _, n := range r.RowsByTable {
+		pr.Rows += n
+	}
+	if r.Status == load.RunRunning && live.Running && live.RunID == r.RunID {
+		pr.Requests, pr.Rows, pr.Rejected = live.Requests, int(live.Rows), int(live.Rejected)
+		pr.Took = humanDuration(now.Sub(r.StartedAt)) + " so far"
+	}
+	pr.Error, pr.Warnings = SplitRunNotes(r.Error)
+	return pr
 }
 
 // SplitRunNotes splits sync_runs.error into the error proper and the run's

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/enginetest"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 )
 
@@ -214,7 +216,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	exec(`INSERT INTO ` + tbl("api_quota_usage") + ` (day, requests) VALUES (current_date - 3, 120), (current_date - 10, 45), (current_date - 29, 9), (current_date - 30, 999)`)
 
 	// serve's mux with the page mounted at /, as serve builds it.
-	page := NewStatusPage(h.Eng, StatusPageOptions{})
+	page := NewStatusPage(h.Eng, StatusPageOptions{Schedules: []Schedule{{Spec: "0 2 * * *", Streams: engine.AllStreams}}})
 	srv := httptest.NewServer(healthMux(Options{StatusPage: page}))
 	t.Cleanup(srv.Close)
 
@@ -228,16 +230,33 @@ func TestStatusPageInChromium(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /: %s %q\n%s", resp.Status, resp.Header.Get("Content-Type"), raw)
 	}
-	for _, external := range []string{"<script", "src=", "@import", "url(", "<link", "http://", "https://"} {
+	// Nothing external: the one script is the page's own, every other
+	// asset is inline.
+	for _, external := range []string{"@import", "url(", "<link", "http://", "https://"} {
 		if bytes.Contains(bytes.ToLower(raw), []byte(external)) && !(external == "http://" && bytes.Contains(raw, []byte(`xmlns="http://www.w3.org/2000/svg"`))) {
-			t.Errorf("the page contains %q: it must work offline without scripts", external)
+			t.Errorf("the page contains %q: it must work offline", external)
 		}
+	}
+	if refs := regexp.MustCompile(`(?i)\b(?:src|href)="([^"]*)"`).FindAllStringSubmatch(string(raw), -1); len(refs) != 1 || refs[0][1] != "/status.js" {
+		t.Errorf("the page refers to %q, want only its own /status.js", refs)
+	}
+	if n := bytes.Count(bytes.ToLower(raw), []byte("<script")); n != 1 {
+		t.Errorf("%d scripts, want the page's one", n)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") ||
+		strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "script-src 'unsafe-inline'") {
+		t.Errorf("Content-Security-Policy %q", csp)
 	}
 	if r2, err := http.Get(srv.URL + "/nope"); err != nil || r2.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /nope: %v %v, want 404", r2.Status, err)
 	}
 
 	dom := parseDOM(t, runChromium(t, "--dump-dom", srv.URL+"/"))
+
+	// The next scheduled run: 02:00 UTC, today's or tomorrow's.
+	if next := dom.withAttr("data-field", "next-at"); len(next) != 1 || !strings.HasSuffix(strings.TrimSpace(next[0].text.String()), "02:00 UTC") {
+		t.Errorf("next scheduled run: %v, want a 02:00 UTC", next)
+	}
 
 	// Streams: rows, rejects and last success against the warehouse.
 	mainTable := map[string]string{engine.StreamBrands: "brands", engine.StreamProjects: "projects", engine.StreamFinance: "invoices", engine.StreamCommunications: "emails"}
@@ -527,5 +546,39 @@ func TestStatusPageStates(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d", resp.StatusCode)
+	}
+}
+
+// TestStatusPageWarningRun: the last run ended warning with every invoice
+// rejected: its row says warning with its open rejects and its coverage
+// warning, finance is not fresh, and the page needs attention.
+func TestStatusPageWarningRun(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	fresh := now.Add(-time.Hour)
+	lag := time.Hour.Seconds()
+	finished := now.Add(-50 * time.Minute)
+	src := &fakeStatus{rep: &engine.StatusReport{Schema: "agency", QuotaDay: "2026-05-10", Streams: []engine.StreamStatus{
+		{Stream: "brands", LastSuccess: &fresh, LagSeconds: &lag},
+		{Stream: "finance", Rejected: 196},
+	}, Runs: []engine.RunSummary{{RunID: "0123456789ab", Trigger: "serve", Status: "warning", StartedAt: fresh, FinishedAt: &finished,
+		Rejected: 196, OpenRejects: 196}},
+		Warnings: &engine.RunWarnings{RunID: "0123456789ab", Warnings: []inventory.Warning{{Kind: inventory.KindRejectedStream,
+			Stream: "invoices", Message: "196 of 196 invoices records were rejected"}}}}}
+	srv := httptest.NewServer(NewStatusPage(src, StatusPageOptions{Now: func() time.Time { return now }}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	for _, want := range []string{`class="badge b-warning" data-field="status">warning<`, `data-field="open-rejects">196<`,
+		`invoices rejected_stream: 196 of 196 invoices records were rejected`, `class="badge b-rejected" data-field="state">not fresh: records rejected<`,
+		`data-overall="bad"`, `No sync is running.`, `No scheduled run`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

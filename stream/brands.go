@@ -10,6 +10,7 @@ const (
 // Reject streams of the brands stream's records.
 const (
 	RejectBrands        = "brands"
+	RejectBrandDetails  = "brands.details"
 	RejectBrandContacts = "brands.contacts"
 )
 
@@ -36,7 +37,7 @@ var brands = &Stream{
 		{
 			Name: "brands", Noun: "brand", Wrapper: "brand_info",
 			Endpoints: []string{EndpointBrands, EndpointBrand},
-			Reject:    RejectBrands, SoftDelete: true,
+			Reject:    RejectBrands, DetailReject: RejectBrandDetails, SoftDelete: true,
 			Columns: []Column{
 				recordID("brand_id"),
 				field("name", Text),

@@ -8,8 +8,12 @@ const (
 	EndpointProject  = "project"
 )
 
-// RejectProjects is the reject stream of project records.
-const RejectProjects = "projects"
+// Reject streams of the projects stream's records: the list's and the
+// details'.
+const (
+	RejectProjects       = "projects"
+	RejectProjectDetails = "projects.details"
+)
 
 var projectOnly = []string{EndpointProject}
 
@@ -30,7 +34,7 @@ var projects = &Stream{
 		{
 			Name: "projects", Noun: "project", Wrapper: "project_info",
 			Endpoints: []string{EndpointProjects, EndpointProject},
-			Reject:    RejectProjects, SoftDelete: true,
+			Reject:    RejectProjects, DetailReject: RejectProjectDetails, SoftDelete: true,
 			Columns: []Column{
 				recordID("project_id"),
 				field("brand_id", ID),

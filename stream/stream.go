@@ -71,6 +71,10 @@ type Table struct {
 	// Reject is the Reject.Stream of the table's records; "" for tables whose
 	// records are rejected with their parent's.
 	Reject string
+	// DetailReject, for a table a detail endpoint fills too, is the
+	// Reject.Stream of its details: a detail rejected is not the list entry
+	// rejected, and a list entry that lands does not resolve it.
+	DetailReject string
 	// SoftDelete: the table has _deleted_at, set when a complete listing no
 	// longer holds a row.
 	SoftDelete bool

@@ -167,7 +167,7 @@ func Records(in Input, recs []stream.Record) Batch {
 	for i := range recs {
 		bd, err := p.record(&recs[i])
 		if err != nil {
-			out.Rejects = append(out.Rejects, NewReject(p.root.Reject, p.rejectKey(&recs[i], bd), recs[i].Raw, err))
+			out.Rejects = append(out.Rejects, NewReject(p.reject, p.rejectKey(&recs[i], bd), recs[i].Raw, err))
 			continue
 		}
 		k := keyOf(bd.root[:nkey])
@@ -188,7 +188,8 @@ type plan struct {
 	rows     map[sameRow][]any // rows of hooked tables by element identity
 	in       Input
 	root     *stream.Table
-	rootKey  int // index of the root's single key column, or -1
+	reject   string // the Reject.Stream of the root's records from this endpoint
+	rootKey  int    // index of the root's single key column, or -1
 	children []*stream.Table
 	hooked   []*stream.Table // tables without parent filled by Elements
 	fills    []tableFills    // per table: which columns the endpoint fills
@@ -228,6 +229,12 @@ func newPlan(in Input) *plan {
 	}
 	if p.root != nil && len(p.root.Key()) == 1 {
 		p.rootKey = 0
+	}
+	if p.root != nil {
+		p.reject = p.root.Reject
+		if ep, ok := in.Stream.Endpoint(in.Endpoint); ok && ep.Paging == stream.PagingDetail && p.root.DetailReject != "" {
+			p.reject = p.root.DetailReject
+		}
 	}
 	p.yield = func(e stream.Element) { p.elemBuf = append(p.elemBuf, e) }
 	return p

@@ -17,6 +17,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/metrics"
+	"github.com/agencysync/agencysync/progress"
 )
 
 // Kit is an engine on a sandbox and a fresh schema.
@@ -30,6 +31,11 @@ type Kit struct {
 	Eng *engine.Engine
 	// APIURL is the main interface's address (default the sandbox's).
 	APIURL string
+	// CommsURL is the communications endpoint's address (default the
+	// sandbox's).
+	CommsURL string
+	// Live, when set, receives the progress of the engine's runs.
+	Live *progress.Live
 	// RealClock runs the engine and its ledger on the real clock instead
 	// of the sandbox's (the quota day then matches sync_runs' timestamps).
 	RealClock bool
@@ -68,7 +74,7 @@ func (k *Kit) Engine() *engine.Engine {
 	}
 	var eng *engine.Engine
 	client, err := extract.New(extract.Options{
-		BaseURL: cmp.Or(k.APIURL, k.SB.APIURL()), APIKey: k.Opts.APIKey, CommsURL: k.SB.CommsURL(), CommsKey: k.Opts.CommsKey,
+		BaseURL: cmp.Or(k.APIURL, k.SB.APIURL()), APIKey: k.Opts.APIKey, CommsURL: cmp.Or(k.CommsURL, k.SB.CommsURL()), CommsKey: k.Opts.CommsKey,
 		RateLimit: 500, Counter: ledger, Logger: log, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
 		Hook: func(info extract.RequestInfo) { eng.ObserveRequest(info) },
 	})
@@ -81,7 +87,8 @@ func (k *Kit) Engine() *engine.Engine {
 	}
 	s := engine.Settings{Schema: k.Schema, DomainID: k.Opts.DomainID, UserIDs: users,
 		StartDate: k.Opts.Start.AddDate(0, 0, -k.Opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock}
-	eng, err = engine.New(engine.Deps{Pool: k.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil), Logger: log}, s)
+	eng, err = engine.New(engine.Deps{Pool: k.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil),
+		Live: k.Live, Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
