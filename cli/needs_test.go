@@ -235,3 +235,25 @@ func TestFieldMapNamesUnknownColumns(t *testing.T) {
 		t.Fatalf("a valid field map: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestEmptyEnvironmentNamesEveryMissingVariable: from an empty environment
+// a sync fails once, exit 2, with one error naming every variable it
+// needs — not one variable a round.
+func TestEmptyEnvironmentNamesEveryMissingVariable(t *testing.T) {
+	t.Parallel()
+	code, _, errs := mainWith(map[string]string{}, "run")
+	if code != ExitUsage {
+		t.Fatalf("run from an empty environment: exit %d, want %d\n%s", code, ExitUsage, errs)
+	}
+	for _, v := range []string{"AGENCY_BASE_URL", "AGENCY_API_KEY", "AGENCY_COMMS_URL", "AGENCY_COMMS_KEY",
+		"AGENCY_COMMS_DOMAIN_ID", "AGENCY_COMMS_USER_IDS", "AGENCY_COMMS_START_DATE"} {
+		if !strings.Contains(errs, v+": is required") {
+			t.Errorf("the error does not name %s:\n%s", v, errs)
+		}
+	}
+	vars := map[string]string{"AGENCY_RATE_LIMIT": "fast", "LOG_LEVEL": "chatty", "AGENCY_DAILY_QUOTA": "0"}
+	code, _, errs = mainWith(vars, "status")
+	if code != ExitUsage || !strings.Contains(errs, "AGENCY_RATE_LIMIT") || !strings.Contains(errs, "LOG_LEVEL") || !strings.Contains(errs, "AGENCY_DAILY_QUOTA") {
+		t.Fatalf("three bad values: exit %d, want 2 naming all three:\n%s", code, errs)
+	}
+}

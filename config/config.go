@@ -22,6 +22,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,53 +207,72 @@ func LoadFrom(ctx context.Context, env Environment, known Known) (*Config, error
 	if err := known.complete(); err != nil {
 		return nil, err
 	}
-	var cfg Config
-	l := &secretFileLookuper{lookup: env.Lookup, readFile: env.ReadFile, secrets: secretVariables()}
-	err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &cfg, Lookuper: l})
-	if l.err != nil {
-		return nil, l.err
-	}
-	if err != nil {
-		return nil, describe(err, l.last)
-	}
-	if err := cfg.validate(); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) && l.fromFile[ce.Variable] {
+	var p problems
+	cfg, fromFile := decode(ctx, env, &p)
+	p.add(cfg.validate())
+	for _, e := range p.list {
+		if fromFile[e.Variable] {
 			// The value came from <NAME>_FILE: name the variable the user set.
-			ce.Problem = "the file named by " + ce.Variable + "_FILE " + ce.Problem
-			ce.Variable += "_FILE"
+			e.Problem = "the file named by " + e.Variable + "_FILE " + e.Problem
+			e.Variable += "_FILE"
 		}
-		return nil, err
 	}
 	cfg.defaultLocal(env)
-	if err := cfg.resolveNames(known); err != nil {
+	p.add(cfg.resolveNames(known))
+	p.add(cfg.loadFieldMap(env.ReadFile, known))
+	if err := p.err(); err != nil {
 		return nil, err
 	}
-	if err := cfg.loadFieldMap(env.ReadFile, known); err != nil {
-		return nil, err
+	return cfg, nil
+}
+
+// decode reads every variable into a Config. A value that does not decode
+// is recorded in p and decoded again as unset (its default), so that the
+// values after it are read too and every such problem is told at once. It
+// returns the secrets that were read from their <NAME>_FILE.
+func decode(ctx context.Context, env Environment, p *problems) (*Config, map[string]bool) {
+	hidden := map[string]bool{}
+	for {
+		var cfg Config
+		l := &secretFileLookuper{lookup: env.Lookup, readFile: env.ReadFile, secrets: secretVariables(), hidden: hidden}
+		err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: &cfg, Lookuper: l})
+		switch {
+		case l.err != nil && !hidden[l.failed]:
+			p.add(l.err)
+			hidden[l.failed] = true
+		case err != nil && l.last != "" && !hidden[l.last]:
+			p.add(describe(err, l.last))
+			hidden[l.last] = true
+		case err != nil:
+			p.add(fmt.Errorf("load configuration: %w", err))
+			return &cfg, l.fromFile
+		default:
+			return &cfg, l.fromFile
+		}
 	}
-	return &cfg, nil
 }
 
 // resolveNames checks the names the variables refer to and fills in what
 // follows from them: the whole task order and serve's schedules.
 func (c *Config) resolveNames(known Known) error {
-	order, err := c.Priorities.complete(known.Tasks)
-	if err != nil {
-		return fieldError("Priorities", err.Error())
+	var p problems
+	if order, err := c.Priorities.complete(known.Tasks); err != nil {
+		p.field("Priorities", err.Error())
+	} else {
+		c.Priorities = order
 	}
-	c.Priorities = order
 	if err := c.StreamSchedules.check(known.Streams); err != nil {
-		return fieldError("StreamSchedules", err.Error())
+		p.field("StreamSchedules", err.Error())
+	} else {
+		c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
 	}
-	c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
 	if err := c.Paths.check(known.Endpoints); err != nil {
-		return fieldError("Paths", err.Error())
+		p.field("Paths", err.Error())
 	}
 	if err := c.PagingPairs.check(known.PagingLists, known.FixedPaging); err != nil {
-		return fieldError("PagingPairs", err.Error())
+		p.field("PagingPairs", err.Error())
 	}
-	return nil
+	return p.err()
 }
 
 // loopbackHost reports whether host is localhost or a loopback address: plain
@@ -281,37 +301,34 @@ func ValidSchema(name string) bool {
 }
 
 func (c *Config) validate() error {
+	var p problems
+	c.validateService(&p)
+	c.validateLimits(&p)
+	c.validateForms(&p)
+	return p.err()
+}
+
+// validateService checks the keys, the warehouse and the addresses.
+func (c *Config) validateService(p *problems) {
 	for _, k := range []struct {
 		field string
 		value Secret
 	}{{"APIKey", c.APIKey}, {"CommsKey", c.CommsKey}} {
-		if err := checkKey(k.field, k.value.Value()); err != nil {
-			return err
-		}
+		p.add(checkKey(k.field, k.value.Value()))
 	}
 	if !ValidSchema(c.WarehouseSchema) {
-		return fieldError("WarehouseSchema", fmt.Sprintf("%q is not a plain identifier", c.WarehouseSchema))
+		p.field("WarehouseSchema", fmt.Sprintf("%q is not a plain identifier", c.WarehouseSchema))
 	}
 	if c.DatabaseURL.Value() != "" {
 		u, err := url.Parse(c.DatabaseURL.Value())
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			// The URL may hold a password: never echo it.
-			return fieldError("DatabaseURL", "not a postgres:// URL")
+			p.field("DatabaseURL", "not a postgres:// URL")
 		}
 	}
 	for _, f := range []struct{ field, value string }{{"BaseURL", c.BaseURL}, {"CommsURL", c.CommsURL}} {
-		if f.value == "" {
-			continue
-		}
-		u, err := url.Parse(f.value)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return fieldError(f.field, fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(f.value)))
-		}
-		if f.field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-			return fieldError(f.field, "must not end with /v1 (the client adds it)")
-		}
-		if u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()) {
-			return fieldError(f.field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
+		if f.value != "" {
+			p.add(c.checkServiceURL(f.field, f.value))
 		}
 	}
 	if n := c.NotifyURL.Value(); n != "" {
@@ -319,80 +336,101 @@ func (c *Config) validate() error {
 		u, err := url.Parse(n)
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return fieldError("NotifyURL", "not an absolute http(s) URL")
+			p.field("NotifyURL", "not an absolute http(s) URL")
 		case u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()):
-			return fieldError("NotifyURL", "plain http:// to a host other than loopback (use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true)")
+			p.field("NotifyURL", "plain http:// to a host other than loopback (use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true)")
 		}
 	}
 	if c.CommsBrandURL != "" {
 		u, err := url.Parse(c.CommsBrandURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return fieldError("CommsBrandURL", fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(c.CommsBrandURL)))
+			p.field("CommsBrandURL", fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(c.CommsBrandURL)))
 		}
 	}
 	if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || !validPort(port) {
-		return fieldError("HTTPAddr", fmt.Sprintf("%q is not host:port", c.HTTPAddr))
+		p.field("HTTPAddr", fmt.Sprintf("%q is not host:port", c.HTTPAddr))
 	}
+}
+
+// checkServiceURL checks AGENCY_BASE_URL or AGENCY_COMMS_URL (field).
+func (c *Config) checkServiceURL(field, value string) error {
+	u, err := url.Parse(value)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+		return fieldError(field, fmt.Sprintf("%q is not an absolute http(s) URL without credentials", redactURL(value)))
+	case field == "BaseURL" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1"):
+		return fieldError(field, "must not end with /v1 (the client adds it)")
+	case u.Scheme == "http" && !c.AllowInsecureHTTP && !loopbackHost(u.Hostname()):
+		return fieldError(field, fmt.Sprintf("plain http:// to %s would send the key unencrypted; use https://, or set AGENCY_ALLOW_INSECURE_HTTP=true", u.Host))
+	}
+	return nil
+}
+
+// validateLimits checks the numbers and durations.
+func (c *Config) validateLimits(p *problems) {
 	if c.CommsDomainID < 0 {
-		return fieldError("CommsDomainID", "must not be negative")
+		p.field("CommsDomainID", "must not be negative")
 	}
 	if c.RateLimit <= 0 || c.RateLimit > 1000 {
-		return fieldError("RateLimit", fmt.Sprintf("%v is out of range", c.RateLimit))
+		p.field("RateLimit", fmt.Sprintf("%v is out of range", c.RateLimit))
 	}
 	if c.DailyQuota <= 0 {
-		return fieldError("DailyQuota", fmt.Sprintf("%d is not positive", c.DailyQuota))
+		p.field("DailyQuota", fmt.Sprintf("%d is not positive", c.DailyQuota))
 	}
 	if c.CommsLookback <= 0 {
 		// The engine reads a zero lookback as its default (24h): refuse
 		// it rather than silently use a day.
-		return fieldError("CommsLookback", "must be positive")
+		p.field("CommsLookback", "must be positive")
 	}
 	if c.CommsBackfillWindow < 0 || c.CommsBackfillWindow%(24*time.Hour) != 0 {
-		return fieldError("CommsBackfillWindow", "must be whole days")
+		p.field("CommsBackfillWindow", "must be whole days")
 	}
 	if c.CommsRateLimit < 0 || c.CommsRateLimit > 1000 {
-		return fieldError("CommsRateLimit", fmt.Sprintf("%v is out of range", c.CommsRateLimit))
+		p.field("CommsRateLimit", fmt.Sprintf("%v is out of range", c.CommsRateLimit))
 	}
 	if c.MaxInFlight < 0 || c.MaxInFlight > 1000 {
-		return fieldError("MaxInFlight", fmt.Sprintf("%d is out of range", c.MaxInFlight))
+		p.field("MaxInFlight", fmt.Sprintf("%d is out of range", c.MaxInFlight))
 	}
 	if c.ExitIncomplete != 0 && c.ExitIncomplete != 75 {
-		return fieldError("ExitIncomplete", fmt.Sprintf("%d is not allowed", c.ExitIncomplete))
+		p.field("ExitIncomplete", fmt.Sprintf("%d is not allowed", c.ExitIncomplete))
 	}
-	if c.DetailMaxAge <= 0 {
-		return fieldError("DetailMaxAge", "must be positive")
-	}
-	if c.FinanceFullEvery <= 0 {
-		return fieldError("FinanceFullEvery", "must be positive")
-	}
-	if c.RequestTimeout <= 0 {
-		return fieldError("RequestTimeout", "must be positive")
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{{"DetailMaxAge", c.DetailMaxAge}, {"FinanceFullEvery", c.FinanceFullEvery}, {"RequestTimeout", c.RequestTimeout}} {
+		if d.value <= 0 {
+			p.field(d.field, "must be positive")
+		}
 	}
 	if c.DBStatementTimeout < 0 {
-		return fieldError("DBStatementTimeout", "must not be negative")
+		p.field("DBStatementTimeout", "must not be negative")
 	}
-	switch c.CommsWithMessage {
-	case "0", "1", "true", "false":
-	default:
-		return fieldError("CommsWithMessage", fmt.Sprintf("%q is not allowed", c.CommsWithMessage))
+}
+
+// validateForms checks the values taken from a fixed set or a grammar.
+func (c *Config) validateForms(p *problems) {
+	for _, f := range []struct {
+		field, value, what string
+		allowed            []string
+	}{
+		{"CommsWithMessage", c.CommsWithMessage, "allowed", []string{"0", "1", "true", "false"}},
+		{"LogLevel", c.LogLevel, "a level", []string{"debug", "info", "warn", "error"}},
+		{"LogFormat", c.LogFormat, "a format", []string{"json", "console", "auto"}},
+	} {
+		if !slices.Contains(f.allowed, f.value) {
+			if f.what == "allowed" {
+				p.field(f.field, fmt.Sprintf("%q is not allowed", f.value))
+			} else {
+				p.field(f.field, fmt.Sprintf("%q is not %s", f.value, f.what))
+			}
+		}
 	}
 	if _, err := cron.ParseStandard(c.SyncSchedule); err != nil {
-		return fieldError("SyncSchedule", fmt.Sprintf("%q is not a cron expression", c.SyncSchedule))
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fieldError("LogLevel", fmt.Sprintf("%q is not a level", c.LogLevel))
-	}
-	switch c.LogFormat {
-	case "json", "console", "auto":
-	default:
-		return fieldError("LogFormat", fmt.Sprintf("%q is not a format", c.LogFormat))
+		p.field("SyncSchedule", fmt.Sprintf("%q is not a cron expression", c.SyncSchedule))
 	}
 	if c.WorkflowID == "" {
-		return fieldError("WorkflowID", "must not be empty")
+		p.field("WorkflowID", "must not be empty")
 	}
-	return nil
 }
 
 // checkKey refuses a key that holds a control character (a line break, a
@@ -445,8 +483,8 @@ const (
 	NeedSync = NeedMain | NeedComms | NeedStartDate
 )
 
-// Require checks that every variable of need is set, naming the first one
-// missing (an *Error: exit 2).
+// Require checks that every variable of need is set, naming every one
+// missing (an *Error, or an *Errors of them: exit 2).
 func (c *Config) Require(need Need) error {
 	checks := []struct {
 		need    Need
@@ -461,12 +499,13 @@ func (c *Config) Require(need Need) error {
 		{NeedComms, "CommsUserIDs", len(c.CommsUserIDs) == 0},
 		{NeedStartDate, "CommsStartDate", c.CommsStartDate.IsZero()},
 	}
+	var p problems
 	for _, k := range checks {
 		if need&k.need != 0 && k.missing {
-			return fieldError(k.field, "is required")
+			p.field(k.field, "is required")
 		}
 	}
-	return nil
+	return p.err()
 }
 
 // Secrets returns the values of every secret that is set, so that log and
@@ -592,12 +631,17 @@ type secretFileLookuper struct {
 	readFile func(string) ([]byte, error)
 	secrets  map[string]bool
 	err      error
+	failed   string          // the key whose _FILE failed (err)
+	hidden   map[string]bool // keys read as unset: their value was refused already
 	last     string          // the key looked up last
 	fromFile map[string]bool // secrets read from <NAME>_FILE
 }
 
 func (l *secretFileLookuper) Lookup(key string) (string, bool) {
 	l.last = key
+	if l.hidden[key] {
+		return "", false
+	}
 	v, ok := l.lookup(key)
 	if !l.secrets[key] {
 		return v, ok
@@ -607,12 +651,12 @@ func (l *secretFileLookuper) Lookup(key string) (string, bool) {
 		return v, ok
 	}
 	if ok && v != "" {
-		l.fail(&Error{Variable: key + "_FILE", Problem: "set together with " + key, Form: "only one of " + key + " and " + key + "_FILE"})
+		l.fail(key, &Error{Variable: key + "_FILE", Problem: "set together with " + key, Form: "only one of " + key + " and " + key + "_FILE"})
 		return "", false
 	}
 	b, err := l.readFile(path)
 	if err != nil {
-		l.fail(&Error{Variable: key + "_FILE", Problem: fmt.Sprintf("cannot read %q", path), Form: "a readable file holding the value"})
+		l.fail(key, &Error{Variable: key + "_FILE", Problem: fmt.Sprintf("cannot read %q", path), Form: "a readable file holding the value"})
 		return "", false
 	}
 	if l.fromFile == nil {
@@ -622,9 +666,9 @@ func (l *secretFileLookuper) Lookup(key string) (string, bool) {
 	return strings.TrimRight(string(b), "\r\n"), true
 }
 
-func (l *secretFileLookuper) fail(err error) {
+func (l *secretFileLookuper) fail(key string, err error) {
 	if l.err == nil {
-		l.err = err
+		l.err, l.failed = err, key
 	}
 }
 

@@ -164,32 +164,18 @@ func parseFieldMapFile(data []byte) (map[string]string, PagingSettings, error) {
 // paging names), so that an unknown table, column or endpoint names the
 // variable it came from.
 func (c *Config) loadFieldMap(readFile func(string) ([]byte, error), known Known) error {
-	check := known.FieldMap
+	var p problems
 	merged := map[string]string{}
 	paging := PagingSettings{}
 	if c.FieldMapFile != "" {
-		data, err := readFile(c.FieldMapFile)
-		if err != nil {
-			return fieldError("FieldMapFile", fmt.Sprintf("cannot read %q", c.FieldMapFile))
-		}
-		fromFile, filePaging, err := parseFieldMapFile(data)
-		if err != nil {
-			return fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
-		}
-		if err := filePaging.check(known.PagingLists, known.FixedPaging); err != nil {
-			return fieldError("FieldMapFile", fmt.Sprintf("%s: paging: %v", c.FieldMapFile, err))
-		}
+		fromFile, filePaging, err := c.readFieldMapFile(readFile, known)
+		p.add(err)
 		maps.Copy(paging, filePaging)
-		if check != nil && len(fromFile) > 0 {
-			if err := check(fromFile); err != nil {
-				return fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
-			}
-		}
 		maps.Copy(merged, fromFile)
 	}
-	if check != nil && len(c.FieldMapPairs) > 0 {
-		if err := check(map[string]string(c.FieldMapPairs)); err != nil {
-			return fieldError("FieldMapPairs", err.Error())
+	if known.FieldMap != nil && len(c.FieldMapPairs) > 0 {
+		if err := known.FieldMap(map[string]string(c.FieldMapPairs)); err != nil {
+			p.field("FieldMapPairs", err.Error())
 		}
 	}
 	maps.Copy(merged, c.FieldMapPairs)
@@ -200,5 +186,27 @@ func (c *Config) loadFieldMap(readFile func(string) ([]byte, error), known Known
 	if len(paging) > 0 {
 		c.Paging = paging
 	}
-	return nil
+	return p.err()
+}
+
+// readFieldMapFile reads and checks AGENCY_FIELD_MAP_FILE: its field map
+// and its paging.
+func (c *Config) readFieldMapFile(readFile func(string) ([]byte, error), known Known) (map[string]string, PagingSettings, error) {
+	data, err := readFile(c.FieldMapFile)
+	if err != nil {
+		return nil, nil, fieldError("FieldMapFile", fmt.Sprintf("cannot read %q", c.FieldMapFile))
+	}
+	fromFile, filePaging, err := parseFieldMapFile(data)
+	if err != nil {
+		return nil, nil, fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
+	}
+	if err := filePaging.check(known.PagingLists, known.FixedPaging); err != nil {
+		return nil, nil, fieldError("FieldMapFile", fmt.Sprintf("%s: paging: %v", c.FieldMapFile, err))
+	}
+	if known.FieldMap != nil && len(fromFile) > 0 {
+		if err := known.FieldMap(fromFile); err != nil {
+			return nil, nil, fieldError("FieldMapFile", fmt.Sprintf("%s: %v", c.FieldMapFile, err))
+		}
+	}
+	return fromFile, filePaging, nil
 }

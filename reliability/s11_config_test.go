@@ -63,6 +63,7 @@ var badValues = []badValue{
 	{variable: "HTTP_ADDR", value: "not-an-address", command: "serve"},
 	{variable: "SYNC_NOTIFY_URL", value: "hooks.slack.example/services/T0/B0/hunter2-secret"},
 	{variable: "SYNC_FAIL_ON", value: "warnings,everything"},
+	{variable: "SYNC_EXIT_INCOMPLETE", value: "1"},
 	{variable: "LOG_LEVEL", value: "loud"},
 	{variable: "LOG_FORMAT", value: "xml"},
 }
