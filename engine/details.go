@@ -43,7 +43,7 @@ func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 		}
 		err := r.streamDetails(ctx, stream, log.With(zap.String("stream", stream)))
 		if err != nil {
-			if classifyStop(ctx, err) != nil {
+			if stopsTask(ctx, err) {
 				return err
 			}
 			errs = append(errs, err)

@@ -253,6 +253,9 @@ func New(d Deps, s Settings) (*Engine, error) {
 // ObserveRequest is the client's per-request hook: metrics and retry counts.
 // Wire it as extract.Options.Hook.
 func (e *Engine) ObserveRequest(info extract.RequestInfo) {
+	if info.Unsent {
+		return // it never left the machine: not a request
+	}
 	if info.Attempt > 1 {
 		e.retries.Add(1)
 	}
@@ -335,12 +338,13 @@ type run struct {
 	mu        sync.Mutex
 	counts    load.Counts
 	notes     []string
-	stopErr   error         // budget, quota, auth or interruption: stops every task
-	closing   []closedRange // ranges closed by the current task, reconciled after it (verify.go)
-	gaps      []string      // differences not repaired within the run (verify.go)
-	verified  *VerifyReport // the run's verification, if any
-	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
-	fields    *fieldWatch   // the field inventory and column coverage of the run's records (runstats.go)
+	stopErr   error           // budget, quota or interruption: stops every task
+	down      map[bool]downed // per interface (comms): the task whose error ended it (iface.go)
+	closing   []closedRange   // ranges closed by the current task, reconciled after it (verify.go)
+	gaps      []string        // differences not repaired within the run (verify.go)
+	verified  *VerifyReport   // the run's verification, if any
+	stats     runStats        // per task: requests, records, duration, ranges (runstats.go)
+	fields    *fieldWatch     // the field inventory and column coverage of the run's records (runstats.go)
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -473,6 +477,11 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			r.log.Info("task skipped: the unfinished run before this one completed it today", zap.String("task", string(item.Task)))
 			continue
 		}
+		if err := r.interfaceDown(item.Task); err != nil {
+			res.StreamErrors[item.Task] = err
+			r.log.Warn("task not run", zap.String("task", string(item.Task)), zap.Error(err))
+			continue
+		}
 		tlog := r.log.With(zap.String("task", string(item.Task)))
 		if item.Task != TaskDetails { // details name their stream themselves
 			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
@@ -492,6 +501,12 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 			r.stop(stop)
 			tlog.Warn("task stopped", zap.Error(err))
 			break
+		}
+		if endsInterface(err) != nil {
+			r.endInterface(item.Task, err)
+			res.StreamErrors[item.Task] = err
+			tlog.Error("task failed; the other tasks of the "+interfaceName(item.Task)+" are not run, the other interface's still are", zap.Error(err))
+			continue
 		}
 		if errors.Is(err, ErrIncomplete) {
 			r.gap(fmt.Sprintf("%s: %v", item.Task, err))
@@ -555,28 +570,26 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 }
 
 // classifyStop returns the error that must stop the whole run (budget,
-// daily quota, credentials, interruption), or nil for a task-local failure.
+// daily quota, interruption), or nil for a failure of the task or of its
+// interface (endsInterface).
 func classifyStop(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, extract.ErrBudgetExhausted):
 		return fmt.Errorf("today's request budget is spent; the next run continues: %w", err)
 	case errors.Is(err, extract.ErrDailyQuota):
 		return fmt.Errorf("the service refused: daily quota exceeded; the next run continues: %w", err)
-	case errors.Is(err, extract.ErrUnauthorized):
-		return err
 	case ctx.Err() != nil:
 		return fmt.Errorf("sync %w: %w", ErrInterrupted, ctx.Err())
 	}
 	return nil
 }
 
-// outcome is how a run ends: failed when a task failed (or the credentials
-// were refused), partial when it was stopped or left gaps (ranges it did not
-// land whole: never succeeded then), else succeeded.
+// outcome is how a run ends: failed when a task failed (a refused key or an
+// unreachable host fails the tasks of its interface), partial when it was
+// stopped or left gaps (ranges it did not land whole: never succeeded then),
+// else succeeded.
 func outcome(stop error, taskErrs map[Task]error, gaps []string) (Status, error) {
 	switch {
-	case stop != nil && errors.Is(stop, extract.ErrUnauthorized):
-		return StatusFailed, stop
 	case len(taskErrs) > 0:
 		var msgs []string
 		for _, t := range DefaultPriorities {

@@ -750,8 +750,8 @@ func TestCredentials(t *testing.T) {
 	if res.Status != StatusFailed || !errors.Is(res.Err, extract.ErrUnauthorized) {
 		t.Fatalf("revoked key: %s %v", res.Status, res.Err)
 	}
-	if res.RequestsUsed != 1 {
-		t.Errorf("revoked key: %d requests, want 1", res.RequestsUsed)
+	if res.RequestsUsed != 2 {
+		t.Errorf("revoked keys: %d requests, want 2 (one refused by each interface)", res.RequestsUsed)
 	}
 	foreign := o
 	foreign.APIKey = o.ForeignKey
