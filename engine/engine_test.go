@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -96,6 +97,7 @@ type wiring struct {
 	clock *extract.ServiceClock
 	log   *zap.Logger
 	tune  func(*Settings)
+	reg   prometheus.Registerer // the metrics' registry (nil: none)
 }
 
 // wire builds an engine on the harness's sandbox and schema as w says, and
@@ -144,7 +146,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 	if w.tune != nil {
 		w.tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: w.clock, Metrics: metrics.New(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: w.clock, Metrics: metrics.New(w.reg), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
