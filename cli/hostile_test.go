@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/internal/testkit/oracle"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
 
@@ -102,5 +104,59 @@ func TestRefusedMainKeyValidCommsKey(t *testing.T) {
 	status := fmt.Sprint(queryInt(t, pool, "SELECT count(*)::int FROM "+table("sync_runs")+" WHERE status = 'failed' AND error LIKE '%AGENCY_API_KEY%'"))
 	if status != "1" {
 		t.Errorf("sync_runs: %s failed runs naming AGENCY_API_KEY, want 1", status)
+	}
+}
+
+// truthCounts is the sandbox's ground truth: records per stream (those
+// that are not deliberately bad).
+func truthCounts(t *testing.T, sb *sandbox.Server) oracle.Truth {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := sb.Truth(&buf); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := oracle.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestBodyTooLargeFailsOnlyItsStream: every communications page a gzip
+// bomb (1 GiB inflated), or a body that never ends: `run` exits 1 naming
+// the cap and AGENCY_MAX_RESPONSE_BYTES, and every other stream lands.
+func TestBodyTooLargeFailsOnlyItsStream(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"gzip_bomb", "endless_body"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			sb, o := startSandbox(t, nil)
+			on := true
+			tw := sandbox.HostileTwists{GzipBomb: &on}
+			if kind == "endless_body" {
+				tw = sandbox.HostileTwists{EndlessBody: &on}
+			}
+			if err := sb.SetTwists(sandbox.Twists{HostileTwists: tw}); err != nil {
+				t.Fatal(err)
+			}
+			vars := syncEnv(t, sb, o, nil)
+			code, out, errs := mainWith(vars, "run")
+			if code != ExitFailure {
+				t.Fatalf("run exit %d, want %d:\n%s", code, ExitFailure, errs)
+			}
+			if !strings.Contains(errs, "response too large") || !strings.Contains(errs, "32 MiB cap of AGENCY_MAX_RESPONSE_BYTES") {
+				t.Errorf("the error does not name the cap and its setting:\n%s", errs)
+			}
+			assertNoSecrets(t, out, errs)
+			pool := openPool(t, vars["DATABASE_URL"])
+			tr := truthCounts(t, sb)
+			for stream, table := range map[string]string{"brands": "brands", "contacts": "brand_contacts", "projects": "projects",
+				"invoices": "invoices", "payments": "payments", "summary": "agency_finance_summary"} {
+				want, _ := tr.Counts(stream)
+				if got := queryInt(t, pool, "SELECT count(*)::int FROM "+pgx.Identifier{vars["WAREHOUSE_SCHEMA"], table}.Sanitize()); got != want {
+					t.Errorf("%s: %d rows, the truth has %d", table, got, want)
+				}
+			}
+		})
 	}
 }

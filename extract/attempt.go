@@ -170,25 +170,26 @@ func (c *Client) unsent(ctx context.Context, cl *call, tr *sendTrace, cnt counte
 	}
 }
 
-// answer reads the response's body and judges it: an error status, a body
-// too large or cut short, else onOK's verdict on the body (redacted of
-// every key first).
+// answer reads the response's body within the memory budget and judges
+// it: an error status, a body too large or cut short, else onOK's verdict
+// on the body (redacted of every key first).
 func (c *Client) answer(ctx, rctx context.Context, cl *call, resp *http.Response, tr *sendTrace, info *RequestInfo, onOK func([]byte) error) error {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBuf {
-			bufPool.Put(buf)
-		}
-	}()
-	if resp.ContentLength > 0 && resp.ContentLength <= c.maxBody {
-		buf.Grow(int(resp.ContentLength) + 1)
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	limit, known := c.maxBody, resp.ContentLength
+	if !ok {
+		limit = min(limit, maxErrorBody)
+		known = -1 // read what fits; the message is at the start
 	}
-	n, rerr := buf.ReadFrom(io.LimitReader(resp.Body, c.maxBody+1))
+	bd, n, rerr := c.mem.readBody(rctx, io.LimitReader(resp.Body, limit+1), known, limit)
+	defer bd.release()
 	tr.done() // the answer is in: free the slot now, not after decoding
 	info.Bytes = int(n)
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		err := c.statusError(cl, resp, buf.Bytes())
+	if !ok {
+		var b []byte
+		if bd != nil {
+			b = bd.b
+		}
+		err := c.statusError(cl, resp, b)
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Kind == ErrDailyQuota {
 			c.quotaOut.close(ae, time.Now())
@@ -196,16 +197,15 @@ func (c *Client) answer(ctx, rctx context.Context, cl *call, resp *http.Response
 		return err
 	}
 	switch {
-	case n > c.maxBody:
-		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrResponseTooLarge,
-			Reason: fmt.Sprintf("body exceeds %d bytes", c.maxBody)}
+	case errors.Is(rerr, errTooLarge):
+		return c.tooLarge(cl)
 	case rerr != nil && (ctx.Err() != nil || rctx.Err() != nil):
 		return c.transportError(ctx, rctx, cl, "read body", rerr)
 	case rerr != nil:
 		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrMalformedResponse,
 			Reason: "truncated body: " + c.redact(rerr.Error())}
 	}
-	return c.judge(cl, resp, buf.Bytes(), onOK)
+	return c.judge(cl, resp, bd.b, onOK)
 }
 
 // judge hands a complete 2xx body to onOK, redacted of every key, and

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -182,7 +181,13 @@ type Options struct {
 	// MaxRetryWait is the longest Retry-After the client waits for; a longer
 	// one ends the retries at once with the error. Default 2 minutes.
 	MaxRetryWait time.Duration
-	// MaxBodyBytes bounds a response body; default 256 MiB.
+	// MaxBodyBytes bounds a response body as read: after the transport's
+	// gzip decompression (and the declared charset's decoding). A larger
+	// body is ErrResponseTooLarge, not retried, dropped as soon as it
+	// passes the limit. Default DefaultMaxBodyBytes. The requests in flight
+	// share one memory budget for their bodies (see memBudget): what they
+	// hold at once stays within MaxBodyBytes plus 16 MiB, whatever their
+	// number.
 	MaxBodyBytes int64
 	// AllowInsecureHTTP allows plain http:// to hosts that are not loopback.
 	// Without it only https:// is accepted, plus http:// to 127.0.0.0/8, ::1
@@ -365,6 +370,7 @@ type Client struct {
 	redactor             *logging.Redactor
 	quotaOut             *quotaLatch // shared by the copies, but for WithBudget's
 	names                SettingNames
+	mem                  *memBudget // the bodies' memory, shared by the copies
 }
 
 // quotaLatch remembers that the service refused a request for the daily
@@ -480,8 +486,9 @@ func New(opts Options) (*Client, error) {
 		c.maxRetryWait = 2 * time.Minute
 	}
 	if c.maxBody <= 0 {
-		c.maxBody = 256 << 20
+		c.maxBody = DefaultMaxBodyBytes
 	}
+	c.mem = newMemBudget(c.maxBody)
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
@@ -662,11 +669,6 @@ type call struct {
 	page     int
 	what     string // for errors, e.g. "fetch brands page 2"
 }
-
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBuf: larger buffers are dropped rather than kept in the pool.
-const maxPooledBuf = 16 << 20
 
 // hintBackOff is an exponential backoff that waits at least a server's
 // Retry-After when one was given for the last attempt.
