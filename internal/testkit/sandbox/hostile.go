@@ -33,6 +33,11 @@ type HostileTwists struct {
 	// (chunked, no length) that never ends: a JSON start, then spaces until
 	// the client hangs up.
 	EndlessBody *bool `json:"endless_body,omitempty"`
+	// OversizeFromPage limits GzipBomb and EndlessBody to the pages from
+	// this one on (the page number the answer would carry, current_page):
+	// 2 lets the first page of a range through, so that a client fetching
+	// pages ahead meets several bombs at once. 0 and 1: every page.
+	OversizeFromPage *int `json:"oversize_from_page,omitempty"`
 	// Charset re-encodes every successful data answer of both interfaces
 	// from UTF-8 into this single-byte charset (an IANA name, e.g.
 	// ISO-8859-1, windows-1250, ISO-8859-16); a character it lacks becomes
@@ -53,6 +58,7 @@ type HostileStatus struct {
 	GzipBomb          bool   `json:"gzip_bomb"`
 	GzipBombBytes     int64  `json:"gzip_bomb_bytes"`
 	EndlessBody       bool   `json:"endless_body"`
+	OversizeFromPage  int    `json:"oversize_from_page"`
 	Charset           string `json:"charset"`
 	CharsetUndeclared bool   `json:"charset_undeclared"`
 	EchoKeyInRecords  bool   `json:"echo_key_in_records"`
@@ -65,6 +71,7 @@ type hostileState struct {
 	gzipBomb      bool
 	bombBytes     int64
 	endless       bool
+	fromPage      int
 	charset       string
 	cm            *charmap.Charmap // charset's table; nil for UTF-8
 	undeclared    bool
@@ -80,7 +87,7 @@ const echoRowsPerPage = 3
 // status is the state as TwistsStatus reports it.
 func (h hostileState) status() HostileStatus {
 	return HostileStatus{RefuseMainKey: h.refuseMainKey, GzipBomb: h.gzipBomb, GzipBombBytes: h.bombSize(),
-		EndlessBody: h.endless, Charset: h.charset, CharsetUndeclared: h.undeclared, EchoKeyInRecords: h.echoKey}
+		EndlessBody: h.endless, OversizeFromPage: h.fromPage, Charset: h.charset, CharsetUndeclared: h.undeclared, EchoKeyInRecords: h.echoKey}
 }
 
 func (h hostileState) bombSize() int64 {
@@ -103,6 +110,9 @@ func (h *hostileState) set(t HostileTwists) error {
 	if t.GzipBombBytes != nil && *t.GzipBombBytes < 0 {
 		return invalid("gzip_bomb_bytes must not be negative, got %d", *t.GzipBombBytes)
 	}
+	if t.OversizeFromPage != nil && *t.OversizeFromPage < 0 {
+		return invalid("oversize_from_page must not be negative, got %d", *t.OversizeFromPage)
+	}
 	for _, b := range []struct {
 		v   *bool
 		dst *bool
@@ -114,6 +124,9 @@ func (h *hostileState) set(t HostileTwists) error {
 	}
 	if t.GzipBombBytes != nil {
 		h.bombBytes = *t.GzipBombBytes
+	}
+	if t.OversizeFromPage != nil {
+		h.fromPage = *t.OversizeFromPage
 	}
 	if t.Charset != nil {
 		h.charset, h.cm = *t.Charset, cm
@@ -207,7 +220,7 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, endpoint st
 		writeBody(w, status, contentType, body)
 		return
 	}
-	comms := endpoint == "communications"
+	comms := endpoint == "communications" && (h.fromPage <= 1 || answeredPage(body) >= h.fromPage)
 	switch {
 	case comms && h.gzipBomb:
 		writeGzipBomb(w, r, contentType, h.bombSize())
@@ -224,6 +237,17 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, endpoint st
 		contentType = withCharset(contentType, h.charset, h.undeclared)
 	}
 	writeBody(w, status, contentType, body)
+}
+
+// answeredPage is the current_page a communications answer carries (0 when
+// it carries none).
+func answeredPage(body []byte) int {
+	for _, path := range []string{"data.current_page", "current_page", "data.meta.current_page", "meta.current_page"} {
+		if p := gjson.GetBytes(body, path); p.Exists() {
+			return int(p.Int())
+		}
+	}
+	return 0
 }
 
 // echoInRecords inserts the request's key in every form at the start of a

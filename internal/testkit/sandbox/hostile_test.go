@@ -23,7 +23,7 @@ func TestHostileTwistsAdmin(t *testing.T) {
 		t.Fatalf("set: %d %s", r.status, r.body)
 	}
 	for _, want := range []string{`"refuse_main_key":true`, `"gzip_bomb":true`, `"gzip_bomb_bytes":4096`, `"charset":"windows-1250"`,
-		`"charset_undeclared":true`, `"echo_key_in_records":true`, `"endless_body":false`} {
+		`"charset_undeclared":true`, `"echo_key_in_records":true`, `"endless_body":false`, `"oversize_from_page":0`} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("status lacks %s: %s", want, r.body)
 		}
@@ -109,6 +109,25 @@ func TestGzipBombAndEndlessBody(t *testing.T) {
 	}
 	if n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 16<<20)); n != 16<<20 || err != nil {
 		t.Errorf("endless body ended after %d bytes (%v)", n, err)
+	}
+
+	// From page 2 on: the first page is served as it is.
+	two := 2
+	if err := s.SetTwists(Twists{HostileTwists: HostileTwists{OversizeFromPage: &two}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := commsPost(t, s, `{"user_id":[1,2,3],"page":1,"per_page":10}`); r.status != http.StatusOK || !json.Valid(r.body) {
+		t.Errorf("page 1 with oversize_from_page 2: %d, JSON %v", r.status, json.Valid(r.body))
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.CommsURL()+CommsPath, strings.NewReader(`{"user_id":[1,2,3],"page":2,"per_page":10}`))
+	req.Header.Set("X-Workflow-Key", s.opts.CommsKey)
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	if n, err := io.Copy(io.Discard, io.LimitReader(resp2.Body, 4<<20)); n != 4<<20 || err != nil {
+		t.Errorf("page 2 with oversize_from_page 2: %d bytes (%v), want an endless body", n, err)
 	}
 }
 
