@@ -184,6 +184,7 @@ type Engine struct {
 	recon    *load.Reconciler
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
+	bodies  bodyWatch    // the current run's response bodies: charsets, invalid UTF-8 (bodies.go)
 
 	// inventorySampling, when set, is the field inventory's sampling
 	// (first, every; see inventory.Observer.SetSampling): tests observe
@@ -260,6 +261,7 @@ func (e *Engine) ObserveRequest(info extract.RequestInfo) {
 		e.retries.Add(1)
 	}
 	e.retries.Add(int64(info.Resends))
+	e.bodies.observe(info)
 	if e.metrics == nil {
 		return
 	}
@@ -345,6 +347,7 @@ type run struct {
 	verified  *VerifyReport   // the run's verification, if any
 	stats     runStats        // per task: requests, records, duration, ranges (runstats.go)
 	fields    *fieldWatch     // the field inventory and column coverage of the run's records (runstats.go)
+	dups      dupWatch        // records dropped for a later one of the same id and page (bodies.go)
 }
 
 // Run performs one sync: lock, plan, tasks in priority order, record.
@@ -451,6 +454,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		return nil, err
 	}
 	e.retries.Store(0)
+	e.bodies.reset()
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
 	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone, client: e.client.WithBudget(budget).WithExecutionID(runID).WithLogger(runLog),
@@ -667,6 +671,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.mu.Unlock()
 	r.stats.read(&p.Batch)
 	r.fields.count(&p)
+	r.dups.count(&p.Batch)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))
@@ -784,7 +789,8 @@ func (r *run) serviceDay() time.Time { return utcDate(r.e.set.Now()) }
 func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 	w := r.fields
 	seen, runs, streams := w.result()
-	if len(streams) == 0 && len(seen) == 0 {
+	received := append(r.e.bodies.report(r.log), r.dups.warnings()...) // what the run received (bodies.go)
+	if len(streams) == 0 && len(seen) == 0 && len(received) == 0 {
 		return nil
 	}
 	start := time.Now()
@@ -793,7 +799,7 @@ func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 		r.log.Warn("field inventory: known fields not read; no warnings this run", zap.Error(err))
 		return nil
 	}
-	ws := inventory.Coverage(inventory.Input{Streams: runs, Seen: seen, Known: inventory.KnownOf(known)})
+	ws := append(inventory.Coverage(inventory.Input{Streams: runs, Seen: seen, Known: inventory.KnownOf(known)}), received...)
 	if err := r.e.store.MergeSourceFields(ctx, r.e.set.Now(), seen); err != nil {
 		r.log.Warn("field inventory: source_fields not updated", zap.Error(err))
 	}

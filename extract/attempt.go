@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 )
@@ -180,7 +182,14 @@ func (c *Client) answer(ctx, rctx context.Context, cl *call, resp *http.Response
 		limit = min(limit, maxErrorBody)
 		known = -1 // read what fits; the message is at the start
 	}
-	bd, n, rerr := c.mem.readBody(rctx, io.LimitReader(resp.Body, limit+1), known, limit)
+	var src io.Reader = resp.Body
+	enc, name, unknown := declaredCharset(resp.Header.Get("Content-Type"))
+	if enc != nil {
+		// Decoded as it is read: the cap counts the decoded bytes.
+		src, known, info.Charset = enc.NewDecoder().Reader(src), -1, name
+	}
+	info.UnknownCharset = unknown
+	bd, n, rerr := c.mem.readBody(rctx, io.LimitReader(src, limit+1), known, limit)
 	defer bd.release()
 	tr.done() // the answer is in: free the slot now, not after decoding
 	info.Bytes = int(n)
@@ -204,6 +213,10 @@ func (c *Client) answer(ctx, rctx context.Context, cl *call, resp *http.Response
 	case rerr != nil:
 		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrMalformedResponse,
 			Reason: "truncated body: " + c.redact(rerr.Error())}
+	}
+	if enc == nil && !utf8.Valid(bd.b) {
+		info.InvalidUTF8 = true
+		info.CharsetHint = strings.Join(cleanCharsets(bd.b), ", ")
 	}
 	return c.judge(cl, resp, bd.b, onOK)
 }

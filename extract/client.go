@@ -265,17 +265,27 @@ type QuotaRefunder interface {
 // RequestInfo describes one sent request (one attempt) for metrics and logs.
 // It never carries a key.
 type RequestInfo struct {
-	Endpoint   string        // endpoint name (Endpoint* constants)
-	Method     string        // GET or POST
-	Page       int           // page asked for; 0 for single-object endpoints
-	Attempt    int           // 1 for the first try
-	Resends    int           // times net/http re-sent it on its own after a dead reused connection
-	Unsent     bool          // it never left the machine: no connection to the host (ErrUnreachable); not counted
-	Status     int           // HTTP status; 0 when no response arrived
-	Duration   time.Duration // until the body was read
-	Bytes      int           // body size
-	ErrorClass string        // "" on success, else e.g. "rate_limited", "server", "network", "timeout", "malformed"
-	Err        error         // the attempt's error, nil on success
+	Endpoint string // endpoint name (Endpoint* constants)
+	Method   string // GET or POST
+	Page     int    // page asked for; 0 for single-object endpoints
+	Attempt  int    // 1 for the first try
+	Resends  int    // times net/http re-sent it on its own after a dead reused connection
+	Unsent   bool   // it never left the machine: no connection to the host (ErrUnreachable); not counted
+	// Charset is the charset the body declared and was decoded from ("" for
+	// UTF-8); UnknownCharset a declared charset no registry knows (the body
+	// was read as UTF-8).
+	Charset, UnknownCharset string
+	// InvalidUTF8: a successful body read as UTF-8 (no other charset
+	// declared) was not valid UTF-8; its invalid bytes reach the records as
+	// U+FFFD. CharsetHint names the common charsets that decode it cleanly
+	// (comma-separated, most likely first; "" when none does).
+	InvalidUTF8 bool
+	CharsetHint string
+	Status      int           // HTTP status; 0 when no response arrived
+	Duration    time.Duration // until the body was read
+	Bytes       int           // body size
+	ErrorClass  string        // "" on success, else e.g. "rate_limited", "server", "network", "timeout", "malformed"
+	Err         error         // the attempt's error, nil on success
 }
 
 // RequestBudget is the number of requests a client may still send. It is safe
