@@ -26,6 +26,9 @@ type fetchedDetail struct {
 	// contactsShort: the contact list delivered fewer records than its
 	// pages announced, so its absentees must not be soft-deleted.
 	contactsShort bool
+	// detailMissing: the brand's detail answered 404 but its contacts did
+	// not: the contacts land, the detail is asked again next run.
+	detailMissing bool
 }
 
 // details fetches the due details of the selected streams: brands (detail
@@ -72,7 +75,7 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort}, nil
 		}
 		fd, err := r.fetchDetail(ctx, stream, d)
-		if err == nil && sp != nil && !fd.gone {
+		if err == nil && sp != nil && !fd.gone && !fd.detailMissing {
 			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort})
 		}
 		return fd, err
@@ -104,7 +107,12 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		p := load.Page{Stream: stream, Batch: fd.batch,
 			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
 		id, hash := fd.due.ID, fd.due.Hash
-		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
+		if fd.detailMissing {
+			log.Warn("a listed brand's detail answered 404 while its contacts were served: the contacts are synced, the detail is asked again next run", zap.String("brand_id", id))
+			r.note(fmt.Sprintf("brand %s: its detail answered 404 (not found) while it is listed and its contacts are served; contacts synced, detail asked again next run", id))
+		} else {
+			p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
+		}
 		if fd.contacts {
 			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
 			if err != nil {
@@ -132,6 +140,8 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 }
 
 // fetchDetail fetches one brand (detail and every contact page) or project.
+// A brand whose detail answers 404 still has its contacts asked: when they
+// answer 404 too the brand is gone, else they land (detailMissing).
 func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
 	id := extract.ID(d.ID)
@@ -144,43 +154,57 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 	// it is fetched again when its list entry changes.
 	var recErr *extract.RecordError
 	switch {
-	case errors.Is(err, extract.ErrNotFound):
+	case errors.Is(err, extract.ErrNotFound) && kind == StreamProjects:
 		fd.gone = true
 		return fd, nil
+	case errors.Is(err, extract.ErrNotFound):
+		fd.detailMissing = true
 	case errors.As(err, &recErr):
 		fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
 		return fd, nil
 	case err != nil:
 		return fd, fmt.Errorf("fetch %s %s: %w", endpoint, d.ID, err)
+	default:
+		fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
 	}
-	fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
 	if kind == StreamProjects {
 		return fd, nil
 	}
+	cb, short, gone, err := r.fetchContacts(ctx, d.ID)
+	if err != nil || gone {
+		fd.gone = gone
+		return fd, err
+	}
+	fd.contactsShort = short
+	fd.batch.Append(cb)
+	fd.contacts = true
+	return fd, nil
+}
+
+// fetchContacts fetches every contact page of brand id and transforms them:
+// short says the list delivered fewer records than it announced, gone that
+// it answered 404 (the brand is deleted).
+func (r *run) fetchContacts(ctx context.Context, id string) (b transform.Batch, short, gone bool, err error) {
 	var contacts []extract.Record
 	var rejects []extract.RecordError
 	var announced int
-	for page, err := range r.client.BrandContacts(ctx, id) {
+	for page, err := range r.client.BrandContacts(ctx, extract.ID(id)) {
 		if errors.Is(err, extract.ErrNotFound) {
-			fd.gone = true
-			return fd, nil
+			return b, false, true, nil
 		}
 		if err != nil {
-			return fd, fmt.Errorf("fetch contacts of brand %s: %w", d.ID, err)
+			return b, false, false, fmt.Errorf("fetch contacts of brand %s: %w", id, err)
 		}
 		contacts = append(contacts, page.Records...)
 		rejects = append(rejects, page.Rejects...)
 		announced = max(announced, page.Total)
 	}
-	cb := r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
+	b = r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": id},
 		recordsOf(contacts), stream.RejectBrandContacts, rejects)
 	// The transform keeps one row per contact (the last of the same id) and
 	// rejects what does not load: rows and rejects are the distinct contacts
 	// the service listed.
-	fd.contactsShort = cb.Len("brand_contacts")+len(cb.Rejects) < announced
-	fd.batch.Append(cb)
-	fd.contacts = true
-	return fd, nil
+	return b, b.Len("brand_contacts")+len(b.Rejects) < announced, false, nil
 }
 
 // inFlight is the number of requests the run keeps in flight for the main
