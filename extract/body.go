@@ -225,7 +225,7 @@ func (bd *body) readChunks(ctx context.Context, r io.Reader, limit int64) (int64
 // the setting that raises it.
 func (c *Client) tooLarge(cl *call) error {
 	return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrResponseTooLarge,
-		Reason: fmt.Sprintf("the body exceeds the %s cap of %s = %d bytes (after decompression); raise %s if the service's answers are legitimately that large",
+		Reason: fmt.Sprintf("the body exceeds the %s cap of %s = %d bytes (counted after decompression and decoding); raise %s if the service's answers are legitimately that large",
 			formatBytes(c.maxBody), c.names.MaxBodyBytes, c.maxBody, c.names.MaxBodyBytes)}
 }
 
