@@ -104,26 +104,11 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			done++
 			continue
 		}
-		p := load.Page{Stream: stream, Batch: fd.batch,
-			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
+		p, err := r.detailPage(stream, fd, done+1 == len(due), log)
+		if err != nil {
+			return err
+		}
 		id, hash := fd.due.ID, fd.due.Hash
-		if fd.detailMissing {
-			log.Warn("a listed brand's detail answered 404 while its contacts were served: the contacts are synced, the detail is asked again next run", zap.String("brand_id", id))
-			r.note(fmt.Sprintf("brand %s: its detail answered 404 (not found) while it is listed and its contacts are served; contacts synced, detail asked again next run", id))
-		} else {
-			p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
-		}
-		if fd.contacts {
-			l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
-			if err != nil {
-				return err
-			}
-			p.Listing, p.EndsListing = l, !fd.contactsShort
-			if fd.contactsShort {
-				log.Warn("a brand's contact list delivered fewer records than it announced: none of its contacts is marked deleted", zap.String("brand_id", id))
-				r.note(fmt.Sprintf("contacts of brand %s: fewer records than the service announced; nothing soft-deleted", id))
-			}
-		}
 		if _, err := r.commit(ctx, p); err != nil {
 			return err
 		}
@@ -137,6 +122,33 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		}
 	}
 	return nil
+}
+
+// detailPage is the page that commits a fetched detail of stream (last:
+// the last one due): its rows, its bookkeeping (fetched, unless the brand's
+// detail was missing and only its contacts came) and its contact listing.
+func (r *run) detailPage(stream string, fd fetchedDetail, last bool, log *zap.Logger) (load.Page, error) {
+	p := load.Page{Stream: stream, Batch: fd.batch, State: &load.Checkpoint{Partition: "details", Succeeded: last}}
+	id := fd.due.ID
+	if fd.detailMissing {
+		log.Warn("a listed brand's detail answered 404 while its contacts were served: the contacts are synced, the detail is asked again next run", zap.String("brand_id", id))
+		r.note(fmt.Sprintf("brand %s: its detail answered 404 (not found) while it is listed and its contacts are served; contacts synced, detail asked again next run", id))
+	} else {
+		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: fd.due.Hash, At: r.e.set.Now()}
+	}
+	if !fd.contacts {
+		return p, nil
+	}
+	l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
+	if err != nil {
+		return p, err
+	}
+	p.Listing, p.EndsListing = l, !fd.contactsShort
+	if fd.contactsShort {
+		log.Warn("a brand's contact list delivered fewer records than it announced: none of its contacts is marked deleted", zap.String("brand_id", id))
+		r.note(fmt.Sprintf("contacts of brand %s: fewer records than the service announced; nothing soft-deleted", id))
+	}
+	return p, nil
 }
 
 // fetchDetail fetches one brand (detail and every contact page) or project.

@@ -471,6 +471,29 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("create client: communications URL: %w", err)
 		}
 	}
+	c.setDefaults()
+	c.mem = newMemBudget(c.maxBody)
+	margin := opts.SpacingMargin
+	if margin == 0 {
+		margin = 2 * time.Millisecond
+	} else if margin < 0 {
+		margin = 0
+	}
+	rl := opts.RateLimit
+	if rl <= 0 {
+		rl = 10
+	}
+	c.pacer = newPacer(rl, margin)
+	if opts.CommsRateLimit > 0 {
+		c.commsPacer = newPacer(opts.CommsRateLimit, margin)
+	}
+	c.hc = httpClient(opts.HTTPClient, rl, opts.CommsRateLimit)
+	c.redactor = logging.NewRedactor(opts.APIKey, opts.CommsKey)
+	return c, nil
+}
+
+// setDefaults gives the options left at their zero value their defaults.
+func (c *Client) setDefaults() {
 	if c.workflowID == "" {
 		c.workflowID = "agencysync"
 	}
@@ -498,42 +521,31 @@ func New(opts Options) (*Client, error) {
 	if c.maxBody <= 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
-	c.mem = newMemBudget(c.maxBody)
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
-	margin := opts.SpacingMargin
-	if margin == 0 {
-		margin = 2 * time.Millisecond
-	} else if margin < 0 {
-		margin = 0
-	}
-	rl := opts.RateLimit
-	if rl <= 0 {
-		rl = 10
-	}
-	c.pacer = newPacer(rl, margin)
-	if opts.CommsRateLimit > 0 {
-		c.commsPacer = newPacer(opts.CommsRateLimit, margin)
-	}
+}
+
+// httpClient is a copy of given (nil: a client with its own transport,
+// sized for the paces rate and commsRate) that refuses redirects to another
+// host or scheme.
+func httpClient(given *http.Client, rate, commsRate float64) *http.Client {
 	var hc http.Client
-	if opts.HTTPClient != nil {
-		hc = *opts.HTTPClient
+	if given != nil {
+		hc = *given
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		// Enough idle connections for the requests kept in flight (see
 		// InFlight): a connection closed after each answer is a new
 		// handshake, and a reused one that died is a resend.
-		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl, time.Second/10), InFlightFor(opts.CommsRateLimit, time.Second/10))
+		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rate, time.Second/10), InFlightFor(commsRate, time.Second/10))
 		// A host that does not answer the connection attempt is found
 		// out in dialTimeout, not in the request's whole timeout.
 		tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 		hc.Transport = tr
 	}
 	hc.CheckRedirect = checkRedirect
-	c.hc = &hc
-	c.redactor = logging.NewRedactor(opts.APIKey, opts.CommsKey)
-	return c, nil
+	return &hc
 }
 
 // dialTimeout bounds the making of a connection (the TLS handshake has
