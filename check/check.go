@@ -101,12 +101,14 @@ const (
 func (c ColumnCheck) Failed() bool { return c.State == StateMissing || c.State == StateUnparsed }
 
 // Err returns the error that decides the check's exit: the first refused
-// key (errors.Is extract.ErrUnauthorized), else nil. Other outcomes are read
-// from Outcome.
+// key (errors.Is extract.ErrUnauthorized), else the first unreachable host
+// (extract.ErrUnreachable), else nil. Other outcomes are read from Outcome.
 func (r *Report) Err() error {
-	for _, e := range r.Endpoints {
-		if e.Outcome == OutcomeUnauthorized && e.err != nil {
-			return e.err
+	for _, kind := range []error{extract.ErrUnauthorized, extract.ErrUnreachable} {
+		for _, e := range r.Endpoints {
+			if e.err != nil && e.Outcome != OutcomeSkipped && errors.Is(e.err, kind) {
+				return e.err
+			}
 		}
 	}
 	return nil
@@ -148,8 +150,12 @@ type Tally struct {
 // NewTally returns an empty Tally.
 func NewTally() *Tally { return &Tally{count: map[string]int{}, status: map[string]int{}} }
 
-// Observe notes one request (an attempt) of the client.
+// Observe notes one request (an attempt) of the client; an attempt that
+// never left the machine (no connection to the host) is not a request.
 func (t *Tally) Observe(info extract.RequestInfo) {
+	if info.Unsent {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.count[info.Endpoint]++
@@ -194,7 +200,7 @@ type run struct {
 	rep     *Report
 	used    int               // requests sent
 	spent   map[string]int    // requests per endpoint
-	refused map[bool]bool     // per interface (comms): a key was refused
+	refused map[bool]string   // per interface (comms): why it is not asked any more (a refused key, an unreachable host)
 	ids     map[string]string // per stream: the first record's id
 	// pagingTested are the lists whose paging was tested (on their first
 	// request kind).
@@ -207,7 +213,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Client == nil || o.Tally == nil {
 		return nil, errors.New("run check: want a client and its tally")
 	}
-	r := &run{o: o, log: o.Logger, rep: &Report{Budget: o.Budget}, spent: map[string]int{}, refused: map[bool]bool{}, ids: map[string]string{},
+	r := &run{o: o, log: o.Logger, rep: &Report{Budget: o.Budget}, spent: map[string]int{}, refused: map[bool]string{}, ids: map[string]string{},
 		pagingTested: map[string]bool{}}
 	if r.log == nil {
 		r.log = zap.NewNop()
@@ -383,8 +389,8 @@ func (r *run) sendLimited(key string, limit int, e *Endpoint, fn func(c *extract
 
 // do sends one request kind and inspects what came back.
 func (r *run) do(ctx context.Context, s *stream.Stream, ep stream.Endpoint, a ask, e *Endpoint) {
-	if r.refused[comms(ep)] {
-		e.Outcome, e.Error = OutcomeSkipped, "not asked: the interface refused the key"
+	if why := r.refused[comms(ep)]; why != "" {
+		e.Outcome, e.Error = OutcomeSkipped, "not asked: "+why
 		return
 	}
 	var recs []extract.Record
@@ -499,7 +505,10 @@ func (r *run) failed(ep stream.Endpoint, e *Endpoint, err error) {
 	switch {
 	case errors.Is(err, extract.ErrUnauthorized):
 		e.Outcome = OutcomeUnauthorized
-		r.refused[comms(ep)] = true
+		r.refused[comms(ep)] = "the interface refused the key"
+	case errors.Is(err, extract.ErrUnreachable):
+		e.Outcome = OutcomeFailed
+		r.refused[comms(ep)] = "the interface's host cannot be reached"
 	case errors.Is(err, extract.ErrForbidden):
 		e.Outcome = OutcomeForbidden
 	case errors.Is(err, extract.ErrBudgetExhausted) && e.Requests > 0:

@@ -103,5 +103,9 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	case check.OutcomeMismatch:
 		return &exitError{code: ExitFailure, err: fmt.Errorf("the service's records do not match the mapping: %d mapped fields missing or unreadable (see the report)", rep.Failing())}
 	}
-	return &exitError{code: ExitFailure, err: fmt.Errorf("%d endpoints failed (see the report)", rep.Count(check.OutcomeFailed)+rep.Count(check.OutcomeForbidden))}
+	failed := fmt.Errorf("%d endpoints failed (see the report)", rep.Count(check.OutcomeFailed)+rep.Count(check.OutcomeForbidden))
+	if err := rep.Err(); err != nil {
+		failed = fmt.Errorf("%w: %w", failed, err)
+	}
+	return &exitError{code: ExitFailure, err: failed}
 }

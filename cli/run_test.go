@@ -173,7 +173,10 @@ func TestExitIncompleteSetting(t *testing.T) {
 	}
 }
 
-func TestRevokedKeyExits3AfterOneRequest(t *testing.T) {
+// TestRevokedKeysExit3AfterOneRequestEach: both keys revoked, each
+// interface is asked once (a refused key ends only its own interface's
+// streams), and the run exits 3.
+func TestRevokedKeysExit3AfterOneRequestEach(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, nil)
 	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_API_KEY": o.RevokedKey, "AGENCY_COMMS_KEY": o.RevokedKey})
@@ -181,8 +184,8 @@ func TestRevokedKeyExits3AfterOneRequest(t *testing.T) {
 	if code != ExitCredential {
 		t.Fatalf("revoked key exit %d, want %d:\n%s", code, ExitCredential, errs)
 	}
-	if st := sb.Stats(); st.Keyed() != 1 || st.Keyless > 1 {
-		t.Errorf("%d requests with a revoked key (and %d keyless), want 1 (and at most the one clock probe)", st.Keyed(), st.Keyless)
+	if st := sb.Stats(); st.Keyed() != 2 || st.Keyless > 1 {
+		t.Errorf("%d requests with a revoked key (and %d keyless), want 2, one per interface (and at most the one clock probe)", st.Keyed(), st.Keyless)
 	}
 	if !strings.Contains(errs, "My Account") {
 		t.Errorf("the message does not say where to regenerate the token:\n%s", errs)

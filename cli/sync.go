@@ -178,7 +178,9 @@ func (a *app) clientOptions(ledger *load.Ledger, clock *extract.ServiceClock) ex
 	return extract.Options{
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey.Value(), CommsURL: cfg.CommsURL, CommsKey: cfg.CommsKey.Value(),
 		WorkflowID: cfg.WorkflowID, Paths: extractPaths(cfg.Paths), RateLimit: cfg.RateLimit, CommsRateLimit: cfg.CommsRateLimit,
-		Timeout: cfg.RequestTimeout, AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
+		Timeout: cfg.RequestTimeout, MaxBodyBytes: int64(cfg.MaxResponseBytes), AllowInsecureHTTP: cfg.AllowInsecureHTTP, Counter: ledger, Logger: a.log, Clock: clock,
+		Names: extract.SettingNames{BaseURL: "AGENCY_BASE_URL", CommsURL: "AGENCY_COMMS_URL", APIKey: "AGENCY_API_KEY",
+			CommsKey: "AGENCY_COMMS_KEY", MaxBodyBytes: "AGENCY_MAX_RESPONSE_BYTES"},
 	}
 }
 

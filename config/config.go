@@ -111,6 +111,8 @@ type Config struct {
 	QuotaTZ Location `env:"AGENCY_QUOTA_TZ, default=UTC" form:"an IANA time zone, e.g. UTC or Europe/Bucharest" desc:"time zone whose midnight resets the daily quota"`
 	// RequestTimeout bounds each HTTP request.
 	RequestTimeout time.Duration `env:"AGENCY_REQUEST_TIMEOUT, default=30s" form:"a Go duration, e.g. 30s" desc:"timeout of each HTTP request"`
+	// MaxResponseBytes bounds a response body once decompressed and decoded.
+	MaxResponseBytes ByteSize `env:"AGENCY_MAX_RESPONSE_BYTES, default=32MiB" form:"a size from 1MiB to 1GiB, in bytes or with KiB, MiB or GiB, e.g. 32MiB" desc:"largest response body accepted, counted after gzip decompression and charset decoding; a larger one fails its stream (exit 1) instead of exhausting memory, and the requests in flight share one memory budget of about this size plus 16MiB (default: 1000 e-mails with bodies at 32KiB each; see docs/hostile-input.md)"`
 	// AllowInsecureHTTP permits plain http:// to hosts other than loopback.
 	AllowInsecureHTTP bool `env:"AGENCY_ALLOW_INSECURE_HTTP, default=false" form:"true or false" desc:"allow plain http:// to non-loopback hosts"`
 
@@ -401,6 +403,9 @@ func (c *Config) validateLimits(p *problems) {
 		if d.value <= 0 {
 			p.field(d.field, "must be positive")
 		}
+	}
+	if c.MaxResponseBytes < 1<<20 || c.MaxResponseBytes > 1<<30 {
+		p.field("MaxResponseBytes", fmt.Sprintf("%s is out of range", c.MaxResponseBytes))
 	}
 	if c.DBStatementTimeout < 0 {
 		p.field("DBStatementTimeout", "must not be negative")

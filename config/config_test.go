@@ -143,6 +143,10 @@ func TestBadValues(t *testing.T) {
 		{"LOG_FORMAT", "xml"},
 		{"DATABASE_URL", "mysql://root:hunter2@x/db"},
 		{"AGENCY_REQUEST_TIMEOUT", "soon"},
+		{"AGENCY_MAX_RESPONSE_BYTES", "lots"},
+		{"AGENCY_MAX_RESPONSE_BYTES", "32MB"},
+		{"AGENCY_MAX_RESPONSE_BYTES", "512KiB"}, // under the 1MiB floor
+		{"AGENCY_MAX_RESPONSE_BYTES", "2GiB"},
 		{"AGENCY_COMMS_LOOKBACK", "-1h"},
 		{"AGENCY_COMMS_LOOKBACK", "0s"}, // the engine reads a zero as its default, 24h
 		{"SYNC_AUTO_MIGRATE", "maybe"},

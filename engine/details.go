@@ -29,6 +29,9 @@ type fetchedDetail struct {
 	contactsShort bool
 	// contactsEnd is the verdict of the contact listing (its last page's).
 	contactsEnd *extract.ListEnd
+	// detailMissing: the brand's detail answered 404 but its contacts did
+	// not: the contacts land, the detail is asked again next run.
+	detailMissing bool
 }
 
 // contactsWhy is why fd's contact listing is not proven complete ("" when
@@ -106,7 +109,7 @@ func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 		}
 		err := r.streamDetails(ctx, stream, log.With(zap.String("stream", stream)))
 		if err != nil {
-			if classifyStop(ctx, err) != nil {
+			if stopsTask(ctx, err) {
 				return err
 			}
 			errs = append(errs, err)
@@ -135,7 +138,7 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort, contactsEnd: sd.ContactsEnd}, nil
 		}
 		fd, err := r.fetchDetail(ctx, stream, d)
-		if err == nil && sp != nil && !fd.gone {
+		if err == nil && sp != nil && !fd.gone && !fd.detailMissing {
 			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort, ContactsEnd: fd.contactsEnd})
 		}
 		return fd, err
@@ -166,15 +169,11 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			done++
 			continue
 		}
-		p := load.Page{Stream: stream, Batch: fd.batch,
-			State: &load.Checkpoint{Partition: "details", Succeeded: done+1 == len(due)}}
-		id, hash := fd.due.ID, fd.due.Hash
-		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: hash, At: r.e.set.Now()}
-		if fd.contacts {
-			if err := r.contactsListing(&p, &fd, &verdicts, log); err != nil {
-				return err
-			}
+		p, err := r.detailPage(stream, &fd, done+1 == len(due), &verdicts, log)
+		if err != nil {
+			return err
 		}
+		id, hash := fd.due.ID, fd.due.Hash
 		counts, err := r.commit(ctx, p)
 		if err != nil {
 			return err
@@ -190,6 +189,24 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 		}
 	}
 	return nil
+}
+
+// detailPage is the page that commits a fetched detail of stream (last:
+// the last one due): its rows, its bookkeeping (fetched, unless the brand's
+// detail was missing and only its contacts came) and its contact listing.
+func (r *run) detailPage(stream string, fd *fetchedDetail, last bool, verdicts *contactVerdicts, log *zap.Logger) (load.Page, error) {
+	p := load.Page{Stream: stream, Batch: fd.batch, State: &load.Checkpoint{Partition: "details", Succeeded: last}}
+	id := fd.due.ID
+	if fd.detailMissing {
+		log.Warn("a listed brand's detail answered 404 while its contacts were served: the contacts are synced, the detail is asked again next run", zap.String("brand_id", id))
+		r.note(fmt.Sprintf("brand %s: its detail answered 404 (not found) while it is listed and its contacts are served; contacts synced, detail asked again next run", id))
+	} else {
+		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: fd.due.Hash, At: r.e.set.Now()}
+	}
+	if !fd.contacts {
+		return p, nil
+	}
+	return p, r.contactsListing(&p, fd, verdicts, log)
 }
 
 // contactsListing makes the page of brand fd's detail end its contact
@@ -224,44 +241,59 @@ func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetche
 	// it is fetched again when its list entry changes.
 	var recErr *extract.RecordError
 	switch {
-	case errors.Is(err, extract.ErrNotFound):
+	case errors.Is(err, extract.ErrNotFound) && kind == StreamProjects:
 		fd.gone = true
 		return fd, nil
+	case errors.Is(err, extract.ErrNotFound):
+		fd.detailMissing = true
 	case errors.As(err, &recErr):
 		fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
 		return fd, nil
 	case err != nil:
 		return fd, fmt.Errorf("fetch %s %s: %w", endpoint, d.ID, err)
+	default:
+		fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
 	}
-	fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
 	if kind == StreamProjects {
 		return fd, nil
 	}
+	cb, short, end, gone, err := r.fetchContacts(ctx, d.ID)
+	if err != nil || gone {
+		fd.gone = gone
+		return fd, err
+	}
+	fd.contactsShort, fd.contactsEnd = short, end
+	fd.batch.Append(cb)
+	fd.contacts = true
+	return fd, nil
+}
+
+// fetchContacts fetches every contact page of brand id and transforms them:
+// short says the list delivered fewer records than it announced, end is
+// its last page's verdict, gone that it answered 404 (the brand is
+// deleted).
+func (r *run) fetchContacts(ctx context.Context, id string) (b transform.Batch, short bool, end *extract.ListEnd, gone bool, err error) {
 	var contacts []extract.Record
 	var rejects []extract.RecordError
 	var announced int
-	for page, err := range r.client.BrandContacts(ctx, id) {
+	for page, err := range r.client.BrandContacts(ctx, extract.ID(id)) {
 		if errors.Is(err, extract.ErrNotFound) {
-			fd.gone = true
-			return fd, nil
+			return b, false, nil, true, nil
 		}
 		if err != nil {
-			return fd, fmt.Errorf("fetch contacts of brand %s: %w", d.ID, err)
+			return b, false, nil, false, fmt.Errorf("fetch contacts of brand %s: %w", id, err)
 		}
 		contacts = append(contacts, page.Records...)
 		rejects = append(rejects, page.Rejects...)
 		announced = max(announced, page.Total)
-		fd.contactsEnd = page.End
+		end = page.End
 	}
-	cb := r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": d.ID},
+	b = r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": id},
 		recordsOf(contacts), stream.RejectBrandContacts, rejects)
 	// The transform keeps one row per contact (the last of the same id) and
 	// rejects what does not load: rows and rejects are the distinct contacts
 	// the service listed.
-	fd.contactsShort = cb.Len("brand_contacts")+len(cb.Rejects) < announced
-	fd.batch.Append(cb)
-	fd.contacts = true
-	return fd, nil
+	return b, b.Len("brand_contacts")+len(b.Rejects) < announced, end, false, nil
 }
 
 // inFlight is the number of requests the run keeps in flight for the main

@@ -193,6 +193,7 @@ type Engine struct {
 	recon    *load.Reconciler
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
+	bodies  bodyWatch    // the current run's response bodies: charsets, invalid UTF-8 (bodies.go)
 
 	// inventorySampling, when set, is the field inventory's sampling
 	// (first, every; see inventory.Observer.SetSampling): tests observe
@@ -262,10 +263,14 @@ func New(d Deps, s Settings) (*Engine, error) {
 // ObserveRequest is the client's per-request hook: metrics and retry counts.
 // Wire it as extract.Options.Hook.
 func (e *Engine) ObserveRequest(info extract.RequestInfo) {
+	if info.Unsent {
+		return // it never left the machine: not a request
+	}
 	if info.Attempt > 1 {
 		e.retries.Add(1)
 	}
 	e.retries.Add(int64(info.Resends))
+	e.bodies.observe(info)
 	if e.metrics == nil {
 		return
 	}
@@ -352,12 +357,14 @@ type run struct {
 	mu        sync.Mutex
 	counts    load.Counts
 	notes     []string
-	stopErr   error         // budget, quota, auth or interruption: stops every task
-	closing   []closedRange // ranges closed by the current task, reconciled after it (verify.go)
-	gaps      []string      // differences not repaired within the run (verify.go)
-	verified  *VerifyReport // the run's verification, if any
-	stats     runStats      // per task: requests, records, duration, ranges (runstats.go)
-	fields    *fieldWatch   // the field inventory and column coverage of the run's records (runstats.go)
+	stopErr   error           // budget, quota or interruption: stops every task
+	down      map[bool]downed // per interface (comms): the task whose error ended it (iface.go)
+	closing   []closedRange   // ranges closed by the current task, reconciled after it (verify.go)
+	gaps      []string        // differences not repaired within the run (verify.go)
+	verified  *VerifyReport   // the run's verification, if any
+	stats     runStats        // per task: requests, records, duration, ranges (runstats.go)
+	fields    *fieldWatch     // the field inventory and column coverage of the run's records (runstats.go)
+	dups      dupWatch        // records dropped for a later one of the same id and page (bodies.go)
 	memo      *extract.PagingMemo
 	live      *liveRun // the run's live progress (nil: none kept)
 }
@@ -474,6 +481,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 		return nil, err
 	}
 	e.retries.Store(0)
+	e.bodies.reset()
 	budget := extract.NewBudget(plan.Budget)
 	runLog := e.log.With(zap.String("run_id", runID))
 	r := &run{e: e, id: runID, budget: budget, spool: e.spool.prepare(), listsDone: listsDone,
@@ -518,6 +526,11 @@ func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Tas
 			r.log.Info("task skipped: the unfinished run before this one completed it today", zap.String("task", string(item.Task)))
 			continue
 		}
+		if err := r.interfaceDown(item.Task); err != nil {
+			res.StreamErrors[item.Task] = err
+			r.log.Warn("task not run", zap.String("task", string(item.Task)), zap.Error(err))
+			continue
+		}
 		tlog := r.log.With(zap.String("task", string(item.Task)))
 		if item.Task != TaskDetails { // details name their stream themselves
 			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
@@ -540,6 +553,12 @@ func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Tas
 			tlog.Warn("task stopped", zap.Error(err))
 			break
 		}
+		if endsInterface(err) != nil {
+			r.endInterface(item.Task, err)
+			res.StreamErrors[item.Task] = err
+			tlog.Error("task failed; the other tasks of the "+interfaceName(item.Task)+" are not run, the other interface's still are", zap.Error(err))
+			continue
+		}
 		if errors.Is(err, ErrIncomplete) {
 			r.gap(fmt.Sprintf("%s: %v", item.Task, err))
 			tlog.Warn("task incomplete; the next run fetches the rest", zap.Error(err))
@@ -551,28 +570,26 @@ func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Tas
 }
 
 // classifyStop returns the error that must stop the whole run (budget,
-// daily quota, credentials, interruption), or nil for a task-local failure.
+// daily quota, interruption), or nil for a failure of the task or of its
+// interface (endsInterface).
 func classifyStop(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, extract.ErrBudgetExhausted):
 		return fmt.Errorf("today's request budget is spent; the next run continues: %w", err)
 	case errors.Is(err, extract.ErrDailyQuota):
 		return fmt.Errorf("the service refused: daily quota exceeded; the next run continues: %w", err)
-	case errors.Is(err, extract.ErrUnauthorized):
-		return err
 	case ctx.Err() != nil:
 		return fmt.Errorf("sync %w: %w", ErrInterrupted, ctx.Err())
 	}
 	return nil
 }
 
-// outcome is how a run ends: failed when a task failed (or the credentials
-// were refused), partial when it was stopped or left gaps (ranges it did not
-// land whole: never succeeded then), else succeeded.
+// outcome is how a run ends: failed when a task failed (a refused key or an
+// unreachable host fails the tasks of its interface), partial when it was
+// stopped or left gaps (ranges it did not land whole: never succeeded then),
+// else succeeded.
 func outcome(stop error, taskErrs map[Task]error, gaps []string) (Status, error) {
 	switch {
-	case stop != nil && errors.Is(stop, extract.ErrUnauthorized):
-		return StatusFailed, stop
 	case len(taskErrs) > 0:
 		var msgs []string
 		for _, t := range DefaultPriorities {
@@ -651,6 +668,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.stats.read(&p.Batch)
 	r.fields.count(&p)
 	r.live.committed(p.Stream, pageRecords(&p.Batch), c.Written(), c.Rejected, r.budget.Spent())
+	r.dups.count(&p.Batch)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))
@@ -768,7 +786,8 @@ func (r *run) serviceDay() time.Time { return utcDate(r.e.set.Now()) }
 func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 	w := r.fields
 	seen, runs, streams := w.result()
-	if len(streams) == 0 && len(seen) == 0 {
+	received := append(r.e.bodies.report(r.log), r.dups.warnings()...) // what the run received (bodies.go)
+	if len(streams) == 0 && len(seen) == 0 && len(received) == 0 {
 		return nil
 	}
 	start := time.Now()
@@ -777,7 +796,7 @@ func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 		r.log.Warn("field inventory: known fields not read; no warnings this run", zap.Error(err))
 		return nil
 	}
-	ws := inventory.Coverage(inventory.Input{Streams: runs, Seen: seen, Known: inventory.KnownOf(known)})
+	ws := append(inventory.Coverage(inventory.Input{Streams: runs, Seen: seen, Known: inventory.KnownOf(known)}), received...)
 	if err := r.e.store.MergeSourceFields(ctx, r.e.set.Now(), seen); err != nil {
 		r.log.Warn("field inventory: source_fields not updated", zap.Error(err))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -99,6 +100,7 @@ type wiring struct {
 	tune  func(*Settings)
 	// streams are the declarations the client pages by (nil: stream.All()).
 	streams []*stream.Stream
+	reg     prometheus.Registerer // the metrics' registry (nil: none)
 }
 
 // wire builds an engine on the harness's sandbox and schema as w says, and
@@ -147,7 +149,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 	if w.tune != nil {
 		w.tune(&s)
 	}
-	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: w.clock, Metrics: metrics.New(nil), Logger: log}, s)
+	eng, err = New(Deps{Pool: h.pool, Store: store, Ledger: ledger, Client: client, Clock: w.clock, Metrics: metrics.New(w.reg), Logger: log}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,8 +786,8 @@ func TestCredentials(t *testing.T) {
 	if res.Status != StatusFailed || !errors.Is(res.Err, extract.ErrUnauthorized) {
 		t.Fatalf("revoked key: %s %v", res.Status, res.Err)
 	}
-	if res.RequestsUsed != 1 {
-		t.Errorf("revoked key: %d requests, want 1", res.RequestsUsed)
+	if res.RequestsUsed != 2 {
+		t.Errorf("revoked keys: %d requests, want 2 (one refused by each interface)", res.RequestsUsed)
 	}
 	foreign := o
 	foreign.APIKey = o.ForeignKey

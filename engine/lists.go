@@ -243,7 +243,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 			continue
 		}
 		if err := syncFinance(ctx, r, log, fl); err != nil {
-			if classifyStop(ctx, err) != nil {
+			if stopsTask(ctx, err) {
 				return err
 			}
 			errs = append(errs, err)

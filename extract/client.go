@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,7 +187,13 @@ type Options struct {
 	// MaxRetryWait is the longest Retry-After the client waits for; a longer
 	// one ends the retries at once with the error. Default 2 minutes.
 	MaxRetryWait time.Duration
-	// MaxBodyBytes bounds a response body; default 256 MiB.
+	// MaxBodyBytes bounds a response body as read: after the transport's
+	// gzip decompression (and the declared charset's decoding). A larger
+	// body is ErrResponseTooLarge, not retried, dropped as soon as it
+	// passes the limit. Default DefaultMaxBodyBytes. The requests in flight
+	// share one memory budget for their bodies (see memBudget): what they
+	// hold at once stays within MaxBodyBytes plus 16 MiB, whatever their
+	// number.
 	MaxBodyBytes int64
 	// AllowInsecureHTTP allows plain http:// to hosts that are not loopback.
 	// Without it only https:// is accepted, plus http:// to 127.0.0.0/8, ::1
@@ -211,6 +214,32 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger; nil logs nothing.
 	Logger *zap.Logger
+	// Names are the settings the user sets some of these options by (for
+	// agencysync, environment variables), so that errors say what to check
+	// or change; an empty field names the option itself.
+	Names SettingNames
+}
+
+// SettingNames name the settings behind some Options fields in errors.
+type SettingNames struct {
+	BaseURL      string // default "BaseURL"
+	CommsURL     string // default "CommsURL"
+	APIKey       string // default none: a refused key's message names the header
+	CommsKey     string // default none
+	MaxBodyBytes string // default "MaxBodyBytes"
+}
+
+// withDefaults names the options whose fields are empty (keys excepted).
+func (n SettingNames) withDefaults() SettingNames {
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{{&n.BaseURL, "BaseURL"}, {&n.CommsURL, "CommsURL"}, {&n.MaxBodyBytes, "MaxBodyBytes"}} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
+	return n
 }
 
 // QuotaCounter counts requests against the daily quota. The load package's
@@ -229,19 +258,40 @@ type QuotaDayMover interface {
 	MoveRequest(ctx context.Context, countedAt, trueAt time.Time) error
 }
 
+// QuotaRefunder is a QuotaCounter that takes back a request it counted but
+// that never left the machine: no connection to the service's host could be
+// made (ErrUnreachable), so the service cannot have counted it. countedAt is
+// when it was counted, on the client's ServiceClock; zero when the client
+// has none (the counter's own clock then tells the day: the request was
+// counted a moment before).
+type QuotaRefunder interface {
+	UncountRequest(ctx context.Context, countedAt time.Time) error
+}
+
 // RequestInfo describes one sent request (one attempt) for metrics and logs.
 // It never carries a key.
 type RequestInfo struct {
-	Endpoint   string        // endpoint name (Endpoint* constants)
-	Method     string        // GET or POST
-	Page       int           // page asked for; 0 for single-object endpoints
-	Attempt    int           // 1 for the first try
-	Resends    int           // times net/http re-sent it on its own after a dead reused connection
-	Status     int           // HTTP status; 0 when no response arrived
-	Duration   time.Duration // until the body was read
-	Bytes      int           // body size
-	ErrorClass string        // "" on success, else e.g. "rate_limited", "server", "network", "timeout", "malformed"
-	Err        error         // the attempt's error, nil on success
+	Endpoint string // endpoint name (Endpoint* constants)
+	Method   string // GET or POST
+	Page     int    // page asked for; 0 for single-object endpoints
+	Attempt  int    // 1 for the first try
+	Resends  int    // times net/http re-sent it on its own after a dead reused connection
+	Unsent   bool   // it never left the machine: no connection to the host (ErrUnreachable); not counted
+	// Charset is the charset the body declared and was decoded from ("" for
+	// UTF-8); UnknownCharset a declared charset no registry knows (the body
+	// was read as UTF-8).
+	Charset, UnknownCharset string
+	// InvalidUTF8: a successful body read as UTF-8 (no other charset
+	// declared) was not valid UTF-8; its invalid bytes reach the records as
+	// U+FFFD. CharsetHint names the common charsets that decode it cleanly
+	// (comma-separated, most likely first; "" when none does).
+	InvalidUTF8 bool
+	CharsetHint string
+	Status      int           // HTTP status; 0 when no response arrived
+	Duration    time.Duration // until the body was read
+	Bytes       int           // body size
+	ErrorClass  string        // "" on success, else e.g. "rate_limited", "server", "network", "timeout", "malformed"
+	Err         error         // the attempt's error, nil on success
 }
 
 // RequestBudget is the number of requests a client may still send. It is safe
@@ -337,6 +387,8 @@ type Client struct {
 	quotaOut             *quotaLatch // shared by the copies, but for WithBudget's
 	paging               map[string]stream.Pagination
 	memo                 *PagingMemo
+	names                SettingNames
+	mem                  *memBudget // the bodies' memory, shared by the copies
 }
 
 // quotaLatch remembers that the service refused a request for the daily
@@ -413,6 +465,7 @@ func New(opts Options) (*Client, error) {
 		quotaOut:     &quotaLatch{},
 		paging:       pagingOf(opts.Streams),
 		memo:         NewPagingMemo(nil),
+		names:        opts.Names.withDefaults(),
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
 		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
@@ -428,6 +481,29 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("create client: communications URL: %w", err)
 		}
 	}
+	c.setDefaults()
+	c.mem = newMemBudget(c.maxBody)
+	margin := opts.SpacingMargin
+	if margin == 0 {
+		margin = 2 * time.Millisecond
+	} else if margin < 0 {
+		margin = 0
+	}
+	rl := opts.RateLimit
+	if rl <= 0 {
+		rl = 10
+	}
+	c.pacer = newPacer(rl, margin)
+	if opts.CommsRateLimit > 0 {
+		c.commsPacer = newPacer(opts.CommsRateLimit, margin)
+	}
+	c.hc = httpClient(opts.HTTPClient, rl, opts.CommsRateLimit)
+	c.redactor = logging.NewRedactor(opts.APIKey, opts.CommsKey)
+	return c, nil
+}
+
+// setDefaults gives the options left at their zero value their defaults.
+func (c *Client) setDefaults() {
 	if c.workflowID == "" {
 		c.workflowID = "agencysync"
 	}
@@ -453,41 +529,38 @@ func New(opts Options) (*Client, error) {
 		c.maxRetryWait = 2 * time.Minute
 	}
 	if c.maxBody <= 0 {
-		c.maxBody = 256 << 20
+		c.maxBody = DefaultMaxBodyBytes
 	}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
-	margin := opts.SpacingMargin
-	if margin == 0 {
-		margin = 2 * time.Millisecond
-	} else if margin < 0 {
-		margin = 0
-	}
-	rl := opts.RateLimit
-	if rl <= 0 {
-		rl = 10
-	}
-	c.pacer = newPacer(rl, margin)
-	if opts.CommsRateLimit > 0 {
-		c.commsPacer = newPacer(opts.CommsRateLimit, margin)
-	}
+}
+
+// httpClient is a copy of given (nil: a client with its own transport,
+// sized for the paces rate and commsRate) that refuses redirects to another
+// host or scheme.
+func httpClient(given *http.Client, rate, commsRate float64) *http.Client {
 	var hc http.Client
-	if opts.HTTPClient != nil {
-		hc = *opts.HTTPClient
+	if given != nil {
+		hc = *given
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		// Enough idle connections for the requests kept in flight (see
 		// InFlight): a connection closed after each answer is a new
 		// handshake, and a reused one that died is a resend.
-		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rl, time.Second/10), InFlightFor(opts.CommsRateLimit, time.Second/10))
+		tr.MaxIdleConnsPerHost = max(4, InFlightFor(rate, time.Second/10), InFlightFor(commsRate, time.Second/10))
+		// A host that does not answer the connection attempt is found
+		// out in dialTimeout, not in the request's whole timeout.
+		tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 		hc.Transport = tr
 	}
 	hc.CheckRedirect = checkRedirect
-	c.hc = &hc
-	c.redactor = logging.NewRedactor(opts.APIKey, opts.CommsKey)
-	return c, nil
+	return &hc
 }
+
+// dialTimeout bounds the making of a connection (the TLS handshake has
+// its own 10 s, the transport's default).
+const dialTimeout = 10 * time.Second
 
 // checkURL validates an address and returns it without trailing slash.
 func checkURL(raw string, allowInsecure bool) (string, error) {
@@ -662,11 +735,6 @@ type call struct {
 	link *string
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBuf: larger buffers are dropped rather than kept in the pool.
-const maxPooledBuf = 16 << 20
-
 // hintBackOff is an exponential backoff that waits at least a server's
 // Retry-After when one was given for the last attempt.
 type hintBackOff struct {
@@ -699,7 +767,7 @@ func (c *Client) execute(ctx context.Context, cl *call, onOK func(body []byte) e
 	)
 	hint := &hintBackOff{BackOff: exp}
 	bo := backoff.WithContext(backoff.WithMaxRetries(hint, uint64(c.maxAttempts-1)), ctx)
-	attempt := 0
+	attempt, unreachable := 0, 0
 	op := func() error {
 		attempt++
 		err := c.attempt(ctx, cl, attempt, onOK)
@@ -708,6 +776,11 @@ func (c *Client) execute(ctx context.Context, cl *call, onOK func(body []byte) e
 		}
 		if ctx.Err() != nil || !retryable(err) {
 			return backoff.Permanent(err)
+		}
+		if errors.Is(err, ErrUnreachable) {
+			if unreachable++; unreachable >= unreachableAttempts {
+				return backoff.Permanent(err)
+			}
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
@@ -750,186 +823,6 @@ func (c *Client) countResends(ctx context.Context, n int) {
 			}
 		}
 	}
-}
-
-// attempt sends cl once.
-func (c *Client) attempt(ctx context.Context, cl *call, attempt int, onOK func([]byte) error) (err error) {
-	if !c.budget.take() {
-		return ErrBudgetExhausted
-	}
-	pc := c.pacer
-	if cl.comms && c.commsPacer != nil {
-		pc = c.commsPacer
-	}
-	sl, err := pc.wait(ctx)
-	if err != nil {
-		c.budget.refund()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("wait for rate limiter: %w", err)
-	}
-	if err := c.quotaOut.refused(cl, time.Now()); err != nil {
-		// Another request was just refused for the daily quota: this one
-		// is not sent (nor counted).
-		sl.release(time.Time{}, 0)
-		c.budget.refund()
-		return err
-	}
-	// The pacer's window guard wants when the request was written and how
-	// long its answer took to start (see pacer); without an answer the slot
-	// is held a window from the failure.
-	// Times are kept as offsets from base, on the monotonic clock.
-	base := time.Now()
-	var wroteAt, firstByteAt atomic.Int64 // offsets + 1; 0 while not seen
-	done := func() {
-		w, f := wroteAt.Load(), firstByteAt.Load()
-		if w == 0 || f <= w {
-			sl.release(time.Time{}, 0)
-			return
-		}
-		sl.release(base.Add(time.Duration(w-1)), time.Duration(f-w))
-	}
-	defer done()
-	var countedAt time.Time
-	var countedOff time.Duration
-	if c.clock != nil {
-		countedAt = c.clock.Now()
-		countedOff, _ = c.clock.Offset()
-	}
-	if c.counter != nil {
-		if err := c.counter.CountRequest(ctx); err != nil {
-			c.budget.refund()
-			return fmt.Errorf("count request: %w", err)
-		}
-	}
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	var body io.Reader
-	if cl.body != nil {
-		body = bytes.NewReader(cl.body)
-	}
-	req, err := http.NewRequestWithContext(rctx, cl.method, cl.url, body)
-	if err != nil {
-		return fmt.Errorf("build request: %s", c.redact(err.Error()))
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "agencysync-extract")
-	if cl.comms {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Workflow-Key", c.commsKey)
-		req.Header.Set(c.wfHeader, c.workflowID)
-		if c.executionID != "" {
-			req.Header.Set("X-Workflow-Execution-Id", c.executionID)
-		}
-	} else {
-		req.Header.Set("Authorization", c.apiKey)
-	}
-
-	// net/http re-sends an idempotent request by itself when a reused
-	// connection turns out dead; each send is a request the service may
-	// count, so resends are counted too (after the fact: they were not ours
-	// to refuse).
-	var writes atomic.Int32
-	req = req.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			writes.Add(1)
-			wroteAt.Store(int64(time.Since(base)) + 1)
-		},
-		GotFirstResponseByte: func() { firstByteAt.Store(int64(time.Since(base)) + 1) },
-	}))
-	start := time.Now()
-	info := RequestInfo{Endpoint: cl.endpoint, Method: cl.method, Page: cl.page, Attempt: attempt}
-	defer func() {
-		if extra := int(writes.Load()) - 1; extra > 0 {
-			info.Resends = extra
-			c.countResends(ctx, extra)
-			c.log.Warn("request re-sent by the HTTP transport after a dead connection",
-				zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page), zap.Int("resends", extra))
-		}
-		info.Duration = time.Since(start)
-		if err == nil {
-			pc.observe(info.Duration)
-		}
-		info.Err = err
-		info.ErrorClass = errorClass(err)
-		c.report(&info)
-	}()
-
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return c.transportError(ctx, rctx, cl, "send request", err)
-	}
-	defer resp.Body.Close()
-	info.Status = resp.StatusCode
-	if c.clock != nil && c.clock.Observe(resp.Header.Get("Date"), start, time.Now()) {
-		c.recount(ctx, countedAt, countedOff)
-	}
-
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBuf {
-			bufPool.Put(buf)
-		}
-	}()
-	if resp.ContentLength > 0 && resp.ContentLength <= c.maxBody {
-		buf.Grow(int(resp.ContentLength) + 1)
-	}
-	n, rerr := buf.ReadFrom(io.LimitReader(resp.Body, c.maxBody+1))
-	done() // the answer is in: free the slot now, not after decoding
-	info.Bytes = int(n)
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if !ok {
-		err := c.statusError(cl, resp, buf.Bytes())
-		var ae *APIError
-		if errors.As(err, &ae) && ae.Kind == ErrDailyQuota {
-			c.quotaOut.close(ae, time.Now())
-		}
-		return err
-	}
-	switch {
-	case n > c.maxBody:
-		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrResponseTooLarge,
-			Reason: fmt.Sprintf("body exceeds %d bytes", c.maxBody)}
-	case rerr != nil && (ctx.Err() != nil || rctx.Err() != nil):
-		return c.transportError(ctx, rctx, cl, "read body", rerr)
-	case rerr != nil:
-		return &ResponseError{Endpoint: cl.endpoint, Page: cl.page, Kind: ErrMalformedResponse,
-			Reason: "truncated body: " + c.redact(rerr.Error())}
-	}
-	// A key the service echoes in what it serves (a signed link, a note)
-	// is removed before anything splits, stores or logs the records.
-	if cl.link != nil {
-		*cl.link = nextLink(resp.Header.Values("Link"))
-	}
-	answer, echoed := c.redactor.Body(buf.Bytes())
-	if echoed {
-		c.log.Warn("the service echoed an API key in a response; it was redacted before the records were read",
-			zap.String("endpoint", cl.endpoint), zap.Int("page", cl.page))
-	}
-	if err := onOK(answer); err != nil {
-		var re *ResponseError
-		if errors.As(err, &re) {
-			if re.notJSON != nil {
-				re.Reason = re.notJSON.reason(func(h string) string { return c.redactor.Clip(h, snippetLen) })
-				re.notJSON = nil
-			} else {
-				re.Reason = c.redact(re.Reason)
-			}
-		}
-		var rec *RecordError
-		if errors.As(err, &rec) {
-			c.redactRecord(rec)
-		}
-		var ae *APIError
-		if errors.As(err, &ae) {
-			c.redactAPIError(ae)
-			ae.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		}
-		return err
-	}
-	return nil
 }
 
 // recount moves the request counted at countedAt (under clock offset
@@ -1011,7 +904,7 @@ func (c *Client) redactAPIError(e *APIError) {
 // statusError builds the *APIError of a non-2xx answer.
 func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 	now := time.Now()
-	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode}
+	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode, Setting: c.keySetting(cl)}
 	if eb := parseErrorBody(body); eb != nil {
 		e.Message, e.Details, e.Fields = eb.Message, eb.Details, eb.Fields
 	}
@@ -1041,6 +934,14 @@ func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 		e.Kind = ErrUnexpectedStatus
 	}
 	return e
+}
+
+// keySetting names the setting of the key cl carries.
+func (c *Client) keySetting(cl *call) string {
+	if cl.comms {
+		return c.names.CommsKey
+	}
+	return c.names.APIKey
 }
 
 // parseErrorBody reads {"error": {...}}, {"error": "..."}, {"message":

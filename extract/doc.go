@@ -38,26 +38,40 @@
 //     delay common to all requests costs no pace; only its variation does.
 //     The two interfaces share one limit unless Options.CommsRateLimit is set.
 //   - Quota: every request sent, retries included, is counted through
-//     Options.Counter before it is sent (the load package persists the count).
+//     Options.Counter before it is sent (the load package persists the count);
+//     one that never left the machine (no connection to the host could be
+//     made) is given back (QuotaRefunder).
 //     A client made by WithBudget refuses to send past its RequestBudget
 //     (ErrBudgetExhausted), before the server has to refuse.
 //   - Retries: rate limiting (429 "Rate limit exceeded" or a 429 without the
 //     JSON body), 5xx, network errors, timeouts and bodies that are not JSON at
 //     all (empty, truncated, HTML) are retried with exponential backoff and
 //     jitter (github.com/cenkalti/backoff/v4), honouring Retry-After, up to
-//     Options.MaxAttempts. Everything else fails at once.
+//     Options.MaxAttempts; a host that cannot be reached (ErrUnreachable:
+//     refused, unresolvable, TLS failure) 3 times at most, within seconds,
+//     its error naming the address's setting (Options.Names). Everything
+//     else fails at once.
 //   - Typed errors: callers branch with errors.Is on ErrUnauthorized,
 //     ErrForbidden, ErrNotFound, ErrBadRequest, ErrValidation (422, naming
 //     each refused field in APIError.Fields), ErrDailyQuota, ErrRateLimited,
-//     ErrServer, ErrNetwork, ErrTimeout, ErrMalformedResponse,
-//     ErrUnexpectedShape, ErrBudgetExhausted, ... and reach details with
+//     ErrServer, ErrNetwork, ErrUnreachable, ErrTimeout, ErrMalformedResponse,
+//     ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted, ... and
+//     reach details with
 //     errors.As (*APIError, *ResponseError, *NetworkError, *RecordError).
 //     Errors name the endpoint and page ("fetch invoices page 3: ...") and never
 //     contain a key: every configured key is redacted (logging.Redactor) from
 //     what a server echoes back — error messages and details, bodies that are
-//     not JSON, rejected records' reasons and bytes — and from transport
-//     errors, raw, URL-encoded or JSON-escaped, whole or any 8 characters of
-//     it, and always before a message is cut to its 300 bytes.
+//     not JSON, rejected records' reasons and bytes, whole bodies before their
+//     records are split — and from transport errors, raw, URL-encoded,
+//     JSON-escaped, base64 or hex, whole or any 8 characters of it, and
+//     always before a message is cut to its 300 bytes.
+//   - Bodies: read in chunks within one memory budget that the requests in
+//     flight share (Options.MaxBodyBytes, default 32 MiB, plus 16 MiB,
+//     whatever their number), capped after gzip decompression
+//     (ErrResponseTooLarge); a charset the Content-Type declares is decoded
+//     as the body is read (golang.org/x/text's registries), and an
+//     undeclared body that is not UTF-8 is reported (RequestInfo.InvalidUTF8,
+//     CharsetHint).
 //   - Safety: plain http:// is refused unless the host is loopback (tests, the
 //     sandbox) or Options.AllowInsecureHTTP is set; redirects to another host
 //     or scheme are refused so that no key follows them.

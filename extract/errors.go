@@ -47,6 +47,14 @@ var (
 	// ErrNetwork: the request failed in transport (connection refused or
 	// reset, DNS, TLS, a timeout). Retried; returned when the attempts run out.
 	ErrNetwork = errors.New("network error")
+	// ErrUnreachable: the request never left the machine: no connection to
+	// the service's host could be made (connection refused, a host name
+	// that does not resolve, a TLS handshake that failed, a connection that
+	// timed out). Also matches ErrNetwork. The request is not counted (a
+	// QuotaRefunder counter takes it back), and it is tried at most
+	// unreachableAttempts times, within seconds: the error names the
+	// setting of the address (Options.Names).
+	ErrUnreachable = errors.New("host unreachable")
 	// ErrTimeout: the per-request timeout expired. Also matches ErrNetwork.
 	ErrTimeout = errors.New("request timed out")
 	// ErrMalformedResponse: the body is not JSON at all (empty, truncated, an
@@ -97,6 +105,9 @@ type APIError struct {
 	RetryAfter time.Duration // from the Retry-After header; 0 when absent
 	ResetAt    time.Time     // daily quota reset, when known; zero otherwise
 	Kind       error         // the sentinel this error matches
+	// Setting names the setting of the key the request carried
+	// (Options.Names), for a refused key's message; "" leaves it out.
+	Setting string
 }
 
 // FieldError is one field a validation error refused, with the server's
@@ -142,9 +153,14 @@ func (e *APIError) Error() string {
 	}
 	switch e.Kind {
 	case ErrUnauthorized:
-		if e.Endpoint == EndpointCommunications {
+		switch {
+		case e.Endpoint == EndpointCommunications && e.Setting != "":
+			b.WriteString(": the communications key (" + e.Setting + ", sent as X-Workflow-Key) was refused; check the configured communications key")
+		case e.Endpoint == EndpointCommunications:
 			b.WriteString(": the communications key (X-Workflow-Key) was refused; check the configured communications key")
-		} else {
+		case e.Setting != "":
+			b.WriteString(": the API key (" + e.Setting + ") was refused; check the API token under \"My Account\" in the platform, or regenerate it there and configure the new one (regenerating revokes the old key at once)")
+		default:
 			b.WriteString(": the API key was refused; check the API token under \"My Account\" in the platform, or regenerate it there and configure the new one (regenerating revokes the old key at once)")
 		}
 	case ErrForbidden:
@@ -177,11 +193,12 @@ func (e *ResponseError) Is(target error) bool { return target == e.Kind }
 // NetworkError is a transport failure: the request did not produce a complete
 // response. Its text is redacted of every configured key.
 type NetworkError struct {
-	Endpoint string
-	Page     int
-	Timeout  bool // the per-request timeout expired
-	msg      string
-	cause    error
+	Endpoint    string
+	Page        int
+	Timeout     bool // the per-request timeout expired
+	Unreachable bool // no connection to the host could be made: the request was never sent
+	msg         string
+	cause       error
 }
 
 // Error describes the transport failure, redacted of every configured key.
@@ -192,6 +209,9 @@ func (e *NetworkError) Error() string { return e.msg }
 // per-request timeout is not the caller's context expiring).
 func (e *NetworkError) Unwrap() []error {
 	errs := []error{ErrNetwork}
+	if e.Unreachable {
+		errs = append(errs, ErrUnreachable)
+	}
 	if e.Timeout {
 		errs = append(errs, ErrTimeout)
 	}
@@ -261,6 +281,8 @@ func errorClass(err error) string {
 		return "unexpected_status"
 	case errors.Is(err, ErrErrorResponse):
 		return "error_response"
+	case errors.Is(err, ErrUnreachable):
+		return "unreachable"
 	case errors.Is(err, ErrTimeout):
 		return "timeout"
 	case errors.Is(err, ErrNetwork):
@@ -298,7 +320,7 @@ func (e *redactedError) Unwrap() []error { return e.kinds }
 func classSentinels(err error) []error {
 	var out []error
 	for _, k := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrBadRequest, ErrValidation, ErrDailyQuota,
-		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrTimeout,
+		ErrRateLimited, ErrServer, ErrUnexpectedStatus, ErrErrorResponse, ErrNetwork, ErrUnreachable, ErrTimeout,
 		ErrMalformedResponse, ErrUnexpectedShape, ErrResponseTooLarge, ErrBudgetExhausted,
 		ErrInvalidRecord, ErrTooDeep, ErrInsecureURL, ErrNotConfigured} {
 		if errors.Is(err, k) {

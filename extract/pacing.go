@@ -122,6 +122,12 @@ func (s *slot) release(wrote time.Time, rtt time.Duration) {
 	s.once.Do(func() { s.g.release(s.i, wrote, rtt) })
 }
 
+// cancel frees the slot at once, holding no window: its request never
+// reached the service. Only the first call of release or cancel counts.
+func (s *slot) cancel() {
+	s.once.Do(func() { s.g.release(s.i, time.Time{}, -1) })
+}
+
 // windowGuard is n slots, each free from a given time on or busy.
 type windowGuard struct {
 	mu      sync.Mutex
@@ -180,11 +186,16 @@ func (g *windowGuard) acquire(ctx context.Context) (_ *slot, err error) {
 	}
 }
 
+// release frees slot i from the estimated arrival of its request (see
+// slot.release); a negative rtt frees it at once (slot.cancel).
 func (g *windowGuard) release(i int, wrote time.Time, rtt time.Duration) {
 	now := time.Now()
 	g.mu.Lock()
 	free := now.Add(g.window)
-	if !wrote.IsZero() && rtt > 0 {
+	switch {
+	case rtt < 0:
+		free = now
+	case !wrote.IsZero() && rtt > 0:
 		if g.minRTT == 0 || rtt < g.minRTT {
 			g.minRTT = rtt
 		}

@@ -3,6 +3,8 @@ package extract
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agencysync/agencysync/internal/testkit/leak"
 )
 
 // keyAlphabet: what real keys are made of (letters, digits and the
@@ -58,27 +62,45 @@ func jsonEscape(s string) string {
 }
 
 // encodings are the forms in which a server could echo a key (the oracle:
-// standard library encoders, none of the redaction code).
+// standard library encoders, none of the redaction code). The binary-to-
+// text ones (base64, hex) encode a piece of the key differently from the
+// whole key: leaks finds them by decoding (leak.Decoded).
 var encodings = []struct {
-	name string
-	enc  func(string) string
+	name   string
+	enc    func(string) string
+	binary bool
 }{
-	{"raw", func(s string) string { return s }},
-	{"query", url.QueryEscape},
-	{"path", url.PathEscape},
-	{"json", jsonEscape},
-	{"json-u", func(s string) string { return uEscape(s, false) }},
-	{"json-U", func(s string) string { return uEscape(s, true) }},
-	{"go-quoted", func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }},
-	{"json-of-query", func(s string) string { return jsonEscape(url.QueryEscape(s)) }},
+	{"raw", func(s string) string { return s }, false},
+	{"query", url.QueryEscape, false},
+	{"path", url.PathEscape, false},
+	{"json", jsonEscape, false},
+	{"json-u", func(s string) string { return uEscape(s, false) }, false},
+	{"json-U", func(s string) string { return uEscape(s, true) }, false},
+	{"go-quoted", func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }, false},
+	{"json-of-query", func(s string) string { return jsonEscape(url.QueryEscape(s)) }, false},
+	{"base64", func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }, true},
+	{"base64-raw", func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) }, true},
+	{"base64url", func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }, true},
+	{"base64url-raw", func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }, true},
+	{"base64-at-2", func(s string) string { return base64.StdEncoding.EncodeToString([]byte("u:" + s)) }, true},
+	{"basic-auth", func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("agency:"+s)) }, true},
+	{"base64-json", func(s string) string { return jsonEscape(base64.StdEncoding.EncodeToString([]byte("agency:" + s))) }, true},
+	{"hex", func(s string) string { return hex.EncodeToString([]byte(s)) }, true},
+	{"HEX", func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) }, true},
 }
 
 // leaks returns a description of the first piece of key (PartialLen = 8
 // consecutive characters, or all of a shorter key) found in text in any of
 // the encodings, or "".
 func leaks(text, key string) string {
+	if l := leak.Decoded(text, key); l != "" {
+		return l
+	}
 	w := min(8, len(key))
 	for _, e := range encodings {
+		if e.binary {
+			continue
+		}
 		for i := 0; i+w <= len(key); i++ {
 			piece := e.enc(key[i : i+w])
 			if strings.Contains(text, piece) {
@@ -95,7 +117,8 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // FuzzRedactErrorBody: whatever a server writes in an error body — the key
-// raw, URL-encoded, JSON-escaped or \u-escaped, whole or in part, at any
+// raw, URL-encoded, JSON-escaped, \u-escaped, base64 (either alphabet,
+// padded or not, at any alignment) or hex, whole or in part, at any
 // position (before, across or after the 300-byte cut of messages) — the
 // error the client returns, the rejects it hands over and every log line
 // hold no 8 consecutive characters of the key in any encoding.
@@ -117,7 +140,13 @@ func FuzzRedactErrorBody(f *testing.F) {
 		{"0123456789abcdefghij", "echo ", 5, 5, 3},
 		{"0123456789abcdefghij", "echo ", 299, 7, 0},
 		{"zyxwvutsrqponm", "<html>proxy error ", 18, 0, 4},
-		{"zyxwvutsrqponm", "partial ", 8, 8, 0},
+		{"zyxwvutsrqponm", "partial ", 8, 17, 0},
+		{"sk_live_4f9aZq8Lm2Rt7Xw0Pb5Nc3Vd6", "link ", 5, 8, 3},                         // base64 in a record
+		{"sk_live_4f9aZq8Lm2Rt7Xw0Pb5Nc3Vd6", "auth ", 5, 13, 0},                        // a basic-auth header
+		{"a/b+c=d&e<f>g:h@i!j$k*l", "signed ", 7, 14, 3},                                // base64 with escaped slashes
+		{"0123456789abcdefghij", strings.Repeat("h", 290), 280, 15, 0},                  // hex across the cut
+		{"abcdefghijklmnopqrstuvwxyz0123456789A", "HEX ", 4, 16, 4},                     // not JSON at all
+		{"abcdefghijklmnopqrstuvwxyz0123456789A", strings.Repeat("b", 250), 260, 11, 2}, // base64url-raw
 	} {
 		f.Add([]byte(seed.key), seed.filler, seed.pos, seed.enc, seed.mode)
 	}

@@ -13,7 +13,7 @@ import (
 const WarningsMetric = "agencysync_source_field_warnings"
 
 // AllKinds lists the warning kinds, in the order status prints them.
-var AllKinds = []Kind{KindNullColumn, KindRejectedStream, KindNewField}
+var AllKinds = []Kind{KindNullColumn, KindRejectedStream, KindNewField, KindInvalidUTF8, KindDuplicateID}
 
 // NewWarningsGauge creates agencysync_source_field_warnings{stream,kind}:
 // the warnings of each kind of the last run that synced each stream. It is

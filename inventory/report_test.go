@@ -49,7 +49,7 @@ func TestSetWarnings(t *testing.T) {
 	if got := testutil.ToFloat64(g.WithLabelValues("communications", string(KindRejectedStream))); got != 1 {
 		t.Errorf("communications kept %v", got)
 	}
-	if n, err := testutil.GatherAndCount(reg, WarningsMetric); err != nil || n != 9 {
+	if n, err := testutil.GatherAndCount(reg, WarningsMetric); err != nil || n != 3*len(AllKinds) {
 		t.Errorf("series %d, %v", n, err)
 	}
 }

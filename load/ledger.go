@@ -12,7 +12,10 @@ import (
 	"github.com/agencysync/agencysync/extract"
 )
 
-var _ extract.QuotaCounter = (*Ledger)(nil)
+var (
+	_ extract.QuotaCounter  = (*Ledger)(nil)
+	_ extract.QuotaRefunder = (*Ledger)(nil)
+)
 
 // Ledger is the durable count of requests per quota day (api_quota_usage).
 // CountRequest commits at once, outside any page transaction, so a request
@@ -66,6 +69,30 @@ func (l *Ledger) Today() time.Time { return l.Day(l.now()) }
 func (l *Ledger) CountRequest(ctx context.Context) error {
 	if _, err := durableExec(ctx, l.pool, l.countSQL, l.Today()); err != nil {
 		return fmt.Errorf("count request: %w", err)
+	}
+	return nil
+}
+
+// UncountRequest takes back one request counted at countedAt (on the
+// ledger's clock; zero: now) that never left the machine: the client could
+// not connect to the service's host, so the service cannot have counted it.
+// A day left with no request has no row, as before its first.
+func (l *Ledger) UncountRequest(ctx context.Context, countedAt time.Time) error {
+	if countedAt.IsZero() {
+		countedAt = l.now()
+	}
+	day := l.Day(countedAt)
+	table := pgx.Identifier{l.schema, "api_quota_usage"}.Sanitize()
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "UPDATE "+table+" SET requests = requests - 1, _synced_at = now() WHERE day = $1 AND requests > 0", day)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, "DELETE FROM "+table+" WHERE day = $1 AND requests = 0", day)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("uncount request of quota day %s: %w", day.Format(time.DateOnly), err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package logging
 
 import (
-	"bytes"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -39,7 +38,10 @@ const ClipMargin = 64 * PartialLen
 // them in: raw; URL-encoded (%XX in either case, as url.QueryEscape and
 // url.PathEscape write it, '+' for a space); JSON-escaped (\uXXXX escapes of
 // any character in either case, surrogate pairs, \/ for a slash and the
-// other backslash escapes); and these nested up to two deep. A secret split
+// other backslash escapes); base64 (standard and URL alphabets, with or
+// without padding, the secret alone or inside a longer encoded value such as
+// a basic-auth header) and hex (either case); and these nested up to two
+// deep (a base64 form with escaped slashes, URL-encoded, ...). A secret split
 // by a cut is removed as far as PartialLen of its bytes remain. Redaction
 // always comes before truncation: Clip redacts, then cuts.
 //
@@ -48,7 +50,11 @@ const ClipMargin = 64 * PartialLen
 type Redactor struct {
 	win     int                 // window length: PartialLen, or the shortest secret's length
 	windows map[string]struct{} // every win-byte piece of every secret
-	marks   [][]byte            // Body's screen: each secret's first and last window, as echoed
+	// encoded holds, by length, every window of the secrets' base64 and hex
+	// forms (see encodedForms): a window of such a form spans at least win
+	// bytes of its secret.
+	encoded map[int]map[string]struct{}
+	screen  *screen // Body's screen: each secret's first and last window, as echoed, in every form
 }
 
 // NewRedactor returns a redactor of the given secrets; empty ones and ones
@@ -74,7 +80,25 @@ func NewRedactor(secrets ...string) *Redactor {
 	if len(r.windows) == 0 {
 		return nil
 	}
-	r.marks = screenMarks(r.win, secrets)
+	r.encoded = map[int]map[string]struct{}{}
+	var marks [][]byte
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			continue
+		}
+		for _, f := range encodedForms(r.win, s) {
+			set := r.encoded[f.win]
+			if set == nil {
+				set = map[string]struct{}{}
+				r.encoded[f.win] = set
+			}
+			for i := 0; i+f.win <= len(f.text); i++ {
+				set[f.text[i:i+f.win]] = struct{}{}
+			}
+			marks = append(marks, encodedMarks(f)...)
+		}
+	}
+	r.screen = newScreen(append(screenMarks(r.win, secrets), marks...))
 	return r
 }
 
@@ -103,9 +127,11 @@ func screenMarks(win int, secrets []string) [][]byte {
 
 // Body returns a response body with every secret removed, as String does,
 // for bodies whose records are stored. Screening comes first and is cheap
-// (a few substring searches): a body that holds neither the first nor the
-// last PartialLen bytes of any secret, raw, URL-encoded or with escaped
-// slashes, is returned as it is, the same slice. A body that does is
+// (one pass over the body, see screen): a body that holds neither the first
+// nor the last PartialLen bytes of any secret — raw, URL-encoded or with
+// escaped slashes, or the first or last window of its base64 or hex forms
+// (those too URL-encoded or with escaped slashes) — is returned as it is,
+// the same slice. A body that does is
 // redacted whole; Redacted holds no character JSON escapes, so a key echoed
 // inside a JSON string leaves the body valid JSON. echoed says whether the
 // body held a piece of a secret (and was redacted).
@@ -113,10 +139,8 @@ func (r *Redactor) Body(b []byte) (out []byte, echoed bool) {
 	if r == nil || len(b) < r.win {
 		return b, false
 	}
-	for _, m := range r.marks {
-		if bytes.Contains(b, m) {
-			return []byte(r.String(string(b))), true
-		}
+	if r.screen.hit(b) {
+		return []byte(r.String(string(b))), true
 	}
 	return b, false
 }
@@ -209,6 +233,13 @@ func (r *Redactor) find(s string) [][2]int {
 		for i := 0; i+r.win <= len(buf); i++ {
 			if _, ok := r.windows[string(buf[i:i+r.win])]; ok {
 				spans = append(spans, [2]int{int(units[i].start), int(units[i+r.win-1].end)})
+			}
+		}
+		for w, set := range r.encoded {
+			for i := 0; i+w <= len(buf); i++ {
+				if _, ok := set[string(buf[i:i+w])]; ok {
+					spans = append(spans, [2]int{int(units[i].start), int(units[i+w-1].end)})
+				}
 			}
 		}
 	}

@@ -17,7 +17,7 @@
 //	TestS05BadRecords        malformed records land in rejected_records; all others load
 //	TestS06Changes           new, edited, deleted and restored records
 //	TestS07Concurrency       two workers at once: one runs, one skips
-//	TestS08Credentials       a revoked key exits 3 after one request; a foreign key gets 403 per stream
+//	TestS08Credentials       revoked keys exit 3 after one request per interface; a foreign key gets 403 per stream
 //	TestS09DatabaseTrouble   backends terminated mid-run; the server restarted mid-run
 //	TestS10Secrets           no key in any output or sync_runs row of any scenario
 //	TestS11BadConfiguration  each malformed variable exits 2 naming it

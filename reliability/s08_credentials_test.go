@@ -8,11 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestS08Credentials: a revoked key exits 3 after one request, saying the
+// TestS08Credentials: revoked keys exit 3 after one request per interface
+// (a refused key ends only its own interface's streams), saying the
 // credentials were rejected; another agency's key gets 403 on every stream
 // of the main interface, each reported.
 func TestS08Credentials(t *testing.T) {
-	sc := newScenario(t, 8, "Credentials: revoked key exits 3 after one request; foreign key 403 per stream")
+	sc := newScenario(t, 8, "Credentials: revoked keys exit 3 after one request per interface; foreign key 403 per stream")
 	// smallRig is a parallel part of the scenario on a sandbox of 4 brands
 	// and 12 projects.
 	smallRig := func(t *testing.T) (*scenario, *rig) {
@@ -30,9 +31,10 @@ func TestS08Credentials(t *testing.T) {
 		if res.code != 3 {
 			t.Errorf("revoked key: %s, want exit 3\n%s", res, tail([]byte(res.stderr), 10))
 		}
-		// Besides the keyless clock probe (a 401 too), one request with the key.
-		if st.Keyed() != 1 || st.Keyless > 1 || st.ByStatus["401"] != 1+st.Keyless {
-			t.Errorf("revoked key: the sandbox saw %d requests with the key and %d keyless (%v), want the one 401 with the key", st.Keyed(), st.Keyless, st.ByStatus)
+		// Besides the keyless clock probe (a 401 too), one request with
+		// each key: each interface's streams end at their first refusal.
+		if st.Keyed() != 2 || st.Keyless > 1 || st.ByStatus["401"] != 2+st.Keyless {
+			t.Errorf("revoked key: the sandbox saw %d requests with the key and %d keyless (%v), want one 401 per interface", st.Keyed(), st.Keyless, st.ByStatus)
 		}
 		msg := grepLines(res.stderr, `"level":"error"`)
 		if !strings.Contains(msg, "401") || !strings.Contains(strings.ToLower(msg), "invalid authentication") {
@@ -48,7 +50,7 @@ func TestS08Credentials(t *testing.T) {
 		if !strings.Contains(errText, "My Account") {
 			t.Errorf("revoked key: the message does not say where the token is renewed: %q", errText)
 		}
-		sc.fig("revoked key: exit %d after %d request (%d × 401); the message quotes 401 \"Invalid authentication\" and points to My Account",
+		sc.fig("revoked keys: exit %d after %d requests, one per interface (%d × 401); the message quotes 401 \"Invalid authentication\" and points to My Account",
 			res.code, st.Keyed(), st.ByStatus["401"]-st.Keyless)
 	})
 

@@ -143,6 +143,18 @@ func TestCommunicationsDuplicatesCollapse(t *testing.T) {
 	if emails[0]["record_id"] != int64(5000) || emails[0]["subject"] != "Raport săptămânal (corectat)" {
 		t.Errorf("repeated record: %+v, want the last version in first position", emails[0])
 	}
+	if d := out.Coverage.Duplicates; len(d) != 1 || d["emails"] != 1 {
+		t.Errorf("duplicates counted %v, want emails: 1", d)
+	}
+	// The count survives the spool's JSON and adds up across batches.
+	var back Batch
+	if b, err := json.Marshal(out); err != nil || json.Unmarshal(b, &back) != nil || back.Coverage.Duplicates["emails"] != 1 {
+		t.Fatalf("after JSON: %v (%v)", back.Coverage.Duplicates, err)
+	}
+	back.Append(out)
+	if back.Coverage.Duplicates["emails"] != 2 {
+		t.Errorf("appended: %v, want emails: 2", back.Coverage.Duplicates)
+	}
 	if n := out.Len("email_recipients"); n != 2+299*2 {
 		t.Errorf("recipients = %d, want %d (one row per person and role)", n, 2+299*2)
 	}

@@ -45,13 +45,22 @@ type TableRows struct {
 
 // Coverage counts, per table, the rows a batch holds and, per mapped column
 // ("table.column"), how many of them have it NULL: the basis of coverage
-// warnings (a mapped column that stays empty).
+// warnings (a mapped column that stays empty). Duplicates counts, per
+// table, the records dropped because a later record of the same call had
+// the same key (the last one wins: an id present twice in one page).
 type Coverage struct {
-	Rows  map[string]int
-	Nulls map[string]int
+	Rows       map[string]int
+	Nulls      map[string]int
+	Duplicates map[string]int `json:",omitempty"`
 }
 
 func (c *Coverage) add(o Coverage) {
+	for k, v := range o.Duplicates {
+		if c.Duplicates == nil {
+			c.Duplicates = map[string]int{}
+		}
+		c.Duplicates[k] += v
+	}
 	if len(o.Rows) == 0 {
 		return
 	}
@@ -153,7 +162,8 @@ func columnIndex(t *stream.Table, name string) int {
 // value of the wrong type, a child without its key, a hook's objection —
 // becomes a Reject carrying the record as received and the reason; the other
 // records proceed. Records with the same key collapse (the last one wins,
-// with its children); rows of a Merge table fold across the batch.
+// with its children; Coverage.Duplicates counts the others); rows of a Merge
+// table fold across the batch.
 func Records(in Input, recs []stream.Record) Batch {
 	p := newPlan(in)
 	var out Batch
@@ -164,6 +174,7 @@ func Records(in Input, recs []stream.Record) Batch {
 	p.slab = make([]bundle, len(recs)) // one allocation for the page's bundles
 	index := make(map[any]int, len(recs))
 	nkey := len(p.root.Key())
+	dups := 0
 	for i := range recs {
 		bd, err := p.record(&recs[i])
 		if err != nil {
@@ -173,12 +184,16 @@ func Records(in Input, recs []stream.Record) Batch {
 		k := keyOf(bd.root[:nkey])
 		if j, ok := index[k]; ok {
 			bundles[j] = bd
+			dups++
 			continue
 		}
 		index[k] = len(bundles)
 		bundles = append(bundles, bd)
 	}
 	p.flatten(&out, bundles)
+	if dups > 0 {
+		out.Coverage.Duplicates = map[string]int{p.root.Name: dups}
+	}
 	return out
 }
 
@@ -520,8 +535,19 @@ func (p *plan) columns(t *stream.Table, v *stream.View, rec *stream.Record, elem
 	return vals, nil
 }
 
-// field reads a column with a source field.
+// field reads a column with a source field. A jsonb value is made storable
+// as the record's raw is (recordJSON: invalid UTF-8 and NULs as U+FFFD);
+// text is, by stream.CleanText.
 func (p *plan) field(t *stream.Table, c *stream.Column, v *stream.View, rec *stream.Record, elemKey string, i int) (any, error) {
+	val, err := p.fieldValue(t, c, v, rec, elemKey, i)
+	if raw, ok := val.(json.RawMessage); ok && err == nil && len(raw) > 0 {
+		val = recordJSON(raw)
+	}
+	return val, err
+}
+
+// fieldValue is field's value as the column reads it.
+func (p *plan) fieldValue(t *stream.Table, c *stream.Column, v *stream.View, rec *stream.Record, elemKey string, i int) (any, error) {
 	listed := ""
 	if rec != nil && i == p.rootKey {
 		listed = rec.Key

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/stream"
@@ -157,6 +158,38 @@ func TestBrandDetails(t *testing.T) {
 		string(b["metadata"].(json.RawMessage)) != `{"tags":["retail"]}` || b["raw"] != nil ||
 		string(b["detail_raw"].(json.RawMessage)) != detail || b["name"] != "Cofetăria Dulce Tradiție" {
 		t.Errorf("brand = %+v (the detail goes to detail_raw, the list's raw is kept)", b)
+	}
+}
+
+// TestMappedJSONBColumnsAreStorable: a jsonb column read from a field of a
+// record that is not valid UTF-8 (a body in Latin-1 that declared no
+// charset) or holds an escaped NUL is stored as jsonb takes it — invalid
+// bytes and NULs as U+FFFD — like the record's raw; a text column too.
+func TestMappedJSONBColumnsAreStorable(t *testing.T) {
+	detail := `{"brand_info":` + brand42[len(`{"brand_info":`):len(brand42)-1] +
+		",\"general_info\":{\"country\":\"Rom\xe2nia\",\"city\":\"Bucure\\u0000ti\"},\"metadata\":{\"note\":\"Caf\xe9\"}}"
+	out := run(t, declared(t, "brands"), stream.EndpointBrand, nil, date("2024-11-05"), detail)
+	brands := rowsOf(out, "brands")
+	if len(brands) != 1 || len(out.Rejects) != 0 {
+		t.Fatalf("out = %+v %+v", brands, out.Rejects)
+	}
+	for col, v := range brands[0] {
+		var b []byte
+		switch x := v.(type) {
+		case json.RawMessage:
+			if !json.Valid(x) {
+				t.Errorf("%s: not JSON: %q", col, x)
+			}
+			b = x
+		case string:
+			b = []byte(x)
+		}
+		if !utf8.Valid(b) || strings.Contains(string(b), `\u0000`) || strings.IndexByte(string(b), 0) >= 0 {
+			t.Errorf("%s: %q is not storable", col, b)
+		}
+	}
+	if gi := string(brands[0]["general_info"].(json.RawMessage)); !strings.Contains(gi, "Rom\uFFFDnia") || !strings.Contains(gi, "Bucure\uFFFDti") {
+		t.Errorf("general_info %s: want the invalid byte and the NUL as U+FFFD", gi)
 	}
 }
 

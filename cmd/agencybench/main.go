@@ -29,7 +29,7 @@ func run(ctx context.Context, args []string) int {
 	runs := fs.Int("runs", 3, "runs of each scenario (at least 3); figures are their medians")
 	out := fs.String("out", "BENCHMARKS.md", "Markdown file to write the report to (empty: print only)")
 	bin := fs.String("bin", "", "folder with prebuilt agencysync and agencysandbox (default: build them)")
-	figures := fs.String("figures", "", "comma-separated figure numbers 1-10 to measure (default all)")
+	figures := fs.String("figures", "", "comma-separated figure numbers 1-11 to measure (default all)")
 	days := fs.Int("days", 0, "simulated days of figure 8's large agency (default 14, with --quick 3)")
 	logDir := fs.String("logs", "", "keep every agencysync process's log in this folder (diagnosis)")
 	logLevel := fs.String("worker-log-level", "", "LOG_LEVEL of the agencysync processes (default info; debug logs every request)")

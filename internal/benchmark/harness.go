@@ -40,7 +40,7 @@ type Config struct {
 	// PGBinDir holds the private cluster's server binaries (PG_BINDIR);
 	// empty: searched for.
 	PGBinDir string
-	// Figures selects figures by number ("1".."10"); empty runs them all.
+	// Figures selects figures by number ("1".."11"); empty runs them all.
 	Figures []string
 	// LargeDays, when positive, is the number of simulated days of figure
 	// 8's large agency instead of the mode's (14, quick 3): the 14 days at

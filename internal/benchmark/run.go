@@ -132,6 +132,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{[]string{"8"}, "large agency (first sync, 14 days, raised limit, several quota days)", h.large},
 		{[]string{"9"}, "storage (raw compressed with pglz and lz4)", h.storage},
 		{[]string{"10"}, "fleet (agencies per hour per worker, 1 and 3 workers)", h.fleet},
+		{[]string{"11"}, "memory under gzip bombs", h.bombs},
 	} {
 		wanted := false
 		for _, f := range s.figs {
@@ -171,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // sortRows orders rows by figure number, keeping the order within a figure.
 func sortRows(rows []Row) []Row {
 	out := make([]Row, 0, len(rows))
-	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"} {
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"} {
 		for _, r := range rows {
 			if r.ID == id {
 				out = append(out, r)
@@ -179,7 +180,7 @@ func sortRows(rows []Row) []Row {
 		}
 	}
 	for _, r := range rows {
-		if (r.ID < "1" || r.ID > "9" || len(r.ID) != 1) && r.ID != "10" {
+		if (r.ID < "1" || r.ID > "9" || len(r.ID) != 1) && r.ID != "10" && r.ID != "11" {
 			out = append(out, r)
 		}
 	}
@@ -284,6 +285,13 @@ func (r *Report) Markdown() string {
    `+"`pg_column_compression`"+`, all divided by the e-mails. PostgreSQL compresses a value only when its row passes
    about 2 kB. The page-grouped alternative (not what the warehouse does) stores the e-mails' `+"`raw`"+` as one jsonb
    array per %s e-mails in a scratch table, with each method.
+10. **Memory under gzip bombs** — the sandbox (`+"`--no-limits`"+`) holds %s and answers every communications
+   page but each range's first with a gzip bomb (twists `+"`gzip_bomb`"+`, 1 GiB inflated, and `+"`oversize_from_page: 2`"+`,
+   so that the pages fetched ahead meet several bombs at once). Per run, pair by pair: one first `+"`agencysync run`"+`
+   with bombs and one without, each on a fresh schema (`+"`AGENCY_RATE_LIMIT=1000`"+`), at the default requests in
+   flight and at `+"`SYNC_MAX_IN_FLIGHT=4`"+`; the figure is the peak RSS (`+"`ru_maxrss`"+`) with bombs ÷ without. The
+   bombed run must exit 1 naming `+"`AGENCY_MAX_RESPONSE_BYTES`"+` (default 32 MiB) and write the same rows to every
+   table but `+"`emails`"+`, `+"`email_recipients`"+` and `+"`users`"+` as the run without.
 
 The sandbox's clock starts at 2026-11-01 (its history ends there) and moves only when a scenario moves it; the
 worker takes its quota day from the sandbox's `+"`Date`"+` header. `+"`AGENCY_COMMS_START_DATE`"+` is the day before the
@@ -298,7 +306,7 @@ server; unset, a private cluster is started and thrown away.
 		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs,
 		describe(withLimitsOff(z.Large.Agency)), Int(int64(z.Large.DayAppend)), z.Large.Days, hourlyRuns, Int(int64(z.Large.HourlyAppend)),
 		describe(z.Large.Huge), Int(int64(z.Large.HugeQuota)),
-		describe(z.agency(z.StorageEmails)), Int(groupedPage))
+		describe(z.agency(z.StorageEmails)), Int(groupedPage), describe(z.agency(z.BackfillSmall)))
 	b.WriteString(r.fleetNote())
 	return b.String()
 }

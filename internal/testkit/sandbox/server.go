@@ -327,7 +327,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 	answer := func(status int, contentType string, body []byte) {
 		o.status = status
 		s.stats.record(o)
-		writeBody(w, status, contentType, body)
+		s.writeAnswer(w, r, endpoint, status, contentType, body)
 	}
 	fail := func(status int, body string) { answer(status, ctJSON, []byte(body)) }
 	abort := func() {
@@ -452,7 +452,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := routeMain(r.URL.Path)
 	a := s.authMain(r.Header.Get("Authorization"))
-	s.serve(w, r, rt.endpoint, s.apiLim, a != authNone, func(e *enc) (int, string) {
+	s.serve(w, r, rt.endpoint, s.apiLim, a != authNone && !s.hostileTwists().refuseMainKey, func(e *enc) (int, string) {
 		return s.handleMain(w, e, r, rt, a)
 	})
 }

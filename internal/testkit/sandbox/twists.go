@@ -28,6 +28,9 @@ type Twists struct {
 	// 400 whose details echo the request's key raw, URL-encoded and
 	// JSON-escaped (see echoKeyBody).
 	EchoKey *bool `json:"echo_key,omitempty"`
+	// HostileTwists: bodies too large, charsets, keys echoed in records,
+	// a refused main key (hostile.go).
+	HostileTwists
 }
 
 // Mutation arms a one-shot change of the e-mails between two page requests
@@ -55,6 +58,7 @@ type twistState struct {
 	lyingPaging        bool
 	commsPagingMissing bool
 	echoKey            bool
+	hostile            hostileState
 
 	mut      *Mutation // armed mutation, nil when none
 	mutPages int       // qualifying pages answered since it was armed
@@ -72,6 +76,7 @@ type TwistsStatus struct {
 	MutationFired      bool      `json:"mutation_fired"` // the last armed mutation has fired
 	Deleted            int       `json:"deleted"`        // e-mails deleted by mutations
 	Hidden             int       `json:"hidden"`         // e-mails hidden until an insert fires
+	HostileStatus
 }
 
 func (s *Server) twists() twistState {
@@ -84,7 +89,7 @@ func (s *Server) twists() twistState {
 func (s *Server) TwistsStatus() TwistsStatus {
 	tw := s.twists()
 	st := TwistsStatus{MaxPerPage: tw.maxPerPage, FixedPerPage: tw.fixedPerPage, LyingPaging: tw.lyingPaging, CommsPagingMissing: tw.commsPagingMissing,
-		EchoKey: tw.echoKey, MutationFired: tw.mutDone}
+		EchoKey: tw.echoKey, MutationFired: tw.mutDone, HostileStatus: tw.hostile.status()}
 	if tw.mut != nil {
 		m := *tw.mut
 		st.Mutation = &m
@@ -111,6 +116,9 @@ func (s *Server) SetTwists(t Twists) error {
 	}
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
+	if err := s.tw.hostile.set(t.HostileTwists); err != nil {
+		return err
+	}
 	if t.MaxPerPage != nil {
 		s.tw.maxPerPage = *t.MaxPerPage
 	}

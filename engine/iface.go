@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agencysync/agencysync/extract"
+)
+
+// The service has two interfaces, each with its own address and key: the
+// main one (brands, projects, finance, details) and the communications
+// endpoint. A refused key or an unreachable host ends the tasks of its
+// interface only; the other interface's tasks still run and land.
+
+// commsTask reports whether task t asks the communications endpoint (else
+// the main interface).
+func commsTask(t Task) bool { return t.Stream() == StreamCommunications }
+
+// interfaceName names the interface of task t for logs and errors.
+func interfaceName(t Task) string {
+	if commsTask(t) {
+		return "communications endpoint"
+	}
+	return "main interface"
+}
+
+// endsInterface returns err when it ends every task of its interface: the
+// interface's key was refused (extract.ErrUnauthorized) or its host cannot
+// be reached (extract.ErrUnreachable); else nil.
+func endsInterface(err error) error {
+	if errors.Is(err, extract.ErrUnauthorized) || errors.Is(err, extract.ErrUnreachable) {
+		return err
+	}
+	return nil
+}
+
+// stopsTask reports whether err must end the task it arose in at once
+// rather than let its other lists or entities go on: it stops the run
+// (classifyStop) or ends its interface (endsInterface).
+func stopsTask(ctx context.Context, err error) bool {
+	return classifyStop(ctx, err) != nil || endsInterface(err) != nil
+}
+
+// downed is an interface that a task's error ended.
+type downed struct {
+	task Task
+	err  error
+}
+
+// endInterface records that the error err of task t ended t's interface.
+func (r *run) endInterface(t Task, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down == nil {
+		r.down = map[bool]downed{}
+	}
+	if _, ok := r.down[commsTask(t)]; !ok {
+		r.down[commsTask(t)] = downed{task: t, err: err}
+	}
+}
+
+// interfaceDown returns the error of a task that is not run because an
+// earlier task's error ended its interface, or nil.
+func (r *run) interfaceDown(t Task) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.down[commsTask(t)]
+	if !ok {
+		return nil
+	}
+	return &notRunError{iface: interfaceName(t), after: d.task}
+}
+
+// notRunError is the error of a task not run because its interface failed
+// in an earlier task (whose error says why).
+type notRunError struct {
+	iface string
+	after Task
+}
+
+func (e *notRunError) Error() string {
+	return fmt.Sprintf("not run: the %s failed in task %s", e.iface, e.after)
+}
