@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -208,9 +209,13 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		}
 		from = end.AddDate(0, 0, 1)
 	} else {
-		from = utcDate(cs.watermark.Add(-r.e.set.Lookback))
+		// The earlier of the UTC date and the AGENCY_COMMS_TZ date: a zone
+		// west of UTC files the instant under the day before.
+		back := cs.watermark.Add(-r.e.set.Lookback)
+		from = minTime(utcDate(back), dateIn(back, r.e.set.CommsTZ))
 	}
-	if from.After(r.today) {
+	to := r.commsToday(r.today)
+	if from.After(to) {
 		if cs.watermark != nil && cs.watermark.After(r.e.set.Now()) {
 			log.Warn("no communications increment due: the watermark is in the future", zap.Time("from", from), zap.Time("watermark", *cs.watermark))
 		} else {
@@ -218,14 +223,21 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		}
 		return nil
 	}
-	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
+	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(to), NextPage: 1}
 	if err := r.skipHeld(ctx, log, cs); err != nil {
 		return err
 	}
 	if err := r.incrementRange(ctx, log, cs); err != nil {
 		return err
 	}
-	return r.catchUpServiceDay(ctx, log, cs, r.today)
+	return r.catchUpServiceDay(ctx, log, cs, to)
+}
+
+// commsToday is the last day an increment asks for: the service's today in
+// AGENCY_COMMS_TZ (a zone east of UTC starts its day before UTC's), at
+// least today (UTC, as the run started).
+func (r *run) commsToday(today time.Time) time.Time {
+	return maxTime(today, dateIn(r.e.set.Now(), r.e.set.CommsTZ))
 }
 
 // catchUpServiceDay fetches the days after to that the service's clock has
@@ -235,7 +247,7 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 // or this is the first process to see it), the increment goes on to the
 // service's today rather than leave that day to the next run.
 func (r *run) catchUpServiceDay(ctx context.Context, log *zap.Logger, cs *commsState, to time.Time) error {
-	svcToday := utcDate(r.e.set.Now())
+	svcToday := r.commsToday(utcDate(r.e.set.Now()))
 	if !svcToday.After(to) {
 		return nil
 	}
@@ -281,18 +293,13 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	if err != nil {
 		return err
 	}
-	days, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, vs.undatedKeys())
+	days, err := r.e.heldDays(ctx, from, to, vs)
 	if err != nil {
 		return fmt.Errorf("count held communications: %w", err)
 	}
 	held := 0
 	for _, n := range days {
 		held += n
-	}
-	for day, keys := range vs.Undated {
-		if day >= rc.From && day <= rc.To {
-			held += len(keys)
-		}
 	}
 	per := c.LastPerPage
 	page := held/per + 1
@@ -465,9 +472,18 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		}
 		page := st.page
 		batch := users.filter(page.Batch)
-		for _, v := range batch.Column("emails", "email_at") {
+		// A record filed far from its date (a bogus Date: header) says
+		// nothing of the range's time: it is recorded where it is filed,
+		// once the page is committed, and leaves the watermark alone.
+		far := farRecords(&batch, from, to, r.e.set.CommsTZ)
+		farKeys := make(map[string]bool, len(far))
+		for _, f := range far {
+			farKeys[f.key] = true
+		}
+		ids := batch.Column("emails", "record_id")
+		for i, v := range batch.Column("emails", "email_at") {
 			at, ok := v.(time.Time)
-			if !ok {
+			if id, isID := ids[i].(int64); !ok || isID && farKeys[strconv.FormatInt(id, 10)] {
 				continue
 			}
 			if at.After(now) {
@@ -496,6 +512,9 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(&batch)
+		if err := r.recordFiled(ctx, log, far); err != nil {
+			return err
+		}
 		r.stats.rangePage(rc.From, rc.To, int64(batch.Len("emails")+len(batch.Rejects)), st.done)
 		if r.spool != nil {
 			r.spool.drop(r.pageKey(rc, page.Number))

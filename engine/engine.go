@@ -653,6 +653,7 @@ func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
 	r.counts.Add(c)
 	r.mu.Unlock()
 	r.stats.read(&p.Batch)
+	r.stats.changed(c)
 	r.fields.count(&p)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
