@@ -14,6 +14,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
 )
 
 // Partitions of the communications stream in sync_state.
@@ -73,7 +74,8 @@ type commsCursor struct {
 	Increment          *rangeCursor    `json:"increment,omitempty"`
 	LastIncrementPages int             `json:"last_increment_pages,omitempty"`
 	LastCheck          *rangeCheck     `json:"last_check,omitempty"`
-	Manual             *rangeCursor    `json:"manual,omitempty"` // partition "backfill" only
+	Manual             *rangeCursor    `json:"manual,omitempty"`  // partition "backfill" only
+	Refresh            *refreshState   `json:"refresh,omitempty"` // partition "refresh" only
 	// FullReadOn is the run day (YYYY-MM-DD) on which an increment last
 	// read its whole range, FullReadFrom..FullReadTo, from its first page
 	// (FullReadPages pages). Until the day changes, later increments whose
@@ -325,6 +327,7 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 	rc := cs.cur.Increment
 	startPage := rc.NextPage
 	spent := r.budget.Spent()
+	full := false
 	err := r.pageRange(ctx, log, cs, rc, func(done bool) {
 		if done {
 			c := &cs.cur
@@ -340,12 +343,16 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 				// more than one run; the range's To tells its day).
 				c.FullReadOn, c.FullReadFrom, c.FullReadTo = dateString(r.today), rc.From, rc.To
 				c.FullReadPages = max(rc.NextPage-1, 1)
+				full = true
 			}
 			c.LastCheck = r.check(log, rc)
 			c.Increment = nil
 		}
 	})
-	return err
+	if err != nil || !full {
+		return err
+	}
+	return r.markRead(ctx, rc.From, rc.To)
 }
 
 // commsBackfill pages through the history, window by window, resuming at
@@ -399,6 +406,9 @@ func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
 		if err != nil {
 			return err
 		}
+		if err := r.markRead(ctx, rc.From, rc.To); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -423,12 +433,43 @@ func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) err
 		log.Info("resuming manual backfill", zap.String("from", from), zap.String("to", to), zap.Int("next_page", m.NextPage))
 	}
 	rc := cs.cur.Manual
-	return r.pageRange(ctx, log, cs, rc, func(done bool) {
+	err = r.pageRange(ctx, log, cs, rc, func(done bool) {
 		if done {
 			cs.cur.LastCheck = r.check(log, rc)
 			cs.cur.Manual = nil
 		}
 	})
+	if err != nil {
+		return err
+	}
+	return r.markRead(ctx, rc.From, rc.To)
+}
+
+// raiseWatermark raises cs's watermark to the latest email_at of a page's
+// e-mails, never past now (a future-dated e-mail would stop the increments
+// until its date), and returns how many were dated after now. The records
+// filed far from their date say nothing of the range's time: they leave it
+// alone.
+func raiseWatermark(cs *commsState, b *transform.Batch, far []farRecord, now time.Time) (future int) {
+	farKeys := make(map[string]bool, len(far))
+	for _, f := range far {
+		farKeys[f.key] = true
+	}
+	ids := b.Column("emails", "record_id")
+	for i, v := range b.Column("emails", "email_at") {
+		at, ok := v.(time.Time)
+		if id, isID := ids[i].(int64); !ok || isID && farKeys[strconv.FormatInt(id, 10)] {
+			continue
+		}
+		if at.After(now) {
+			future++
+			at = now
+		}
+		if cs.watermark == nil || at.After(*cs.watermark) {
+			cs.watermark = &at
+		}
+	}
+	return future
 }
 
 // pageRange pages through rc from its NextPage. Each page commits with the
@@ -472,30 +513,10 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		}
 		page := st.page
 		batch := users.filter(page.Batch)
-		// A record filed far from its date (a bogus Date: header) says
-		// nothing of the range's time: it is recorded where it is filed,
-		// once the page is committed, and leaves the watermark alone.
+		// A record filed far from its date (a bogus Date: header) is
+		// recorded where it is filed once the page is committed.
 		far := farRecords(&batch, from, to, r.e.set.CommsTZ)
-		farKeys := make(map[string]bool, len(far))
-		for _, f := range far {
-			farKeys[f.key] = true
-		}
-		ids := batch.Column("emails", "record_id")
-		for i, v := range batch.Column("emails", "email_at") {
-			at, ok := v.(time.Time)
-			if id, isID := ids[i].(int64); !ok || isID && farKeys[strconv.FormatInt(id, 10)] {
-				continue
-			}
-			if at.After(now) {
-				// The watermark never passes now: a future-dated e-mail
-				// would stop the increments until its date.
-				future++
-				at = now
-			}
-			if cs.watermark == nil || at.After(*cs.watermark) {
-				cs.watermark = &at
-			}
-		}
+		future += raiseWatermark(cs, &batch, far, now)
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
 		rc.Unpaged = !page.Paged && page.LastPage == 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
 )
 
 // spanFetch is a span of days a reconciliation paged in full.
@@ -46,6 +47,41 @@ func (fs *fetchedSpans) allows(off time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// scan notes what a page of the span returned: its record ids, the offsets
+// its records allow, those dated outside the days (start..end in
+// AGENCY_COMMS_TZ) but not far from them, the rejected records (those
+// without a readable date apart). It returns the rejected records' keys.
+func (f *spanFetch) scan(batch *transform.Batch, start, end time.Time) []string {
+	for _, id := range commsIDs(batch) {
+		f.ids[id] = true
+	}
+	note := func(at time.Time) {
+		if farFrom(at, f.a, f.b) {
+			return
+		}
+		f.pin(at)
+		if at.Before(start) || !at.Before(end) {
+			f.outside++
+		}
+	}
+	for _, v := range batch.Column("emails", "email_at") {
+		if at, ok := v.(time.Time); ok {
+			note(at)
+		}
+	}
+	keys := make([]string, len(batch.Rejects))
+	for i, rj := range batch.Rejects {
+		keys[i] = rj.Key
+		if at, ok := rejectEmailAt(rj.Payload); ok {
+			note(at)
+		} else {
+			f.undated = append(f.undated, rj.Key)
+		}
+	}
+	f.rejected += len(batch.Rejects)
+	return keys
 }
 
 // spanName is "a" for one day, else "a..b".
@@ -129,34 +165,7 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 			f.stable = false
 		}
 		batch := users.filter(r.commsBatch(page))
-		for _, id := range commsIDs(&batch) {
-			f.ids[id] = true
-		}
-		outsideDays := func(at time.Time) bool { return (at.Before(start) || !at.Before(end)) && !farFrom(at, a, b) }
-		for _, v := range batch.Column("emails", "email_at") {
-			at, ok := v.(time.Time)
-			if !ok || farFrom(at, a, b) {
-				continue
-			}
-			f.pin(at)
-			if outsideDays(at) {
-				f.outside++
-			}
-		}
-		keys := make([]string, len(batch.Rejects))
-		for i, rj := range batch.Rejects {
-			keys[i] = rj.Key
-			if at, ok := rejectEmailAt(rj.Payload); ok && !farFrom(at, a, b) {
-				f.pin(at)
-				if outsideDays(at) {
-					f.outside++
-				}
-			}
-			if !datedReject(rj.Payload) {
-				f.undated = append(f.undated, rj.Key)
-			}
-		}
-		f.rejected += len(batch.Rejects)
+		keys := f.scan(&batch, start, end)
 		seen += page.Rows()
 		again, err := r.e.recon.RejectsSeenByRun(ctx, r.id, keys)
 		if err != nil {
@@ -178,7 +187,13 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 	if f.stable && seen != f.total {
 		f.stable = false
 	}
-	return f, r.recordFiled(ctx, log, far)
+	if err := r.recordFiled(ctx, log, far); err != nil {
+		return f, err
+	}
+	if !f.stable {
+		return f, nil
+	}
+	return f, r.markRead(ctx, dateString(a), dateString(b))
 }
 
 // absentee is a live e-mail the warehouse holds for re-fetched days that
