@@ -182,13 +182,18 @@ func (e *Engine) refreshEstimate(ctx context.Context, force bool) (Estimate, err
 			st = c.Refresh
 		}
 	}
+	age := refreshDays(e.set.CommsRefreshAge)
+	ranges := st.Slice
+	replan := st.SliceOn != dateString(today) || force && len(ranges) == 0 && st.Current == nil
+	if !replan && len(ranges) == 0 && st.Current == nil {
+		est.Note = "refreshed today"
+		return est, nil
+	}
 	hist, err := e.history(ctx, st, today)
 	if err != nil {
 		return est, err
 	}
-	age := refreshDays(e.set.CommsRefreshAge)
-	ranges := st.Slice
-	if st.SliceOn != dateString(today) || force && len(ranges) == 0 && st.Current == nil {
+	if replan {
 		ranges = refreshPolicy{days: age, today: dateString(today)}.plan(hist)
 	}
 	if c := st.Current; c != nil {

@@ -18,21 +18,27 @@ import (
 // Reconciliation proves that the warehouse holds what the service holds:
 // for a range of calendar days it compares the service's total (from a
 // closing range's own pages, or one per_page=1 request) with the number of
-// records the warehouse holds (e-mails not soft-deleted, and rejected
-// records not also e-mails, with email_at on those days in Settings.CommsTZ). Where they differ it bisects: it asks the total of the
+// records the warehouse holds (heldDays: e-mails not soft-deleted, and
+// rejected records not also e-mails, with email_at on those days in
+// Settings.CommsTZ; records filed far from their date on the day that
+// returned them). Where they differ it bisects: it asks the total of the
 // left half (one per_page=1 request; the right half's is the rest of the
 // parent's), recurses into the halves that differ, and re-fetches the days
-// that differ, all their pages. E-mails the warehouse holds for a
-// re-fetched day that the service no longer returned get _deleted_at — only
-// when the day's paging completed with a total that did not change and every
-// returned e-mail lies on that day in Settings.CommsTZ (else the zone is
-// wrong and nothing is deleted). A gap is about log2(days) count requests
-// plus its pages; a complete warehouse costs one request for the whole
-// history, or none when a closing range's pages carried the total.
+// that differ, all their pages. An e-mail the warehouse holds for a
+// re-fetched day that the service did not return gets _deleted_at only when
+// no day it could be filed under (its own and the neighbouring ones under
+// any offset within ±14 h, paged too) returned it, every page with a total
+// that did not change (deleteAbsent). When a day boundary other than
+// Settings.CommsTZ's explains the totals, the bisection stops and names it
+// (boundary.go). A gap is about log2(days) count requests plus its pages; a
+// complete warehouse costs one request for the whole history, or none when
+// a closing range's pages carried the total.
 //
 // Equal counts are taken as equal content: a day that lost one e-mail and
-// gained another would pass. The per-record content of a day is only
-// compared when the day is re-fetched.
+// gained another would pass, and an edit changes no count. The per-record
+// content of a day is compared when the day is next paged in full; the
+// rolling re-read (refreshplan.go) pages every day within
+// Settings.CommsRefreshAge.
 
 // partVerify is the sync_state partition of the communications stream
 // that keeps the reconciliation's results.
