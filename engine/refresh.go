@@ -119,43 +119,63 @@ func (r *run) commsRefresh(ctx context.Context, log *zap.Logger, force bool) err
 	cs.watermark = main.watermark
 	st := cs.cur.Refresh
 	today := dateString(r.today)
-	if st.Current == nil && (st.SliceOn != today || force && len(st.Slice) == 0) {
-		hist, err := r.e.history(ctx, st, r.today)
-		if err != nil {
-			return err
+	planned := false
+	for {
+		if st.Current == nil && len(st.Slice) == 0 {
+			// What an earlier run left is read first; then today's slice,
+			// once a run day (force: once more, the days that come next).
+			if planned || st.SliceOn == today && !force {
+				return nil
+			}
+			planned = true
+			if err := r.planRefresh(ctx, log, cs); err != nil {
+				return err
+			}
+			continue
 		}
-		st.Slice = refreshPolicy{days: refreshDays(r.e.set.CommsRefreshAge), today: today}.plan(hist)
-		st.SliceOn = today
-		pages, rows := refreshPages(hist, st.Slice)
-		log.Info("communications refresh slice planned", zap.Any("ranges", st.Slice), zap.Int("records", rows), zap.Int("pages", pages))
-		if err := r.save(ctx, cs, false); err != nil {
+		if err := r.refreshRange(ctx, log, cs); err != nil {
 			return err
 		}
 	}
-	for st.Current != nil || len(st.Slice) > 0 {
-		if st.Current == nil {
-			st.Current = &rangeCursor{From: st.Slice[0].From, To: st.Slice[0].To, NextPage: 1}
-			log.Info("communications refresh range", zap.String("from", st.Current.From), zap.String("to", st.Current.To))
-		} else {
-			log.Info("resuming communications refresh range", zap.String("from", st.Current.From), zap.String("to", st.Current.To), zap.Int("next_page", st.Current.NextPage))
-		}
-		rc := st.Current
-		err := r.pageRange(ctx, log, cs, rc, func(done bool) {
-			if !done {
-				return
-			}
-			st.mark(rc.From, rc.To, today)
-			if len(st.Slice) > 0 && st.Slice[0].From == rc.From && st.Slice[0].To == rc.To {
-				st.Slice = st.Slice[1:]
-			}
-			st.Current = nil
-			r.check(log, rc)
-		})
-		if err != nil {
-			return err
-		}
+}
+
+// planRefresh plans today's slice of the rolling re-read into cs.
+func (r *run) planRefresh(ctx context.Context, log *zap.Logger, cs *commsState) error {
+	st, today := cs.cur.Refresh, dateString(r.today)
+	hist, err := r.e.history(ctx, st, r.today)
+	if err != nil {
+		return err
 	}
-	return nil
+	st.Slice = refreshPolicy{days: refreshDays(r.e.set.CommsRefreshAge), today: today}.plan(hist)
+	st.SliceOn = today
+	pages, rows := refreshPages(hist, st.Slice)
+	log.Info("communications refresh slice planned", zap.Any("ranges", st.Slice), zap.Int("records", rows), zap.Int("pages", pages))
+	return r.save(ctx, cs, false)
+}
+
+// refreshRange pages the refresh's current range (or the slice's next one)
+// to its end; its last page records its days as read and queues its
+// closing reconciliation.
+func (r *run) refreshRange(ctx context.Context, log *zap.Logger, cs *commsState) error {
+	st, today := cs.cur.Refresh, dateString(r.today)
+	if st.Current == nil {
+		st.Current = &rangeCursor{From: st.Slice[0].From, To: st.Slice[0].To, NextPage: 1}
+		log.Info("communications refresh range", zap.String("from", st.Current.From), zap.String("to", st.Current.To))
+	} else {
+		log.Info("resuming communications refresh range", zap.String("from", st.Current.From), zap.String("to", st.Current.To), zap.Int("next_page", st.Current.NextPage))
+	}
+	rc := st.Current
+	return r.pageRange(ctx, log, cs, rc, func(done bool) {
+		if !done {
+			return
+		}
+		st.mark(rc.From, rc.To, today)
+		if len(st.Slice) > 0 && st.Slice[0].From == rc.From && st.Slice[0].To == rc.To {
+			st.Slice = st.Slice[1:]
+		}
+		st.Current = nil
+		r.check(log, rc)
+	})
 }
 
 // refreshEstimate is the refresh task's share of a plan: the pages of the
