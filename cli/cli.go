@@ -63,7 +63,7 @@ func commands() []command {
 		{"check", "test both interfaces and the field mapping, ≤ 2 requests per endpoint: check [--json] [--streams a,b]", runCheck},
 		{"run", "perform one sync: run [--streams a,b] [--full-refresh STREAM] [--no-migrate]", runRun},
 		{"serve", "sync on SYNC_SCHEDULE and serve /healthz, /readyz, /metrics on HTTP_ADDR", runServe},
-		{"backfill", "re-fetch a range: backfill --stream communications --from D [--to D]", runBackfill},
+		{"backfill", "re-fetch a range: backfill --stream communications --from D [--to D]; without --from, the days the nightly refresh would re-read next", runBackfill},
 		{"verify", "reconcile e-mails with the service, repair the days that differ: verify [--from D] [--to D] [--json]", runVerify},
 		{"rebuild", "re-derive stored records under the current AGENCY_FIELD_MAP, 0 requests: rebuild [--streams a,b] [--batch N]", runRebuild},
 		{"plan", "print today's plan (streams, estimated requests, budget) without sending a request", runPlan},

@@ -165,6 +165,7 @@ func TestUsageErrorsNameTheFlag(t *testing.T) {
 		{[]string{"verify", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
 		{[]string{"backfill", "--from", "yesterday"}, `--from "yesterday": want YYYY-MM-DD`},
 		{[]string{"backfill", "--from", "2024-02-01", "--to", "soon"}, `--to "soon": want YYYY-MM-DD`},
+		{[]string{"backfill", "--to", "2024-02-01"}, `--to needs --from`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

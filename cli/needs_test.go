@@ -85,6 +85,7 @@ func TestMissingVariablesFailOnlyTheCommandsThatUseThem(t *testing.T) {
 		{"verify --from 2024-02-01 --to 2024-02-03", "", "AGENCY_COMMS_START_DATE"},
 		{"verify --from 2024-02-01", "AGENCY_COMMS_START_DATE", ""},
 		{"backfill --from 2024-02-01", "AGENCY_COMMS_URL", "AGENCY_API_KEY AGENCY_COMMS_START_DATE"},
+		{"backfill", "AGENCY_COMMS_START_DATE AGENCY_COMMS_URL", "AGENCY_API_KEY"},
 		{"plan", "AGENCY_COMMS_START_DATE", "AGENCY_API_KEY AGENCY_COMMS_KEY AGENCY_BASE_URL"},
 		{"status", "", "AGENCY_API_KEY AGENCY_COMMS_START_DATE"},
 		{"migrate status", "", "AGENCY_COMMS_KEY"},

@@ -118,6 +118,11 @@ func TestRunStatusPlanExitCodes(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("backfill exit %d: %s", code, errs)
 	}
+	// Without a range: the days the nightly refresh would re-read next.
+	code, _, errs = mainWith(vars, "backfill")
+	if code != ExitOK {
+		t.Fatalf("backfill without a range exit %d: %s", code, errs)
+	}
 	code, _, errs = mainWith(vars, "run", "--full-refresh", "communications", "--streams", "communications")
 	if code != ExitOK {
 		t.Fatalf("full refresh exit %d: %s", code, errs)

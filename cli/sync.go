@@ -142,7 +142,7 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
 		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
 		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
-		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery,
+		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery, CommsRefreshAge: cfg.CommsRefreshAge,
 		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
 		Streams: streams,
 	})
@@ -305,14 +305,25 @@ func (a *app) syncOnce(ctx context.Context, migrate bool, req engine.Request) er
 func runBackfill(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("backfill", a)
 	stream := fs.String("stream", engine.StreamCommunications, "stream to backfill (only communications is paged by date)")
-	from := fs.String("from", "", "first day to re-fetch, YYYY-MM-DD (required)")
-	to := fs.String("to", "", "last day to re-fetch, YYYY-MM-DD (default today)")
+	from := fs.String("from", "", "first day to re-fetch, YYYY-MM-DD (without --from and --to: the days the nightly refresh would re-read next)")
+	to := fs.String("to", "", "last day to re-fetch, YYYY-MM-DD (default today; needs --from)")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *stream != engine.StreamCommunications {
 		return usagef("--stream %q: only communications can be backfilled by date; use run --full-refresh %s", *stream, *stream)
+	}
+	if *from == "" {
+		if *to != "" {
+			return usagef("--to needs --from (without both, backfill re-reads the days the nightly refresh would reach next)")
+		}
+		// The days the refresh would reach next: the history's days (from
+		// the start date) and the main interface's clock (the quota day).
+		if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms | config.NeedStartDate); err != nil {
+			return err
+		}
+		return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, RefreshNext: true})
 	}
 	f, err := parseDay("--from", *from)
 	if err != nil {

@@ -126,12 +126,17 @@ type Config struct {
 	Schedules []Schedule
 	// Priorities orders the planner's tasks; after Load it names every task
 	// (those SYNC_PRIORITIES leaves out follow in their default order).
-	Priorities TaskOrder `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
+	Priorities TaskOrder `env:"SYNC_PRIORITIES" form:"comma-separated tasks, e.g. communications-increment,brands,projects,finance,details,communications-backfill,communications-refresh,verify" desc:"order in which the planner spends the daily budget (tasks left out follow in their default order)"`
 	// DetailMaxAge is the maximum age of an unchanged brand or project
 	// detail: each day refreshes the slice of details whose day it is (an
 	// even share, 1/days of them), so every detail is re-fetched at least
 	// this often without a day on which they all come due.
 	DetailMaxAge time.Duration `env:"SYNC_DETAIL_MAX_AGE, default=2160h" form:"a Go duration, e.g. 2160h (90 days)" desc:"maximum age of a brand's or project's detail whose list entry did not change; a slice is refreshed each day (1/days of them)"`
+	// CommsRefreshAge is the most time that passes before a day of the
+	// e-mail history is read in full again: each night re-reads the days
+	// read longest ago, an even share (1/days of the e-mails), so that late
+	// edits of old e-mails (a link to a project, a recipient) land.
+	CommsRefreshAge time.Duration `env:"SYNC_COMMS_REFRESH_AGE, default=1440h" form:"a Go duration, e.g. 1440h (60 days)" desc:"maximum age of an e-mail day's last full read: every day of the history is re-read at least this often, a slice each night (1/days of the e-mails, the days read longest ago), so late edits of old e-mails land; finance lists that take updated_since are also listed completely at least this often"`
 	// FinanceFullEvery lists finance without updated_since at least this often.
 	FinanceFullEvery time.Duration `env:"SYNC_FINANCE_FULL_EVERY, default=168h" form:"a Go duration, e.g. 168h" desc:"list finance completely (to see deletions) at least this often"`
 	// MassDeleteShare is the share of a table's live rows a complete
@@ -406,6 +411,9 @@ func (c *Config) validateLimits(p *problems) {
 	}
 	if c.MaxResponseBytes < 1<<20 || c.MaxResponseBytes > 1<<30 {
 		p.field("MaxResponseBytes", fmt.Sprintf("%s is out of range", c.MaxResponseBytes))
+	}
+	if c.CommsRefreshAge <= 0 {
+		p.field("CommsRefreshAge", "must be positive")
 	}
 	if c.DBStatementTimeout < 0 {
 		p.field("DBStatementTimeout", "must not be negative")

@@ -554,8 +554,8 @@ func TestStreamsExample(t *testing.T) {
 	if i, j := slices.Index(prio, string(engine.TaskFinance)), slices.Index(prio, string(engine.TaskBrands)); i > j {
 		t.Errorf("finance should come before brands: %v", prio)
 	}
-	if prio[len(prio)-2] != string(engine.TaskCommsBackfill) || prio[len(prio)-1] != string(engine.TaskVerify) {
-		t.Errorf("the e-mail history should come last, before its verification: %v", prio)
+	if prio[len(prio)-3] != string(engine.TaskCommsBackfill) || prio[len(prio)-2] != string(engine.TaskCommsRefresh) || prio[len(prio)-1] != string(engine.TaskVerify) {
+		t.Errorf("the e-mail history (its backfill, then its re-read) should come last, before its verification: %v", prio)
 	}
 	// The line introduced as the default is the real default, spelled out.
 	raw, err := os.ReadFile("streams.env.example")

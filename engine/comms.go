@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/transform"
 )
 
 // Partitions of the communications stream in sync_state.
@@ -72,7 +74,8 @@ type commsCursor struct {
 	Increment          *rangeCursor    `json:"increment,omitempty"`
 	LastIncrementPages int             `json:"last_increment_pages,omitempty"`
 	LastCheck          *rangeCheck     `json:"last_check,omitempty"`
-	Manual             *rangeCursor    `json:"manual,omitempty"` // partition "backfill" only
+	Manual             *rangeCursor    `json:"manual,omitempty"`  // partition "backfill" only
+	Refresh            *refreshState   `json:"refresh,omitempty"` // partition "refresh" only
 	// FullReadOn is the run day (YYYY-MM-DD) on which an increment last
 	// read its whole range, FullReadFrom..FullReadTo, from its first page
 	// (FullReadPages pages). Until the day changes, later increments whose
@@ -208,9 +211,13 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		}
 		from = end.AddDate(0, 0, 1)
 	} else {
-		from = utcDate(cs.watermark.Add(-r.e.set.Lookback))
+		// The earlier of the UTC date and the AGENCY_COMMS_TZ date: a zone
+		// west of UTC files the instant under the day before.
+		back := cs.watermark.Add(-r.e.set.Lookback)
+		from = minTime(utcDate(back), dateIn(back, r.e.set.CommsTZ))
 	}
-	if from.After(r.today) {
+	to := r.commsToday(r.today)
+	if from.After(to) {
 		if cs.watermark != nil && cs.watermark.After(r.e.set.Now()) {
 			log.Warn("no communications increment due: the watermark is in the future", zap.Time("from", from), zap.Time("watermark", *cs.watermark))
 		} else {
@@ -218,14 +225,21 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 		}
 		return nil
 	}
-	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(r.today), NextPage: 1}
+	cs.cur.Increment = &rangeCursor{From: dateString(from), To: dateString(to), NextPage: 1}
 	if err := r.skipHeld(ctx, log, cs); err != nil {
 		return err
 	}
 	if err := r.incrementRange(ctx, log, cs); err != nil {
 		return err
 	}
-	return r.catchUpServiceDay(ctx, log, cs, r.today)
+	return r.catchUpServiceDay(ctx, log, cs, to)
+}
+
+// commsToday is the last day an increment asks for: the service's today in
+// AGENCY_COMMS_TZ (a zone east of UTC starts its day before UTC's), at
+// least today (UTC, as the run started).
+func (r *run) commsToday(today time.Time) time.Time {
+	return maxTime(today, dateIn(r.e.set.Now(), r.e.set.CommsTZ))
 }
 
 // catchUpServiceDay fetches the days after to that the service's clock has
@@ -235,7 +249,7 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 // or this is the first process to see it), the increment goes on to the
 // service's today rather than leave that day to the next run.
 func (r *run) catchUpServiceDay(ctx context.Context, log *zap.Logger, cs *commsState, to time.Time) error {
-	svcToday := utcDate(r.e.set.Now())
+	svcToday := r.commsToday(utcDate(r.e.set.Now()))
 	if !svcToday.After(to) {
 		return nil
 	}
@@ -281,18 +295,13 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	if err != nil {
 		return err
 	}
-	days, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, vs.undatedKeys())
+	days, err := r.e.heldDays(ctx, from, to, vs)
 	if err != nil {
 		return fmt.Errorf("count held communications: %w", err)
 	}
 	held := 0
 	for _, n := range days {
 		held += n
-	}
-	for day, keys := range vs.Undated {
-		if day >= rc.From && day <= rc.To {
-			held += len(keys)
-		}
 	}
 	per := skipPerPage(held, c.LastPerPage)
 	page := (held-1)/per + 1 // the page of the last held record
@@ -336,6 +345,7 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 	rc := cs.cur.Increment
 	startPage := rc.NextPage
 	spent := r.budget.Spent()
+	full := false
 	err := r.pageRange(ctx, log, cs, rc, func(done bool) {
 		if done {
 			c := &cs.cur
@@ -351,12 +361,16 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 				// more than one run; the range's To tells its day).
 				c.FullReadOn, c.FullReadFrom, c.FullReadTo = dateString(r.today), rc.From, rc.To
 				c.FullReadPages = max(rc.NextPage-1, 1)
+				full = true
 			}
 			c.LastCheck = r.check(log, rc)
 			c.Increment = nil
 		}
 	})
-	return err
+	if err != nil || !full {
+		return err
+	}
+	return r.markRead(ctx, rc.From, rc.To)
 }
 
 // commsBackfill pages through the history, window by window, resuming at
@@ -410,6 +424,9 @@ func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
 		if err != nil {
 			return err
 		}
+		if err := r.markRead(ctx, rc.From, rc.To); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -434,12 +451,43 @@ func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) err
 		log.Info("resuming manual backfill", zap.String("from", from), zap.String("to", to), zap.Int("next_page", m.NextPage))
 	}
 	rc := cs.cur.Manual
-	return r.pageRange(ctx, log, cs, rc, func(done bool) {
+	err = r.pageRange(ctx, log, cs, rc, func(done bool) {
 		if done {
 			cs.cur.LastCheck = r.check(log, rc)
 			cs.cur.Manual = nil
 		}
 	})
+	if err != nil {
+		return err
+	}
+	return r.markRead(ctx, rc.From, rc.To)
+}
+
+// raiseWatermark raises cs's watermark to the latest email_at of a page's
+// e-mails, never past now (a future-dated e-mail would stop the increments
+// until its date), and returns how many were dated after now. The records
+// filed far from their date say nothing of the range's time: they leave it
+// alone.
+func raiseWatermark(cs *commsState, b *transform.Batch, far []farRecord, now time.Time) (future int) {
+	farKeys := make(map[string]bool, len(far))
+	for _, f := range far {
+		farKeys[f.key] = true
+	}
+	ids := b.Column("emails", "record_id")
+	for i, v := range b.Column("emails", "email_at") {
+		at, ok := v.(time.Time)
+		if id, isID := ids[i].(int64); !ok || isID && farKeys[strconv.FormatInt(id, 10)] {
+			continue
+		}
+		if at.After(now) {
+			future++
+			at = now
+		}
+		if cs.watermark == nil || at.After(*cs.watermark) {
+			cs.watermark = &at
+		}
+	}
+	return future
 }
 
 // pageRange pages through rc from its NextPage. Each page commits with the
@@ -483,21 +531,10 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		}
 		page := st.page
 		batch := users.filter(page.Batch)
-		for _, v := range batch.Column("emails", "email_at") {
-			at, ok := v.(time.Time)
-			if !ok {
-				continue
-			}
-			if at.After(now) {
-				// The watermark never passes now: a future-dated e-mail
-				// would stop the increments until its date.
-				future++
-				at = now
-			}
-			if cs.watermark == nil || at.After(*cs.watermark) {
-				cs.watermark = &at
-			}
-		}
+		// A record filed far from its date (a bogus Date: header) is
+		// recorded where it is filed once the page is committed.
+		far := farRecords(&batch, from, to, r.e.set.CommsTZ)
+		future += raiseWatermark(cs, &batch, far, now)
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
 		rc.Unpaged = !page.Paged && page.LastPage == 0
@@ -514,6 +551,9 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 			return err
 		}
 		users.committed(&batch)
+		if err := r.recordFiled(ctx, log, far); err != nil {
+			return err
+		}
 		r.stats.rangePage(rc.From, rc.To, int64(batch.Len("emails")+len(batch.Rejects)), st.done)
 		if r.spool != nil {
 			r.spool.drop(r.pageKey(rc, page.Number))

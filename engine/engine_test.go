@@ -498,12 +498,14 @@ func TestChangesAreReflected(t *testing.T) {
 	// Only the changed project's and brand's details were fetched, besides
 	// the lists and the increment (the 40 new e-mails, the edited one and
 	// the lookback's re-reads) — and, a day later, the daily verification,
-	// whose requests the run reports itself.
+	// whose requests the run reports itself, and the night's share of the
+	// rolling re-read of the history (the days before the increment's).
 	after := h.inventory()
 	changed := nothingChanged(after)
 	changed.BrandContacts = map[string]int{tr["brands"][1].Key: after.BrandContacts[tr["brands"][1].Key]}
 	changed.ProjectDetails = 1
 	changed.Emails = 41
+	changed.Refresh = h.refreshShare(utcDate(h.sb.Now()).AddDate(0, 0, -1))
 	if want := oracle.MinimumRequests(changed).Total + verifyRequests(res); res.RequestsUsed != want {
 		t.Errorf("incremental run used %d requests, want %d", res.RequestsUsed, want)
 	}
@@ -814,7 +816,7 @@ func TestPlanSendsNothing(t *testing.T) {
 	if h.sent.Load() != 0 {
 		t.Fatalf("plan sent %d requests", h.sent.Load())
 	}
-	if p.Budget != 9500 || len(p.Items) != 7 {
+	if p.Budget != 9500 || len(p.Items) != 8 {
 		t.Fatalf("plan %+v", p)
 	}
 	h.run(Request{})
@@ -1022,6 +1024,35 @@ func TestFinanceListsCompletedTodayAreNotListedAgain(t *testing.T) {
 
 // verifyRequests is what a run's verification reports it spent (0 when it
 // verified nothing).
+// refreshShare is what the rolling re-read of the history reads (at the
+// default SYNC_COMMS_REFRESH_AGE) on the night after a sync that read every
+// day: oracle.RefreshShare of the truth's e-mails per UTC day, the days from
+// readToday on (the increment's) being read today already.
+func (h *harness) refreshShare(readToday time.Time) []int {
+	h.t.Helper()
+	per := map[string]int{}
+	total := 0
+	for _, l := range h.truth()["communications"] {
+		total++
+		var rec struct {
+			Email struct {
+				EmailAt string `json:"email_at"`
+			} `json:"email"`
+		}
+		if json.Unmarshal(l.Record, &rec) != nil {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, rec.Email.EmailAt); err == nil {
+			per[at.UTC().Format(time.DateOnly)]++
+		}
+	}
+	var eligible []int
+	for d := utcDate(h.eng.set.StartDate); d.Before(readToday); d = d.AddDate(0, 0, 1) {
+		eligible = append(eligible, per[d.Format(time.DateOnly)])
+	}
+	return []int{oracle.RefreshShare(eligible, total, refreshDays(DefaultCommsRefreshAge))}
+}
+
 func verifyRequests(res *Result) int {
 	if res.Verify == nil {
 		return 0

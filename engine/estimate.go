@@ -55,6 +55,12 @@ func (e *Engine) makePlan(ctx context.Context, streams []string, req Request, do
 			return Plan{}, err
 		}
 		est = []Estimate{v}
+	case req.RefreshNext:
+		v, err := e.refreshEstimate(ctx, true)
+		if err != nil {
+			return Plan{}, err
+		}
+		est = []Estimate{v}
 	default:
 		if est, err = e.estimate(ctx, streams); err != nil {
 			return Plan{}, err
@@ -79,6 +85,11 @@ func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, er
 			return nil, err
 		}
 		out = append(out, inc, back)
+		rf, err := e.refreshEstimate(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rf)
 		v, err := e.verifyEstimate(ctx, nil)
 		if err != nil {
 			return nil, err
@@ -226,7 +237,7 @@ func (e *Engine) estimateFinance(ctx context.Context) (Estimate, error) {
 			if err == nil && st.Watermark != nil {
 				var cur financeCursor
 				_ = jsonUnmarshal(st.Cursor, &cur)
-				if cur.FullAt != nil && !cur.UpdatedSinceIgnored && e.set.Now().Sub(*cur.FullAt) < e.set.FinanceFullEvery {
+				if cur.FullAt != nil && !cur.UpdatedSinceIgnored && e.set.Now().Sub(*cur.FullAt) < e.financeFullEvery() {
 					est.Requests++ // an updated_since page
 					continue
 				}

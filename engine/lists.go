@@ -163,6 +163,14 @@ func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 		})
 }
 
+// financeFullEvery is how often each finance list that takes updated_since
+// is listed completely: SYNC_FINANCE_FULL_EVERY, but never less often than
+// SYNC_COMMS_REFRESH_AGE, so that a record corrected without moving its
+// updated_at is read again within the same age as an old e-mail.
+func (e *Engine) financeFullEvery() time.Duration {
+	return min(e.set.FinanceFullEvery, e.set.CommsRefreshAge)
+}
+
 // financeRows transforms records of a finance list.
 func (r *run) financeRows(endpoint string, params map[string]string, recs []stream.Record) transform.Batch {
 	return r.transform(StreamFinance, endpoint, params, recs, "", nil)
@@ -188,8 +196,9 @@ type financeList struct {
 
 // finance syncs the finance lists. Lists with updated_at are fetched with
 // updated_since (the watermark's day minus one), and completely at least
-// every FinanceFullEvery so deletions are seen; a server found ignoring the
-// filter is no longer trusted with it.
+// every FinanceFullEvery so deletions are seen (and at least every
+// CommsRefreshAge: financeFullEvery); a server found ignoring the filter is
+// no longer trusted with it.
 func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	c := r.client
 	var lists []financeList
@@ -271,7 +280,7 @@ func syncFinance(ctx context.Context, r *run, log *zap.Logger, fl financeList) e
 	}
 	now := r.e.set.Now()
 	full := !fl.incremental || watermark == nil || cur.UpdatedSinceIgnored || cur.FullAt == nil ||
-		now.Sub(*cur.FullAt) >= r.e.set.FinanceFullEvery
+		now.Sub(*cur.FullAt) >= r.e.financeFullEvery()
 	var since time.Time
 	if !full {
 		since = utcDate(*watermark).AddDate(0, 0, -1)

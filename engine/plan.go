@@ -21,16 +21,17 @@ const (
 	TaskFinance        Task = "finance"                  // budgets, invoices, collections, payments, profitability, summary
 	TaskDetails        Task = "details"                  // brand details and contacts, project details, stalest first
 	TaskCommsBackfill  Task = "communications-backfill"  // history from AGENCY_COMMS_START_DATE
+	TaskCommsRefresh   Task = "communications-refresh"   // re-read the days of the history read longest ago, a nightly share of SYNC_COMMS_REFRESH_AGE
 	TaskVerify         Task = "verify"                   // reconcile the whole history with the service, once a day after the backfill
 )
 
 // DefaultPriorities is the default order of the tasks.
-var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill, TaskVerify}
+var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill, TaskCommsRefresh, TaskVerify}
 
 // Stream returns the stream a task belongs to.
 func (t Task) Stream() string {
 	switch t {
-	case TaskCommsIncrement, TaskCommsBackfill, TaskVerify:
+	case TaskCommsIncrement, TaskCommsBackfill, TaskCommsRefresh, TaskVerify:
 		return StreamCommunications
 	case TaskDetails:
 		return "brands,projects"

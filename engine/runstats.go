@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,26 @@ func (s *runStats) rangePage(from, to string, records int64, last bool) {
 	rg.Complete = last
 }
 
+// changed adds rows a task wrote (inserted, updated, soft-deleted) to the
+// current task, by table.
+func (s *runStats) changed(c load.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.tasks[s.cur]
+	if d == nil {
+		return
+	}
+	for table, n := range c.RowsByTable() {
+		if n == 0 {
+			continue
+		}
+		if d.Changed == nil {
+			d.Changed = map[string]int64{}
+		}
+		d.Changed[table] += n
+	}
+}
+
 // detail returns the gathered figures by task name.
 func (s *runStats) detail() map[string]load.TaskDetail {
 	s.mu.Lock()
@@ -89,6 +110,7 @@ func (s *runStats) detail() map[string]load.TaskDetail {
 	for t, d := range s.tasks {
 		c := *d
 		c.Ranges = append([]load.RangeFetched(nil), d.Ranges...)
+		c.Changed = maps.Clone(d.Changed)
 		out[string(t)] = c
 	}
 	return out

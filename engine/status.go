@@ -36,7 +36,10 @@ type StatusReport struct {
 	// Verify is the reconciliation of communications with the service
 	// (sync_state, stream communications, partition verify).
 	Verify *VerifyStatus `json:"verify,omitempty"`
-	Runs   []RunSummary  `json:"runs"`
+	// Refresh is the rolling re-read of the e-mail history (partition
+	// refresh); nil before it started.
+	Refresh *RefreshStatus `json:"refresh,omitempty"`
+	Runs    []RunSummary   `json:"runs"`
 	// Warnings are the coverage warnings of the last finished run; nil
 	// before any.
 	Warnings *RunWarnings `json:"warnings,omitempty"`
@@ -110,6 +113,9 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 		rep.Streams = append(rep.Streams, ss)
 	}
 	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Refresh, err = e.refreshStatus(ctx); err != nil {
 		return nil, err
 	}
 	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {

@@ -18,21 +18,27 @@ import (
 // Reconciliation proves that the warehouse holds what the service holds:
 // for a range of calendar days it compares the service's total (from a
 // closing range's own pages, or one per_page=1 request) with the number of
-// records the warehouse holds (e-mails not soft-deleted, and rejected
-// records not also e-mails, with email_at on those days in Settings.CommsTZ). Where they differ it bisects: it asks the total of the
+// records the warehouse holds (heldDays: e-mails not soft-deleted, and
+// rejected records not also e-mails, with email_at on those days in
+// Settings.CommsTZ; records filed far from their date on the day that
+// returned them). Where they differ it bisects: it asks the total of the
 // left half (one per_page=1 request; the right half's is the rest of the
 // parent's), recurses into the halves that differ, and re-fetches the days
-// that differ, all their pages. E-mails the warehouse holds for a
-// re-fetched day that the service no longer returned get _deleted_at — only
-// when the day's paging completed with a total that did not change and every
-// returned e-mail lies on that day in Settings.CommsTZ (else the zone is
-// wrong and nothing is deleted). A gap is about log2(days) count requests
-// plus its pages; a complete warehouse costs one request for the whole
-// history, or none when a closing range's pages carried the total.
+// that differ, all their pages. An e-mail the warehouse holds for a
+// re-fetched day that the service did not return gets _deleted_at only when
+// no day it could be filed under (its own and the neighbouring ones under
+// any offset within ±14 h, paged too) returned it, every page with a total
+// that did not change (deleteAbsent). When a day boundary other than
+// Settings.CommsTZ's explains the totals, the bisection stops and names it
+// (boundary.go). A gap is about log2(days) count requests plus its pages; a
+// complete warehouse costs one request for the whole history, or none when
+// a closing range's pages carried the total.
 //
 // Equal counts are taken as equal content: a day that lost one e-mail and
-// gained another would pass. The per-record content of a day is only
-// compared when the day is re-fetched.
+// gained another would pass, and an edit changes no count. The per-record
+// content of a day is compared when the day is next paged in full; the
+// rolling re-read (refreshplan.go) pages every day within
+// Settings.CommsRefreshAge.
 
 // partVerify is the sync_state partition of the communications stream
 // that keeps the reconciliation's results.
@@ -76,9 +82,15 @@ type DayRepair struct {
 	Reason   string `json:"reason,omitempty"` // why not resolved
 	// Undated counts the day's rejected records whose email_at cannot be
 	// read; they count as held on this day from now on.
-	Undated int      `json:"undated,omitempty"`
-	moved   bool     // the service's total moved while the days were paged
-	undated []string // their keys
+	Undated int `json:"undated,omitempty"`
+	// Elsewhere counts the day's e-mails the service did not return for it
+	// but for a neighbouring day, and Outside the e-mails it returned dated
+	// outside it in AGENCY_COMMS_TZ (within a day): both say that the service
+	// cuts its days elsewhere. Nothing live is soft-deleted for it.
+	Elsewhere int      `json:"elsewhere,omitempty"`
+	Outside   int      `json:"outside,omitempty"`
+	moved     bool     // the service's total moved while the days were paged
+	undated   []string // their keys
 }
 
 // VerifyReport is what one reconciliation found and did.
@@ -103,6 +115,9 @@ type VerifyReport struct {
 	// Proved: the counts are equal (after repairs) over the whole range.
 	Proved bool      `json:"proved"`
 	At     time.Time `json:"at"`
+	// Boundary, when set, is the day boundary under which the service's
+	// totals agree with the warehouse's: not AGENCY_COMMS_TZ's.
+	Boundary *Boundary `json:"boundary,omitempty"`
 }
 
 // Summary is a one-line account of the report.
@@ -123,6 +138,9 @@ func (v *VerifyReport) Summary() string {
 		b.WriteString("; equal")
 	} else {
 		b.WriteString("; NOT proved equal")
+	}
+	if v.Boundary != nil {
+		b.WriteString("; " + v.Boundary.Advice())
 	}
 	fmt.Fprintf(&b, "; %d request(s)", v.Requests)
 	return b.String()
@@ -148,6 +166,9 @@ type verifyState struct {
 	// email_at cannot be read (so the warehouse cannot count them by day),
 	// learned when the day was re-fetched: they count as held on that day.
 	Undated map[string][]string `json:"undated,omitempty"`
+	// Filed are, by record key, the records the service files under a day
+	// far from their email_at: they count as held on that day.
+	Filed map[string]filedEmail `json:"filed,omitempty"`
 }
 
 // undatedKeys are the keys of every learned undated reject.
@@ -276,7 +297,7 @@ func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) 
 	if err != nil {
 		return err
 	}
-	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, r.e.set.CommsTZ, vs.undatedKeys())
+	wh, err := r.e.heldDays(ctx, from, to, vs)
 	if err != nil {
 		return err
 	}
@@ -343,15 +364,9 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	if err != nil {
 		return rep, err
 	}
-	skip := vs.undatedKeys()
-	wh, err := r.e.recon.EmailDayCounts(ctx, from, to, loc, skip)
+	wh, err := r.e.heldDays(ctx, from, to, vs)
 	if err != nil {
 		return rep, err
-	}
-	for day, keys := range vs.Undated {
-		if d, err := parseDate(day); err == nil && !d.Before(from) && !d.After(to) {
-			wh[day] += len(keys)
-		}
 	}
 	sum := func(a, b time.Time) int {
 		n := 0
@@ -375,19 +390,59 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 	}
 	log.Info("communications differ from the warehouse; bisecting", zap.String("from", rep.From), zap.String("to", rep.To),
 		zap.Int("service", knownTotal), zap.Int("warehouse", rep.WarehouseTotal), zap.String("zone", rep.Zone))
-	type span struct {
-		a, b time.Time
-		svc  int
+	b := &bisection{r: r, log: log, rep: rep, sum: sum, vs: vs}
+	differ, err := b.run(ctx, from, to, knownTotal)
+	if err != nil || rep.Boundary != nil {
+		if rep.Boundary != nil {
+			log.Warn("communications day totals differ as a day boundary explains: not bisected further",
+				zap.String("summary", rep.Summary()))
+		}
+		return rep, err
 	}
+	rep.Proved = true
+	if err := b.repair(ctx, differ); err != nil {
+		rep.Proved = false
+		return rep, err
+	}
+	log.Info("communications reconciliation done", zap.String("summary", rep.Summary()))
+	return rep, nil
+}
+
+// bisection is one reconciliation's search for the days that differ, and
+// their repair.
+type bisection struct {
+	r     *run
+	log   *zap.Logger
+	rep   *VerifyReport
+	sum   func(a, b time.Time) int // the warehouse's count of days a..b, before repairs
+	vs    *verifyState
+	known []knownTotal  // the service totals known
+	model *quarterModel // the warehouse per quarter hour, read once it is needed
+	fs    fetchedSpans  // the spans re-fetched
+}
+
+// span is a span of days with the service's total.
+type span struct {
+	a, b time.Time
+	svc  int
+}
+
+// run bisects from..to (the service's total svc) down to the days that
+// differ: one per_page=1 request for the left half of each span that
+// differs, the right half's total being the rest. It stops early when a
+// day boundary other than AGENCY_COMMS_TZ's explains every total known
+// (rep.Boundary).
+func (b *bisection) run(ctx context.Context, from, to time.Time, svc int) ([]span, error) {
 	var differ []span
-	stack := []span{{from, to, knownTotal}}
+	b.known = append(b.known, knownTotal{from, to, svc})
+	stack := []span{{from, to, svc}}
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if sum(s.a, s.b) == s.svc {
+		if b.sum(s.a, s.b) == s.svc {
 			continue
 		}
-		if n := sum(s.a, s.b); s.a.Equal(s.b) || n == 0 || s.svc <= 0 {
+		if n := b.sum(s.a, s.b); s.a.Equal(s.b) || n == 0 || s.svc <= 0 {
 			// One day, or a span the warehouse or the service holds nothing
 			// of (a range never fetched, or deleted at the service): every
 			// day in it differs, so it is re-fetched whole.
@@ -396,18 +451,77 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		}
 		days := int(s.b.Sub(s.a)/(24*time.Hour)) + 1
 		mid := s.a.AddDate(0, 0, days/2-1)
-		left, err := r.serviceCount(ctx, s.a, mid)
+		left, err := b.r.serviceCount(ctx, s.a, mid)
 		if err != nil {
-			return rep, err
+			return nil, err
 		}
-		rep.CountRequests++
+		b.rep.CountRequests++
 		// The right half's total is the rest of the parent's: a stale or
 		// moving total can only cost a needless re-fetch, which is harmless,
 		// or leave a difference for the next verification.
-		stack = append(stack, span{mid.AddDate(0, 0, 1), s.b, s.svc - left}, span{s.a, mid, left})
+		right := span{mid.AddDate(0, 0, 1), s.b, s.svc - left}
+		b.known = append(b.known, knownTotal{s.a, mid, left}, knownTotal{right.a, right.b, right.svc})
+		if done, err := b.explained(ctx, false); done || err != nil {
+			return nil, err
+		}
+		stack = append(stack, right, span{s.a, mid, left})
 	}
 	slices.SortFunc(differ, func(x, y span) int { return x.a.Compare(y.a) })
-	rep.Proved = true
+	return differ, nil
+}
+
+// explained says whether a day boundary other than AGENCY_COMMS_TZ's
+// explains every total known, and sets rep.Boundary when it does. During
+// the bisection (repaired false) the offset must move records across at
+// least minBoundaryEvidence day boundaries of the spans known, which a real
+// gap cannot mimic; after the repairs, re-fetched days that returned
+// e-mails dated outside them or filed next to them are the evidence.
+func (b *bisection) explained(ctx context.Context, repaired bool) (bool, error) {
+	spans := append(slices.Clone(b.known), b.fs.known()...)
+	differing := 0
+	for _, k := range b.known {
+		if b.sum(k.a, k.b) != k.total {
+			differing++
+		}
+	}
+	if !repaired && differing < minBoundaryEvidence {
+		return false, nil
+	}
+	if b.model == nil || repaired {
+		from, to := b.known[0].a, b.known[0].b
+		for _, k := range spans {
+			from, to = minTime(from, k.a), maxTime(to, k.b)
+		}
+		m, err := b.r.e.quarterModel(ctx, from, to, b.vs)
+		if err != nil {
+			return false, err
+		}
+		b.model = m
+	}
+	bd, off := b.model.explain(spans, b.r.e.set.CommsTZ, b.fs.allows)
+	if bd == nil {
+		return false, nil
+	}
+	if !repaired && b.model.evidence(spans, off) < minBoundaryEvidence {
+		return false, nil
+	}
+	if repaired {
+		moved := 0
+		for _, d := range b.rep.Days {
+			moved += d.Elsewhere + d.Outside
+		}
+		if moved == 0 && b.model.evidence(spans, off) < minBoundaryEvidence {
+			return false, nil
+		}
+	}
+	b.rep.Boundary = bd
+	return true, nil
+}
+
+// repair re-fetches the spans that differ, in date order, and names the day
+// boundary that explains what stays unresolved.
+func (b *bisection) repair(ctx context.Context, differ []span) error {
+	r, rep := b.r, b.rep
 	learned := map[string][]string{}
 	defer func() {
 		if len(learned) == 0 {
@@ -428,11 +542,11 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		})
 	}()
 	for _, s := range differ {
-		d, err := r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
+		d, err := r.refetchDays(ctx, b.log, s.a, s.b, s.svc, b.sum(s.a, s.b), b.vs, &b.fs)
 		if err == nil && d.moved {
 			// Paged while the service changed: once more, to a stable total.
 			pages := d.Pages
-			d, err = r.refetchDays(ctx, log, s.a, s.b, s.svc, sum(s.a, s.b), skip)
+			d, err = r.refetchDays(ctx, b.log, s.a, s.b, s.svc, b.sum(s.a, s.b), b.vs, &b.fs)
 			d.Pages += pages
 		}
 		rep.Days = append(rep.Days, d)
@@ -443,14 +557,16 @@ func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time
 		rep.Filled += d.Filled
 		rep.SoftDeleted += d.SoftDeleted
 		if err != nil {
-			rep.Proved = false
-			return rep, err
+			return err
 		}
 		rep.Proved = rep.Proved && d.Resolved
 	}
-	rep.Requests = r.budget.Spent() - spent
-	log.Info("communications reconciliation done", zap.String("summary", rep.Summary()))
-	return rep, nil
+	if !rep.Proved {
+		if _, err := b.explained(ctx, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serviceCount asks the service how many e-mails from..to holds: one
@@ -466,119 +582,6 @@ func (r *run) serviceCount(ctx context.Context, from, to time.Time) (int, error)
 		return 0, fmt.Errorf("count communications %s..%s: %w", dateString(from), dateString(to), ErrNoServiceTotal)
 	}
 	return p.Total, nil
-}
-
-// refetchDays fetches every page of the days a..b (one day, or a span the
-// warehouse or the service holds nothing of), commits them, and
-// soft-deletes the e-mails of those days the service no longer returned —
-// only when the paging completed with an unchanged total and every e-mail
-// returned lies on those days in the configured zone.
-func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, derived, before int, skip []string) (DayRepair, error) {
-	loc := r.e.set.CommsTZ
-	d := DayRepair{Day: dateString(a), Service: derived, WarehouseBefore: before}
-	if !a.Equal(b) {
-		d.Day += ".." + dateString(b)
-	}
-	start, end := load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc)
-	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: a, DateEnd: b, WithMessage: r.e.set.WithMessage}
-	users := newKnownUsers()
-	keep := []int64{}
-	total, seen, outside := -1, 0, 0
-	stable := true
-	for page, err := range r.client.Communications(ctx, q) {
-		if err != nil {
-			return d, fmt.Errorf("re-fetch communications of %s: %w", d.Day, err)
-		}
-		d.Pages++
-		switch {
-		case !page.Paged:
-			stable = false
-		case total < 0:
-			total = page.Total
-		case page.Total != total:
-			stable = false
-		}
-		batch := users.filter(r.commsBatch(page))
-		keep = append(keep, commsIDs(&batch)...)
-		for _, v := range batch.Column("emails", "email_at") {
-			if at, ok := v.(time.Time); ok && (at.Before(start) || !at.Before(end)) {
-				outside++
-			}
-		}
-		for _, rj := range batch.Rejects {
-			if at, ok := rejectEmailAt(rj.Payload); ok && (at.Before(start) || !at.Before(end)) {
-				outside++
-			}
-		}
-		d.Rejected += len(batch.Rejects)
-		for _, rj := range batch.Rejects {
-			if !datedReject(rj.Payload) {
-				d.undated = append(d.undated, rj.Key)
-			}
-		}
-		seen += page.Rows()
-		keys := make([]string, len(batch.Rejects))
-		for i, rj := range batch.Rejects {
-			keys[i] = rj.Key
-		}
-		again, err := r.e.recon.RejectsSeenByRun(ctx, r.id, keys)
-		if err != nil {
-			return d, err
-		}
-		c, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch})
-		if err != nil {
-			return d, fmt.Errorf("re-fetch communications of %s: %w", d.Day, err)
-		}
-		if again > 0 { // met earlier in this run: counted once
-			r.mu.Lock()
-			r.counts.Rejected -= int64(again)
-			r.mu.Unlock()
-		}
-		users.committed(&batch)
-		d.Filled += c.Tables["emails"].Inserted + c.Tables["emails"].Updated
-	}
-	if stable && seen != total {
-		stable = false
-	}
-	switch {
-	case !stable:
-		d.moved = true
-		d.Reason = fmt.Sprintf("the service's total moved while the days were paged (%d records seen, total %d); nothing soft-deleted", seen, total)
-	case outside > 0:
-		d.Reason = fmt.Sprintf("the service returned %d e-mail(s) dated outside %s in %s: is AGENCY_COMMS_TZ the service's zone? nothing soft-deleted", outside, d.Day, loc)
-	default:
-		d.Service = total
-		n, err := r.e.recon.SoftDeleteEmailsNotIn(ctx, start, end, keep)
-		if err != nil {
-			return d, err
-		}
-		d.SoftDeleted = n
-		if n > 0 {
-			r.mu.Lock()
-			r.counts.Add(load.Counts{Tables: map[string]load.TableCounts{"emails": {Deleted: n}}})
-			r.mu.Unlock()
-		}
-	}
-	after, err := r.e.recon.EmailDayCounts(ctx, a, b, loc, append(slices.Clone(skip), d.undated...))
-	if err != nil {
-		return d, err
-	}
-	d.Undated = len(d.undated)
-	d.WarehouseAfter = d.Undated
-	for _, n := range after {
-		d.WarehouseAfter += n
-	}
-	if d.Reason == "" {
-		d.Resolved = d.WarehouseAfter == d.Service
-		if !d.Resolved {
-			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d (%d of them rejected records) for the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
-		}
-	}
-	log.Info("communications days re-fetched", zap.String("day", d.Day), zap.Int("service", d.Service), zap.Int("warehouse_before", before),
-		zap.Int("warehouse_after", d.WarehouseAfter), zap.Int64("filled", d.Filled), zap.Int64("soft_deleted", d.SoftDeleted),
-		zap.Int("pages", d.Pages), zap.Bool("resolved", d.Resolved), zap.String("reason", d.Reason))
-	return d, nil
 }
 
 // datedReject says whether a rejected record's payload carries an
@@ -812,6 +815,9 @@ func (r *run) verifyRange(ctx context.Context, log *zap.Logger, rg Range) error 
 			if !d.Resolved {
 				r.gap(fmt.Sprintf("communications %s not reconciled: %s", d.Day, d.Reason))
 			}
+		}
+		if rep.Boundary != nil {
+			r.gap(fmt.Sprintf("communications %s..%s not reconciled: %s", rep.From, rep.To, rep.Boundary.Advice()))
 		}
 	}
 	return nil

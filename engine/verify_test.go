@@ -25,6 +25,12 @@ import (
 type dayMailServer struct {
 	mu    sync.Mutex
 	mails map[int64]time.Time
+	// offset is where the server cuts its days: date_start and date_end are
+	// days of UTC+offset. filed, when it holds an id, is the instant the
+	// e-mail is filed at (its arrival), which the day filter reads instead
+	// of its email_at.
+	offset time.Duration
+	filed  map[int64]time.Time
 	// beforePage, when set, runs (under the lock) before a page is served.
 	beforePage func(s *dayMailServer, start, end string, page, perPage int)
 	requests   atomic.Int64
@@ -56,9 +62,13 @@ func (s *dayMailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.beforePage != nil {
 		s.beforePage(s, body.DateStart, body.DateEnd, page, per)
 	}
-	end := to.AddDate(0, 0, 1)
+	from = from.Add(-s.offset)
+	end := to.AddDate(0, 0, 1).Add(-s.offset)
 	var ids []int64
 	for id, at := range s.mails {
+		if f, ok := s.filed[id]; ok {
+			at = f
+		}
 		if !at.Before(from) && at.Before(end) {
 			ids = append(ids, id)
 		}
@@ -105,6 +115,16 @@ type dayMailHarness struct {
 	srv *dayMailServer
 	eng *Engine
 	now atomic.Int64
+	url string
+	per int
+}
+
+// retune rebuilds the harness's engine with other settings on the same
+// warehouse (a changed configuration between two runs).
+func (h *dayMailHarness) retune(tune func(*Settings)) {
+	h.t.Helper()
+	h.eng = h.engine(mailEngine{url: h.url, now: func() time.Time { return time.Unix(0, h.now.Load()).UTC() }, start: h.eng.set.StartDate,
+		perPage: h.per, rate: 1000, dailyQuota: 10000, tune: tune})
 }
 
 func newDayMailHarness(t *testing.T, mails map[int64]time.Time, start, now time.Time, tune func(*Settings)) *dayMailHarness {
@@ -121,6 +141,7 @@ func newDayMailHarnessPaged(t *testing.T, mails map[int64]time.Time, start, now 
 	ts := httptest.NewServer(h.srv)
 	t.Cleanup(ts.Close)
 	h.mailSchema = newMailSchema(t)
+	h.url, h.per = ts.URL, per
 	h.eng = h.engine(mailEngine{url: ts.URL, now: func() time.Time { return time.Unix(0, h.now.Load()).UTC() }, start: start,
 		perPage: per, rate: 1000, dailyQuota: 10000, tune: tune})
 	return h

@@ -114,10 +114,10 @@ WHERE stream = $1 AND partition = ANY($2) AND last_success_at >= $3`, s.id("sync
 }
 
 // StreamInProgress reports whether a partition of stream holds a cursor
-// that a run resumes: a communications increment, an unfinished backfill or
-// a manual range.
+// that a run resumes: a communications increment, an unfinished backfill, a
+// manual range or a refresh range.
 func (s *Store) StreamInProgress(ctx context.Context, stream string) (bool, error) {
-	q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual'))
+	q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual' OR cursor->'refresh' ? 'current'))
 FROM %s WHERE stream = $1`, s.id("sync_state"))
 	var inProgress *bool
 	if err := s.pool.QueryRow(ctx, q, stream).Scan(&inProgress); err != nil {

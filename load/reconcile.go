@@ -81,12 +81,25 @@ FROM %s WHERE _deleted_at IS NULL AND email_at >= $2 AND email_at < $3 GROUP BY 
 	if err != nil {
 		return nil, fmt.Errorf("count e-mails per day: %w", err)
 	}
-	// Rejected records are few: their dates are read in Go, which also
-	// skips the ones that are not timestamps. A record whose email_at
-	// cannot be read is placed by its neighbours: record ids ascend with
-	// time, so when the live e-mails just below and just above its id lie
-	// on the same day, so does it. Keys in skip (placed by the caller) are
-	// left out.
+	err = r.eachHeldReject(ctx, skip, loc, func(t time.Time) {
+		if !t.Before(bounds[0]) && t.Before(end) {
+			out[t.In(loc).Format(time.DateOnly)]++
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
+	}
+	return out, nil
+}
+
+// eachHeldReject calls fn with the instant of each rejected communications
+// record that is not also a live e-mail and whose key is not in skip.
+// Rejected records are few: their dates are read in Go, which also skips
+// the ones that are not timestamps. A record whose email_at cannot be read
+// is placed by its neighbours: record ids ascend with time, so when the
+// live e-mails just below and just above its id lie on the same day of loc,
+// so does it (at the instant of the one below); otherwise it is left out.
+func (r *Reconciler) eachHeldReject(ctx context.Context, skip []string, loc *time.Location, fn func(time.Time)) error {
 	rq := fmt.Sprintf(`SELECT r.record_key, CASE WHEN jsonb_typeof(r.payload->'email'->'email_at') = 'string' THEN r.payload->'email'->>'email_at' ELSE '' END,
 	(SELECT e.email_at FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id < k.id ORDER BY e.record_id DESC LIMIT 1),
 	(SELECT e.email_at FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id > k.id ORDER BY e.record_id LIMIT 1)
@@ -97,9 +110,9 @@ AND NOT EXISTS (SELECT 1 FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.recor
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err = r.pool.Query(ctx, rq, skip)
+	rows, err := r.pool.Query(ctx, rq, skip)
 	if err != nil {
-		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
+		return err
 	}
 	var key, at string
 	var prev, next *time.Time
@@ -111,38 +124,10 @@ AND NOT EXISTS (SELECT 1 FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.recor
 			}
 			t = *prev
 		}
-		if t.Before(bounds[0]) || !t.Before(end) {
-			return nil
-		}
-		out[t.In(loc).Format(time.DateOnly)]++
+		fn(t)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("count rejected e-mails per day: %w", err)
-	}
-	return out, nil
-}
-
-// SoftDeleteEmailsNotIn sets _deleted_at on the live e-mails with email_at in
-// [start, end) whose record_id is not in keep: the e-mails of a re-fetched
-// day that the service no longer returned. It returns how many it marked.
-// Call it only after the day's paging completed with a stable total.
-func (r *Reconciler) SoftDeleteEmailsNotIn(ctx context.Context, start, end time.Time, keep []int64) (int64, error) {
-	if !start.Before(end) {
-		return 0, fmt.Errorf("soft-delete e-mails: empty window %s..%s", start, end)
-	}
-	if keep == nil {
-		keep = []int64{}
-	}
-	// The email_at index narrows the statement to one day's rows; the
-	// array test runs per row of that day (no join a plan could get wrong).
-	q := fmt.Sprintf(`UPDATE %s SET _deleted_at = now(), _synced_at = now()
-WHERE _deleted_at IS NULL AND email_at >= $1 AND email_at < $2 AND NOT (record_id = ANY($3::bigint[]))`, r.emails)
-	tag, err := r.pool.Exec(ctx, q, start, end, keep)
-	if err != nil {
-		return 0, fmt.Errorf("soft-delete e-mails: %w", err)
-	}
-	return tag.RowsAffected(), nil
+	return err
 }
 
 func sameDay(a, b time.Time, loc *time.Location) bool {

@@ -41,18 +41,55 @@ func TestEmailDayCountsCutsDaysInTheZone(t *testing.T) {
 	if want := map[string]int{"2025-03-01": 2, "2025-03-02": 2}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Bucharest counts = %v, want %v", got, want)
 	}
-	// Soft-delete the 2025-03-02 (UTC) e-mails except 3: none (4 is deleted
-	// already); then except nothing: 3 goes.
-	n, err := rc.SoftDeleteEmailsNotIn(ctx, DayStart(to, time.UTC), DayStart(to.AddDate(0, 0, 1), time.UTC), []int64{3})
-	if err != nil || n != 0 {
-		t.Fatalf("soft delete keeping 3 = %d, %v; want 0", n, err)
+	// The 2025-03-02 (UTC) e-mails not returned, keeping 3: none (4 is
+	// deleted already); keeping nothing: 3, which is then soft-deleted.
+	dayStart, dayEnd := DayStart(to, time.UTC), DayStart(to.AddDate(0, 0, 1), time.UTC)
+	if got, err := rc.EmailsNotIn(ctx, dayStart, dayEnd, []int64{3}); err != nil || len(got) != 0 {
+		t.Fatalf("e-mails not returned, keeping 3 = %v, %v; want none", got, err)
 	}
-	n, err = rc.SoftDeleteEmailsNotIn(ctx, DayStart(to, time.UTC), DayStart(to.AddDate(0, 0, 1), time.UTC), nil)
-	if err != nil || n != 1 {
-		t.Fatalf("soft delete keeping none = %d, %v; want 1", n, err)
+	cands, err := rc.EmailsNotIn(ctx, dayStart, dayEnd, nil)
+	if err != nil || len(cands) != 1 || cands[0].ID != 3 || !cands[0].At.Equal(time.Date(2025, 3, 2, 12, 0, 0, 0, time.UTC)) {
+		t.Fatalf("e-mails not returned, keeping none = %v, %v; want 3 at 12:00", cands, err)
+	}
+	if n, err := rc.SoftDeleteEmails(ctx, []int64{3, 4}); err != nil || n != 1 {
+		t.Fatalf("soft delete 3 and the deleted 4 = %d, %v; want 1", n, err)
 	}
 	if live := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "emails")+" WHERE _deleted_at IS NULL"); live != 4 {
 		t.Errorf("live e-mails = %d, want 4", live)
+	}
+	if _, err := rc.EmailsNotIn(ctx, dayEnd, dayStart, nil); err == nil {
+		t.Error("an empty window: no error")
+	}
+}
+
+// TestEmailQuarterCountsAndLiveEmails: the held records per quarter hour
+// (live e-mails and dated rejects), and the live e-mails among ids.
+func TestEmailQuarterCountsAndLiveEmails(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rc, pool, schema := reconcilerOver(t,
+		storedEmail{id: 1, at: "2025-03-01T00:00:00Z"},
+		storedEmail{id: 2, at: "2025-03-01T00:14:59Z"},
+		storedEmail{id: 3, at: "2025-03-01T00:15:00Z"},
+		storedEmail{id: 4, at: "2025-03-01T00:20:00Z", deleted: true},
+		storedEmail{id: 5, at: "2025-03-01T01:00:00Z"}, // the end: not counted
+	)
+	execSQL(t, pool, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ('communications', '7', $1::jsonb, 'bad')",
+		`{"email":{"email_at":"2025-03-01T00:50:00Z"}}`)
+	start := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	got, err := rc.EmailQuarterCounts(ctx, start, start.Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{2, 1, 0, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("quarter counts = %v, want %v", got, want)
+	}
+	if _, err := rc.EmailQuarterCounts(ctx, start.Add(time.Minute), start.Add(time.Hour), nil); err == nil {
+		t.Error("a window off the quarter hours: no error")
+	}
+	live, err := rc.LiveEmails(ctx, []int64{1, 4, 99})
+	if err != nil || len(live) != 1 || !live[1].Equal(start) {
+		t.Errorf("live among 1, 4, 99 = %v, %v; want 1 only", live, err)
 	}
 }
 

@@ -24,6 +24,10 @@ type TaskDetail struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	// Ranges are the communications date ranges the task fetched, in order.
 	Ranges []RangeFetched `json:"ranges,omitempty"`
+	// Changed are the rows the task changed, by table: inserted, updated
+	// (only rows whose content changed are rewritten) and soft-deleted,
+	// the reconciliation of the ranges it closed included.
+	Changed map[string]int64 `json:"changed,omitempty"`
 }
 
 // RangeFetched is one communications date range a task paged through.

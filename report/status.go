@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,8 +17,9 @@ import (
 )
 
 // Status writes the report of `agencysync status` as tables: the streams,
-// the last verification, the last runs, what the last run's tasks did and
-// the last run's coverage warnings (one line each).
+// the last verification, the last runs, what the last run's tasks did (the
+// rows each changed, by table: the nightly re-read's edits of old e-mails
+// among them) and the last run's coverage warnings (one line each).
 func Status(w io.Writer, rep *engine.StatusReport) {
 	fmt.Fprintf(w, "warehouse schema %s — quota day %s: %d requests spent, %d left\n\n", rep.Schema, rep.QuotaDay, rep.QuotaSpent, rep.QuotaLeft)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -28,6 +30,9 @@ func Status(w io.Writer, rep *engine.StatusReport) {
 	tw.Flush()
 	pendingRebuilds(w, rep)
 	verifyLines(w, rep.Verify)
+	if rf := rep.Refresh; rf != nil {
+		refreshLine(w, rf)
+	}
 	runsTable(w, rep.Runs)
 	if ws := rep.Warnings; ws != nil {
 		fmt.Fprintln(w)
@@ -101,29 +106,7 @@ func runsTable(w io.Writer, runs []engine.RunSummary) {
 		lastRunNote(w, runs[0])
 	}
 	if len(runs) > 0 && len(runs[0].StreamsDetail) > 0 {
-		r := runs[0]
-		fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tTOOK\tRANGES FETCHED")
-		tasks := make([]string, 0, len(r.StreamsDetail))
-		for t := range r.StreamsDetail {
-			tasks = append(tasks, t)
-		}
-		slices.SortFunc(tasks, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
-		for _, t := range tasks {
-			d := r.StreamsDetail[t]
-			var ranges []string
-			for _, rg := range d.Ranges {
-				s := fmt.Sprintf("%s..%s (%d pages, %d records)", rg.From, rg.To, rg.Pages, rg.Records)
-				if !rg.Complete {
-					s += " unfinished"
-				}
-				ranges = append(ranges, s)
-			}
-			took := (time.Duration(d.DurationSeconds * float64(time.Second))).Round(time.Millisecond)
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, took, cmp.Or(strings.Join(ranges, ", "), "—"))
-		}
-		tw.Flush()
+		lastRunTasks(w, runs[0])
 	}
 }
 
@@ -139,6 +122,58 @@ func lastRunNote(w io.Writer, r engine.RunSummary) {
 	if r.RejectsResolved > 0 {
 		fmt.Fprintf(w, "last run %s resolved %d earlier rejects: their records landed\n", r.RunID[:8], r.RejectsResolved)
 	}
+}
+
+// lastRunTasks writes what each task of run r did: requests, records read,
+// rows changed by table, time taken and the e-mail ranges fetched.
+func lastRunTasks(w io.Writer, r engine.RunSummary) {
+	fmt.Fprintf(w, "\nlast run %s by task:\n", r.RunID[:8])
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTREAM\tREQUESTS\tRECORDS READ\tROWS CHANGED\tTOOK\tRANGES FETCHED")
+	tasks := make([]string, 0, len(r.StreamsDetail))
+	for t := range r.StreamsDetail {
+		tasks = append(tasks, t)
+	}
+	slices.SortFunc(tasks, func(a, b string) int { return cmp.Compare(taskOrder(a), taskOrder(b)) })
+	for _, t := range tasks {
+		d := r.StreamsDetail[t]
+		var ranges []string
+		for _, rg := range d.Ranges {
+			s := fmt.Sprintf("%s..%s (%d pages, %d records)", rg.From, rg.To, rg.Pages, rg.Records)
+			if !rg.Complete {
+				s += " unfinished"
+			}
+			ranges = append(ranges, s)
+		}
+		took := (time.Duration(d.DurationSeconds * float64(time.Second))).Round(time.Millisecond)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t, d.Stream, d.Requests, d.RecordsRead, changedRows(d.Changed), took,
+			cmp.Or(strings.Join(ranges, ", "), "—"))
+	}
+	tw.Flush()
+}
+
+// refreshLine writes the rolling re-read's state: the most an old e-mail
+// can age, the day read longest ago and what of the last slice is left.
+func refreshLine(w io.Writer, rf *engine.RefreshStatus) {
+	fmt.Fprintf(w, "refresh: every day of the e-mail history is read in full again within %d days (SYNC_COMMS_REFRESH_AGE)", rf.MaxAgeDays)
+	if rf.OldestDay != "" {
+		fmt.Fprintf(w, "; read longest ago: %s, on %s", rf.OldestDay, rf.OldestReadOn)
+	}
+	if len(rf.Pending) > 0 {
+		fmt.Fprintf(w, "; %d range(s) of the slice of %s still to read", len(rf.Pending), rf.SliceOn)
+	}
+	fmt.Fprintln(w)
+}
+
+// changedRows writes a task's rows changed by table ("emails 3, users 1"),
+// tables in name order; "—" when none.
+func changedRows(c map[string]int64) string {
+	tables := slices.Sorted(maps.Keys(c))
+	parts := make([]string, 0, len(tables))
+	for _, t := range tables {
+		parts = append(parts, fmt.Sprintf("%s %d", t, c[t]))
+	}
+	return cmp.Or(strings.Join(parts, ", "), "—")
 }
 
 // taskOrder is a task's place in the default priorities (unknown names last).

@@ -56,9 +56,13 @@ func TestStatusTables(t *testing.T) {
 					"details":                  {Stream: "brands,projects", Requests: 12, RecordsRead: 12, DurationSeconds: 1.5},
 					"communications-increment": {Stream: "communications", Requests: 300, RecordsRead: 900, DurationSeconds: 90, Ranges: []load.RangeFetched{{From: "2026-11-01", To: "2026-11-24", Pages: 2, Records: 900}}},
 					"legacy-task":              {Stream: "communications", Requests: 0},
+					"communications-refresh": {Stream: "communications", Requests: 18, RecordsRead: 17400, DurationSeconds: 4,
+						Ranges:  []load.RangeFetched{{From: "2025-01-01", To: "2025-01-12", Pages: 18, Records: 17400, Complete: true}},
+						Changed: map[string]int64{"emails": 3, "email_recipients": 4}},
 				}},
 		},
 	}
+	full.Refresh = &engine.RefreshStatus{MaxAgeDays: 60, OldestDay: "2026-01-13", OldestReadOn: "2026-09-30", SliceOn: "2026-11-24"}
 	empty := &engine.StatusReport{Schema: "fresh", QuotaDay: "2026-11-24", QuotaLeft: 9500, Verify: &engine.VerifyStatus{}}
 	for _, c := range []struct {
 		name      string
@@ -73,6 +77,8 @@ func TestStatusTables(t *testing.T) {
 			"verify: last difference (closing range) 2026-11-24 02:00:00",
 			"0f3c2a9e", "serve", "failed", "1m35s", "3000", long[:77] + "...",
 			"last run 0f3c2a9e by task:", "2026-11-01..2026-11-24 (2 pages, 900 records) unfinished",
+			"email_recipients 4, emails 3",
+			"refresh: every day of the e-mail history is read in full again within 60 days (SYNC_COMMS_REFRESH_AGE); read longest ago: 2026-01-13, on 2026-09-30",
 		}, []string{long}},
 		{"a warehouse never synced", empty, []string{
 			"warehouse schema fresh — quota day 2026-11-24: 0 requests spent, 9500 left",

@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.IntVar(&opts.HistoryDays, "history-days", opts.HistoryDays, "days of generated history, ending at --start")
 	start := fs.String("start", opts.Start.Format(time.RFC3339), "initial sandbox clock (RFC 3339); it moves only through the admin API")
 	fs.Int64Var(&opts.DomainID, "domain-id", opts.DomainID, "domain_id the e-mails belong to")
+	fs.DurationVar(&opts.CommsDayOffset, "comms-day-offset", 0, "where the communications endpoint cuts its days: date_start/date_end are days of UTC+offset (-14h..14h)")
 	fs.StringVar(&opts.APIKey, "api-key", opts.APIKey, "this agency's key on the main interface (Authorization header)")
 	fs.StringVar(&opts.CommsKey, "comms-key", opts.CommsKey, "key of the communications endpoint (X-Workflow-Key header)")
 	fs.StringVar(&opts.ForeignKey, "foreign-key", opts.ForeignKey, "another agency's key: 403 on this agency's data (empty disables)")

@@ -224,6 +224,19 @@ func (h *harness) dropSchema(schema string) {
 	}
 }
 
+// lastRefresh reads the requests the newest sync_runs row of a schema
+// spent on the rolling re-read of the e-mail history (its
+// communications-refresh task; 0 when it had none).
+func (h *harness) lastRefresh(ctx context.Context, schema string) (int64, error) {
+	var n int64
+	err := h.pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce((streams_detail->'communications-refresh'->>'requests')::bigint, 0)
+FROM %s ORDER BY started_at DESC LIMIT 1`, pgx.Identifier{schema, "sync_runs"}.Sanitize())).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("read sync_runs: %w", err)
+	}
+	return n, nil
+}
+
 // lastRun reads the newest sync_runs row of a schema.
 func (h *harness) lastRun(ctx context.Context, schema string) (requestsUsed int64, rowsWritten int64, err error) {
 	var rows map[string]int64

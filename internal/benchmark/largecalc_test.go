@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,5 +36,16 @@ func TestSyncTime(t *testing.T) {
 	}
 	if _, ok := SyncTime([]byte(`{"level":"info","ts":"2026-11-24T07:52:00Z","msg":"sync started"}`)); ok {
 		t.Error("SyncTime without a summary: ok")
+	}
+}
+
+func TestRefreshRow(t *testing.T) {
+	days := []QuotaDay{{"2026-11-02", 190, 190}, {"2026-11-03", 220, 220}, {"2026-11-04", 215, 215}}
+	r := refreshRow("f6", days, map[string]int64{"2026-11-02": 18, "2026-11-03": 20, "2026-11-04": 19})
+	if r.Result != "18 to 20, mean 19.0 = 0.19 % of the quota" || r.Verdict != Info {
+		t.Errorf("refreshRow = %q, %s", r.Result, r.Verdict)
+	}
+	if !strings.Contains(r.Detail, "11-03 20 of 220") {
+		t.Errorf("detail %q lacks the day's share", r.Detail)
 	}
 }

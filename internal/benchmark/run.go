@@ -268,7 +268,9 @@ func (r *Report) Markdown() string {
    every aggregate after each edit, which makes 1%% a day slow).
    A day's requests are the worker's quota ledger (`+"`api_quota_usage`"+`) for that day — the service's day: the worker
    takes its quota day from the sandbox's `+"`Date`"+` header, so the sandbox's virtual clock moves it — cross-checked
-   with the sandbox's counts of the day's runs. Every run must succeed. (d) Raised limit (`+"`Inflight`"+`, the
+   with the sandbox's counts of the day's runs. Every run must succeed. Each day includes its share of the rolling
+   re-read of the e-mail history (`+"`SYNC_COMMS_REFRESH_AGE`"+`, task `+"`communications-refresh`"+`, read by the day's first run
+   that syncs communications: its requests a day from `+"`sync_runs.streams_detail`"+`). (d) Raised limit (`+"`Inflight`"+`, the
    in-flight change's figure): `+"`AGENCY_RATE_LIMIT=100`"+` against a sandbox enforcing 100 requests/s with 50 ms latency; the
    rates come from the worker's debug log (each request's start = its end − its duration): detail requests ÷ their
    span ÷ 100, communications pages fetched and committed ÷ the lower of 100 and the load path's own ceiling (the same

@@ -33,6 +33,11 @@ type Inventory struct {
 	Summary int
 	// Emails is the rows of the communications list.
 	Emails int
+	// Refresh holds the e-mails of each range of days the rolling re-read
+	// of the history (SYNC_COMMS_REFRESH_AGE) reads in the sync: each is
+	// paged once more. A first sync reads nothing again (every day was just
+	// read); a later night reads its share (RefreshShare).
+	Refresh []int
 }
 
 // FirstSync counts what a complete first sync of the truth has to do: every
@@ -88,7 +93,8 @@ type Minimum struct {
 // the agency summary, the communications — ceil(rows ÷ PageSize) requests
 // each (one for an empty list); plus one request per detail: per brand its
 // detail and ceil(contacts ÷ PageSize) contacts requests, per project its
-// detail.
+// detail; plus, on a later night, each range the rolling re-read of the
+// history reads (Inventory.Refresh).
 func MinimumRequests(inv Inventory) Minimum {
 	contacts := 0
 	for _, n := range inv.BrandContacts {
@@ -108,8 +114,29 @@ func MinimumRequests(inv Inventory) Minimum {
 		"contacts":       contacts,
 		"project_detail": inv.ProjectDetails,
 	}}
+	for _, n := range inv.Refresh {
+		m.ByEndpoint["communications"] += Pages(n, PageSize)
+	}
 	for _, n := range m.ByEndpoint {
 		m.Total += n
 	}
 	return m
+}
+
+// RefreshShare is what the rolling re-read reads in one night when the days
+// it may read (eligible: their e-mails, in date order, the days read on the
+// same earlier day) were all read on the same day: the first of them, in
+// date order, until they hold the night's even share of the history's
+// total e-mails, ⌈total ÷ days⌉ (days: the maximum age in whole days). It
+// is one range: the e-mails it holds.
+func RefreshShare(eligible []int, total, days int) int {
+	share := (total + days - 1) / days
+	n := 0
+	for _, e := range eligible {
+		if n >= share {
+			break
+		}
+		n += e
+	}
+	return n
 }

@@ -172,7 +172,7 @@ func (s *Server) AppendEmails(n int) (first, last int64, err error) { return s.a
 // emailAt instead, as a sender's wrong clock would (9999-12-31, a month
 // ahead).
 func (s *Server) AppendEmailsDated(n int, emailAt time.Time) (first, last int64, err error) {
-	if emailAt.IsZero() || emailAt.Year() > 9999 || emailAt.Year() < 1 {
+	if emailAt.Year() > 9999 || emailAt.Year() < 1 {
 		return 0, 0, invalid("email_at must be an instant within the years 1..9999")
 	}
 	us := emailAt.UnixMicro()
@@ -201,14 +201,25 @@ func (s *Server) appendEmails(n int, emailAt *int64) (first, last int64, err err
 	return emailID(m.seed, uint32(start)), emailID(m.seed, uint32(len(m.ts)-1)), nil
 }
 
-// EmailEdit is a late edit of an existing e-mail; email_at is unchanged.
-// Nil fields are unchanged; recipient lists hold platform user ids and
-// replace the platform users of that list (an empty list empties it).
+// EmailEdit is a late edit of an existing e-mail, as agency staff make when
+// they file mail to a project after the fact. Nil fields are unchanged; the
+// day the service files the e-mail under (its filing time, which
+// date_start/date_end filter on) never changes. Recipient lists hold
+// platform user ids and replace the platform users of that list (an empty
+// list empties it).
 type EmailEdit struct {
 	Subject *string  `json:"subject,omitempty"`
 	To      *[]int64 `json:"to,omitempty"`
 	CC      *[]int64 `json:"cc,omitempty"`
 	BCC     *[]int64 `json:"bcc,omitempty"`
+	// BrandID and ProjectID link the e-mail to a brand and a project (0
+	// unlinks it). A project alone links its brand too; a brand and a
+	// project of another brand are refused. The subject stays what it was.
+	BrandID   *int64 `json:"brand_id,omitempty"`
+	ProjectID *int64 `json:"project_id,omitempty"`
+	// EmailAt is the email_at served from now on (RFC 3339, years 1..9999),
+	// as a bogus Date: header would say; the e-mail stays filed where it was.
+	EmailAt *string `json:"email_at,omitempty"`
 	// Nesting gives the e-mail an extra member "extra" made of that many
 	// nested arrays ([[[…]]]): valid JSON nested deeper than decoders that
 	// bound their depth accept. 0 removes it.
@@ -242,6 +253,17 @@ func (s *Server) EditEmail(id int64, ed EmailEdit) error {
 		}
 		next.nesting = *ed.Nesting
 	}
+	if ed.EmailAt != nil {
+		at, err := time.Parse(time.RFC3339Nano, *ed.EmailAt)
+		if err != nil || at.Year() < 1 || at.Year() > 9999 {
+			return invalid("email_at must be an RFC 3339 time within the years 1..9999, got %q", *ed.EmailAt)
+		}
+		us := at.UnixMicro()
+		next.emailAt = &us
+	}
+	if err := s.editLinks(i, next, ed); err != nil {
+		return err
+	}
 	for _, l := range []struct {
 		name string
 		src  *[]int64
@@ -270,7 +292,49 @@ func (s *Server) EditEmail(id int64, ed EmailEdit) error {
 		return invalid("the e-mail must keep at least one platform user")
 	}
 	m.edits[i] = next
+	m.brand[i] = uint16(c.brand + 1) // the -brand_url filter follows the link
 	m.invalidate()
+	return nil
+}
+
+// editLinks applies the brand and project links of ed to next (e-mail i's
+// edit in the making), freezing the subject first so that it does not
+// follow the new link.
+func (s *Server) editLinks(i uint32, next *emailEdit, ed EmailEdit) error {
+	if ed.BrandID == nil && ed.ProjectID == nil {
+		return nil
+	}
+	d, m := s.data, s.mail
+	brand, project := -1, -1
+	if ed.ProjectID != nil && *ed.ProjectID != 0 {
+		k, ok := d.projectByID[*ed.ProjectID]
+		if !ok {
+			return invalid("project_id %d is not a project", *ed.ProjectID)
+		}
+		project, brand = k, d.projects[k].brand
+	}
+	if ed.BrandID != nil && *ed.BrandID != 0 {
+		k, ok := d.brandByID[*ed.BrandID]
+		if !ok {
+			return invalid("brand_id %d is not a brand", *ed.BrandID)
+		}
+		if project >= 0 && brand != k {
+			return invalid("project %d belongs to brand %d, not %d", *ed.ProjectID, d.brands[brand].id, *ed.BrandID)
+		}
+		brand = k
+	}
+	var c emailCore
+	m.derive(i, &c, false)
+	c.applyEdit(next)
+	if next.subject == nil {
+		subject := string(m.subject(nil, i, &c))
+		next.subject = &subject
+	}
+	if ed.ProjectID == nil && c.project >= 0 && d.projects[c.project].brand == brand {
+		project = c.project // a brand link keeps a project of that brand
+	}
+	next.brand, next.project = brand, project
+	next.setLinks = true
 	return nil
 }
 
@@ -451,11 +515,14 @@ const (
 )
 
 // FinanceEdit changes a finance record; nil fields are unchanged. Collections
-// have no status. updated_at becomes the clock's now and every aggregate
-// (brand financial summary, profitability, agency summary) follows.
+// have no status. updated_at becomes the clock's now (unless KeepUpdatedAt:
+// a platform that corrects a record without touching it, which an
+// updated_since listing then misses) and every aggregate (brand financial
+// summary, profitability, agency summary) follows.
 type FinanceEdit struct {
-	Amount *Amount `json:"amount,omitempty"`
-	Status *string `json:"status,omitempty"`
+	Amount        *Amount `json:"amount,omitempty"`
+	Status        *string `json:"status,omitempty"`
+	KeepUpdatedAt bool    `json:"keep_updated_at,omitempty"`
 }
 
 // EditFinance applies ed to the finance record id of kind (budgets,
@@ -488,7 +555,9 @@ func (s *Server) EditFinance(kind string, id int64, ed FinanceEdit) error {
 	if ed.Status != nil {
 		x.status = *ed.Status
 	}
-	x.updatedAt = s.Now()
+	if !ed.KeepUpdatedAt {
+		x.updatedAt = s.Now()
+	}
 	d.recompute()
 	return nil
 }

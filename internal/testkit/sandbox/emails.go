@@ -52,6 +52,10 @@ type emailEdit struct {
 	to, cc, bcc  []int64
 	setTo, setCC bool
 	setBCC       bool
+	// brand and project replace the derived links (indexes, -1 = none)
+	// when setLinks is on.
+	brand, project int
+	setLinks       bool
 }
 
 type mailStore struct {
@@ -398,7 +402,7 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 	}
 }
 
-// applyEdit replaces participants by an admin edit's.
+// applyEdit replaces participants and links by an admin edit's.
 func (c *emailCore) applyEdit(ed *emailEdit) {
 	if ed == nil {
 		return
@@ -411,6 +415,9 @@ func (c *emailCore) applyEdit(ed *emailEdit) {
 	}
 	if ed.setBCC {
 		c.bcc = ed.bcc
+	}
+	if ed.setLinks {
+		c.brand, c.project = ed.brand, ed.project
 	}
 }
 

@@ -148,11 +148,13 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 		}
 		*f.dst = t
 	}
+	// The days are those of UTC+offset: day D starts at D 00:00 - offset.
+	offset := s.twists().commsDayOffset.Microseconds()
 	if !start.IsZero() {
-		q.from = start.UnixMicro()
+		q.from = start.UnixMicro() - offset
 	}
 	if !end.IsZero() {
-		q.to = end.AddDate(0, 0, 1).UnixMicro()
+		q.to = end.AddDate(0, 0, 1).UnixMicro() - offset
 	}
 	if !start.IsZero() && !end.IsZero() && start.After(end) {
 		return req, "date_start must not be after date_end"

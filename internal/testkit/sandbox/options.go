@@ -34,6 +34,11 @@ type Options struct {
 	// DomainID is the domain the generated e-mails belong to; a communications
 	// request for another domain_id matches nothing.
 	DomainID int64
+	// CommsDayOffset is where the communications endpoint cuts its calendar
+	// days: date_start and date_end are dates of the fixed zone UTC+offset
+	// (within -14h..+14h; 0: UTC days). The twist comms_day_offset changes
+	// it at run time.
+	CommsDayOffset time.Duration
 
 	// APIKey is this agency's key on the main interface (header Authorization).
 	APIKey string
@@ -172,6 +177,10 @@ func SmallOptions() Options {
 	return o
 }
 
+// maxDayOffset bounds Options.CommsDayOffset: the zones in use lie within
+// UTC-12 and UTC+14.
+const maxDayOffset = 14 * time.Hour
+
 // maxEmails bounds Options.Emails plus appended e-mails (indexes are uint32).
 const maxEmails = 50_000_000
 
@@ -195,6 +204,9 @@ func (o *Options) validate() error {
 	}
 	if o.Start.IsZero() {
 		bad("start must be set")
+	}
+	if o.CommsDayOffset < -maxDayOffset || o.CommsDayOffset > maxDayOffset {
+		bad("comms day offset must be within -14h..+14h, got %s", o.CommsDayOffset)
 	}
 	if o.DomainID < 1 {
 		bad("domain id must be positive, got %d", o.DomainID)

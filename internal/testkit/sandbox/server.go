@@ -91,6 +91,7 @@ func New(opts Options) (*Server, error) {
 		stats:   newStatsCollector(),
 		fc: faultConfig{faults: opts.Faults, latency: opts.Latency, jitter: opts.Jitter,
 			slowDelay: opts.SlowDelay, badRate: opts.BadRecordRate},
+		tw: twistState{commsDayOffset: opts.CommsDayOffset},
 	}
 	s.clock.Store(opts.Start.UnixNano())
 	s.apiLim = newLimiter(ScopeShared, opts.Rate)

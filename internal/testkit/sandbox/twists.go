@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/json"
 	"net/url"
+	"time"
 )
 
 // Twists are the adversarial departures from the spec that issue 12's
@@ -31,6 +32,10 @@ type Twists struct {
 	// HostileTwists: bodies too large, charsets, keys echoed in records,
 	// a refused main key (hostile.go).
 	HostileTwists
+	// CommsDayOffset moves where the communications endpoint cuts its
+	// calendar days, a Go duration within -14h..+14h ("3h": date_start and
+	// date_end are days of UTC+3); "0s" restores UTC days.
+	CommsDayOffset *string `json:"comms_day_offset,omitempty"`
 }
 
 // Mutation arms a one-shot change of the e-mails between two page requests
@@ -59,6 +64,7 @@ type twistState struct {
 	commsPagingMissing bool
 	echoKey            bool
 	hostile            hostileState
+	commsDayOffset     time.Duration
 
 	mut      *Mutation // armed mutation, nil when none
 	mutPages int       // qualifying pages answered since it was armed
@@ -72,6 +78,7 @@ type TwistsStatus struct {
 	LyingPaging        bool      `json:"lying_paging"`
 	CommsPagingMissing bool      `json:"comms_paging_missing"`
 	EchoKey            bool      `json:"echo_key"`
+	CommsDayOffset     string    `json:"comms_day_offset"`
 	Mutation           *Mutation `json:"mutation"`       // armed and not fired yet, or null
 	MutationFired      bool      `json:"mutation_fired"` // the last armed mutation has fired
 	Deleted            int       `json:"deleted"`        // e-mails deleted by mutations
@@ -89,7 +96,7 @@ func (s *Server) twists() twistState {
 func (s *Server) TwistsStatus() TwistsStatus {
 	tw := s.twists()
 	st := TwistsStatus{MaxPerPage: tw.maxPerPage, FixedPerPage: tw.fixedPerPage, LyingPaging: tw.lyingPaging, CommsPagingMissing: tw.commsPagingMissing,
-		EchoKey: tw.echoKey, MutationFired: tw.mutDone, HostileStatus: tw.hostile.status()}
+		EchoKey: tw.echoKey, CommsDayOffset: tw.commsDayOffset.String(), MutationFired: tw.mutDone, HostileStatus: tw.hostile.status()}
 	if tw.mut != nil {
 		m := *tw.mut
 		st.Mutation = &m
@@ -114,6 +121,14 @@ func (s *Server) SetTwists(t Twists) error {
 	if t.FixedPerPage != nil && *t.FixedPerPage < 0 {
 		return invalid("fixed_per_page must not be negative, got %d", *t.FixedPerPage)
 	}
+	var offset time.Duration
+	if t.CommsDayOffset != nil {
+		d, err := time.ParseDuration(*t.CommsDayOffset)
+		if err != nil || d < -maxDayOffset || d > maxDayOffset {
+			return invalid("comms_day_offset must be a duration within -14h..+14h, got %q", *t.CommsDayOffset)
+		}
+		offset = d
+	}
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	if err := s.tw.hostile.set(t.HostileTwists); err != nil {
@@ -133,6 +148,9 @@ func (s *Server) SetTwists(t Twists) error {
 	}
 	if t.EchoKey != nil {
 		s.tw.echoKey = *t.EchoKey
+	}
+	if t.CommsDayOffset != nil {
+		s.tw.commsDayOffset = offset
 	}
 	return nil
 }
