@@ -42,10 +42,10 @@ test-soak: ## run the reliability suite at soak sizes (200 000 e-mails, more kil
 	AGENCYSYNC_SOAK=1 $(GO) test -race -count=1 -timeout 90m -v ./reliability/
 
 .PHONY: reliability-report
-reliability-report: ## run the reliability suite and write its results table into the README
-	@grep -q '^<!-- reliability:begin -->' README.md && grep -q '^<!-- reliability:end -->' README.md \
-	  || { echo "README.md lacks the <!-- reliability:begin/end --> markers"; exit 1; }
-	@results=$$(mktemp); trap 'rm -f "$$results" README.md.tmp' EXIT; rc=0; start=$$(date +%s); \
+reliability-report: ## run the reliability suite and write its results table into docs/reliability.md
+	@grep -q '^<!-- reliability:begin -->' docs/reliability.md && grep -q '^<!-- reliability:end -->' docs/reliability.md \
+	  || { echo "docs/reliability.md lacks the <!-- reliability:begin/end --> markers"; exit 1; }
+	@results=$$(mktemp); trap 'rm -f "$$results" docs/reliability.md.tmp' EXIT; rc=0; start=$$(date +%s); \
 	AGENCYSYNC_RESULTS="$$results" $(GO) test -race -count=1 -timeout 30m ./reliability/ || rc=$$?; \
 	if [ -s "$$results" ]; then \
 	  printf '\nThe suite (`go test -race ./reliability/`, default sizes) took %d s on %d cores.\n' \
@@ -53,8 +53,8 @@ reliability-report: ## run the reliability suite and write its results table int
 	  awk -v table="$$results" ' \
 	    /^<!-- reliability:begin -->/ { print; while ((getline line < table) > 0) print line; skip = 1; next } \
 	    /^<!-- reliability:end -->/ { skip = 0 } \
-	    !skip { print }' README.md > README.md.tmp && mv README.md.tmp README.md; \
-	  echo "README.md: reliability section rewritten"; \
+	    !skip { print }' docs/reliability.md > docs/reliability.md.tmp && mv docs/reliability.md.tmp docs/reliability.md; \
+	  echo "docs/reliability.md: results rewritten"; \
 	fi; exit $$rc
 
 .PHONY: test-unprivileged

@@ -19,7 +19,7 @@ import (
 // contract test of both interfaces (package check).
 func runCheck(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("check", a)
-	asJSON := fs.Bool("json", false, "print the report as JSON (shape documented in the README)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (shape documented in docs/real-service.md)")
 	streams := fs.String("streams", "", "comma-separated streams to check: "+strings.Join(engine.AllStreams, ",")+" (default all)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err

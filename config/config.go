@@ -35,7 +35,7 @@ import (
 
 // Config is the whole configuration of agencysync, filled from the environment
 // by go-envconfig. The struct tags are the reference: `env` names the variable
-// (and its default), `form` the expected form shown in errors and the README,
+// (and its default), `form` the expected form shown in errors and the docs,
 // `desc` what it does.
 type Config struct {
 	// DatabaseURL is the PostgreSQL connection string of the warehouse. Empty
@@ -82,7 +82,7 @@ type Config struct {
 	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
 	// Paths remaps endpoint paths (endpoint name → path).
-	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names as in the README)"`
+	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names: the endpoints of the stream declarations, e.g. brands, brand_contacts, project; an unknown name is refused naming the known ones)"`
 	// PagingPairs is AGENCY_PAGING as written; Paging is what is in force.
 	PagingPairs PagingSettings `env:"AGENCY_PAGING" form:"comma-separated endpoint=style[:option=value…], e.g. *=offset:max=100" desc:"how lists page instead of the declared page/per_page up to 1000: endpoint an AGENCY_PATHS list name or * for all of the main interface; style page, offset, cursor or none; options page=, size=, offset=, cursor= (parameter names), max= (largest page size); overrides the field map file's paging: (see docs/paging.md)"`
 	// Paging is the paging in force: AGENCY_FIELD_MAP_FILE's paging:
@@ -563,7 +563,7 @@ type Variable struct {
 	Field   string // Go field name
 }
 
-// Variables lists every configuration variable in struct order. The README's
+// Variables lists every configuration variable in struct order. The docs'
 // configuration table and the deployment checks are generated from it.
 func Variables() []Variable {
 	t := reflect.TypeOf(Config{})
@@ -697,8 +697,8 @@ func redactURL(s string) string {
 	return u.String()
 }
 
-// MarkdownTable renders the configuration reference as the Markdown table the
-// README embeds (a test keeps the two equal).
+// MarkdownTable renders the configuration reference as the Markdown table
+// docs/configuration.md embeds (a test keeps the two equal).
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")

@@ -6,16 +6,20 @@ import (
 	"testing"
 )
 
+// configDoc is the configuration reference that embeds the table.
+const configDoc = "../docs/configuration.md"
+
 const (
 	beginMarker = "<!-- config:begin (generated from config.Config; UPDATE_README=1 go test ./config) -->\n"
 	endMarker   = "<!-- config:end -->"
 )
 
-// TestReadmeConfigTable keeps the README's configuration table equal to the
-// Config struct. Run with UPDATE_README=1 to rewrite it.
+// TestReadmeConfigTable keeps the configuration reference's table
+// (docs/configuration.md) equal to the Config struct. Run with
+// UPDATE_README=1 to rewrite it.
 func TestReadmeConfigTable(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile(configDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +27,7 @@ func TestReadmeConfigTable(t *testing.T) {
 	start := strings.Index(readme, beginMarker)
 	end := strings.Index(readme, endMarker)
 	if start < 0 || end < start {
-		t.Fatalf("README.md lacks the markers %q … %q", beginMarker, endMarker)
+		t.Fatalf(configDoc+" lacks the markers %q … %q", beginMarker, endMarker)
 	}
 	got := readme[start+len(beginMarker) : end]
 	want := MarkdownTable()
@@ -32,10 +36,10 @@ func TestReadmeConfigTable(t *testing.T) {
 	}
 	if os.Getenv("UPDATE_README") == "1" {
 		updated := readme[:start+len(beginMarker)] + want + readme[end:]
-		if err := os.WriteFile("../README.md", []byte(updated), 0o644); err != nil {
+		if err := os.WriteFile(configDoc, []byte(updated), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Fatalf("README.md configuration table is stale; run UPDATE_README=1 go test ./config -run TestReadmeConfigTable\nwant:\n%s", want)
+	t.Fatalf(configDoc+" configuration table is stale; run UPDATE_README=1 go test ./config -run TestReadmeConfigTable\nwant:\n%s", want)
 }

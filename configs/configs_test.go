@@ -583,22 +583,22 @@ func loadStreams(env map[string]string) (*config.Config, error) {
 }
 
 // TestFieldMapExampleLoads: fieldmap.example.yaml is a valid
-// AGENCY_FIELD_MAP_FILE, and maps the same pairs as the README's
-// AGENCY_FIELD_MAP example (the renamed project fields of the real-service
-// walk-through).
+// AGENCY_FIELD_MAP_FILE, and maps the same pairs as the AGENCY_FIELD_MAP
+// example of the real-service walk-through (docs/real-service.md: the
+// renamed project fields).
 func TestFieldMapExampleLoads(t *testing.T) {
 	t.Parallel()
 	fromFile, err := loadStreams(map[string]string{"AGENCY_FIELD_MAP_FILE": "fieldmap.example.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	walk, err := os.ReadFile("../docs/real-service.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^AGENCY_FIELD_MAP=(\S+)$`).FindSubmatch(readme)
+	m := regexp.MustCompile(`(?m)^AGENCY_FIELD_MAP=(\S+)$`).FindSubmatch(walk)
 	if m == nil {
-		t.Fatal("README.md shows no AGENCY_FIELD_MAP=… line")
+		t.Fatal("docs/real-service.md shows no AGENCY_FIELD_MAP=… line")
 	}
 	fromVar, err := loadStreams(map[string]string{"AGENCY_FIELD_MAP": string(m[1])})
 	if err != nil {
@@ -606,6 +606,6 @@ func TestFieldMapExampleLoads(t *testing.T) {
 	}
 	want := map[string]string{"projects.name": "title", "projects.status": "state", "projects.deadline": "due_date", "projects.budget_amount": "budget_total"}
 	if !reflect.DeepEqual(fromFile.FieldMap, want) || !reflect.DeepEqual(fromVar.FieldMap, want) {
-		t.Errorf("fieldmap.example.yaml maps %v, the README %v; want both %v", fromFile.FieldMap, fromVar.FieldMap, want)
+		t.Errorf("fieldmap.example.yaml maps %v, the walk-through %v; want both %v", fromFile.FieldMap, fromVar.FieldMap, want)
 	}
 }

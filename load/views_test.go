@@ -34,17 +34,18 @@ type viewQuery struct {
 	volatile bool
 }
 
-// cookbookSQL returns the README cookbook's SQL block under heading.
+// cookbookSQL returns the cookbook's SQL block under heading (the
+// warehouse reference, docs/warehouse.md).
 func cookbookSQL(t testing.TB, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/warehouse.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, "\n### "+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no cookbook entry %q", heading)
+		t.Fatalf("docs/warehouse.md has no cookbook entry %q", heading)
 	}
 	rest := text[i:]
 	start := strings.Index(rest, "```sql\n")
