@@ -64,6 +64,8 @@ var badValues = []badValue{
 	{variable: "SYNC_NOTIFY_URL", value: "hooks.slack.example/services/T0/B0/hunter2-secret"},
 	{variable: "SYNC_FAIL_ON", value: "warnings,everything"},
 	{variable: "SYNC_EXIT_INCOMPLETE", value: "1"},
+	{variable: "AGENCY_MAX_RESPONSE_BYTES", value: "a lot"},
+	{variable: "SYNC_COMMS_REFRESH_AGE", value: "-24h"},
 	{variable: "LOG_LEVEL", value: "loud"},
 	{variable: "LOG_FORMAT", value: "xml"},
 }
