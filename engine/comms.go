@@ -46,6 +46,10 @@ type rangeCursor struct {
 	// already held the pages before it (see skipHeld); 0 for a range read
 	// from its first page.
 	FirstPage int `json:"first_page,omitempty"`
+	// SkipPerPage is the page size skipHeld asked with (0 when it did
+	// not skip): it may be smaller than the server's, to leave room for
+	// new records in the page holding the last held one.
+	SkipPerPage int `json:"skip_per_page,omitempty"`
 }
 
 // backfillCursor is the history backfill: from Start to End (the day it
@@ -315,7 +319,7 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	if lastID <= 0 {
 		return nil // nothing to check the first page against
 	}
-	rc.NextPage, rc.FirstPage, rc.PerPage = page, page, per
+	rc.NextPage, rc.FirstPage, rc.PerPage, rc.SkipPerPage = page, page, per, per
 	rc.Offset, rc.Seen, rc.LastID = (page-1)*per, held, lastID
 	rc.Total, rc.LastPage = -1, (held+per-1)/per
 	log.Info("communications increment starts at the first page that can hold new records",
@@ -323,19 +327,25 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	return nil
 }
 
-// skipPerPage is the page size that skipHeld asks with: per, unless the
-// held records fill whole pages of per — then the page after them would
-// start with a new record, which proves nothing about earlier pages — else
-// the size, down to half of per, whose page holding the last held record
-// leaves the most room for new ones.
+// skipPerPage is the page size that skipHeld asks with: per, when the
+// page holding the last held record leaves at least half a page of room for
+// new ones after it; else the size, down to half of per, whose page holding
+// the last held record leaves the most room — so that an increment's new
+// records fit in that one page instead of spilling into the next (and a
+// page never starts with a new record, which would prove nothing about the
+// pages before it).
 func skipPerPage(held, per int) int {
-	if per <= 1 || held%per != 0 {
+	if per <= 1 {
 		return per
 	}
-	best, room := per, 0
+	room := func(p int) int { return ((held-1)/p+1)*p - held }
+	if room(per) >= per/2 {
+		return per
+	}
+	best, most := per, room(per)
 	for p := per - 1; p >= max(per/2, 1); p-- {
-		if r := ((held-1)/p+1)*p - held; r > room {
-			best, room = p, r
+		if r := room(p); r > most {
+			best, most = p, r
 		}
 	}
 	return best
@@ -350,7 +360,9 @@ func (r *run) incrementRange(ctx context.Context, log *zap.Logger, cs *commsStat
 		if done {
 			c := &cs.cur
 			c.LastIncrementPages = max(rc.NextPage-startPage, 1)
-			if rc.PerPage > 0 && !rc.Unpaged {
+			// The size the server answers; not the one skipHeld chose
+			// to leave room for new records, unless the server capped it.
+			if rc.PerPage > 0 && !rc.Unpaged && (rc.SkipPerPage == 0 || rc.PerPage < rc.SkipPerPage) {
 				c.LastPerPage = rc.PerPage
 			}
 			switch {

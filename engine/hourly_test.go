@@ -273,3 +273,28 @@ func TestHourlyIncrementOnAFullPageCostsOneRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestHourlyIncrementAcrossAPageBoundaryCostsOneRequest: when the held
+// e-mails end near the end of a page (5 950 at 1 000 a page), the 200 new
+// ones would spill into the next page at the usual page size: the
+// increment asks with a page size whose page holding the last held e-mail
+// has room for them, so it still costs one request.
+func TestHourlyIncrementAcrossAPageBoundaryCostsOneRequest(t *testing.T) {
+	t.Parallel()
+	h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 1000, 5949) // with id 1: 5 950 held
+	for round := range 3 {
+		h.addMails(int64(6101+200*round), 200, d1.Add(time.Duration(10+round)*time.Hour), time.Hour)
+		h.now.Store(d1.Add(time.Duration(11+round) * time.Hour).UnixNano())
+		mark := pl.len()
+		res, reqs := h.commsRun()
+		if res.Status != StatusSucceeded {
+			t.Fatalf("hourly run %d: %s %v", round, res.Status, res.Err)
+		}
+		if reqs != 1 {
+			t.Errorf("hourly run %d after 200 new e-mails on a day of %d cost %d requests (pages %v), want 1", round, 5950+200*round, reqs, pl.since(mark))
+		}
+		if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
+			t.Fatalf("hourly run %d left %d e-mails out: %v", round, len(miss), miss[:min(len(miss), 10)])
+		}
+	}
+}
