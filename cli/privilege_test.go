@@ -87,7 +87,7 @@ func serveUntilReady(t *testing.T, vars map[string]string, probes int, args ...s
 }
 
 // TestLeastPrivilegeRole runs every command as a role that owns only its
-// schema and has no CREATE on the database (issue 15, item 4).
+// schema and has no CREATE on the database.
 func TestLeastPrivilegeRole(t *testing.T) {
 	t.Parallel()
 	own := warehousetest.NewSchemaOwner(t)

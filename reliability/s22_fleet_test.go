@@ -51,16 +51,15 @@ func fleetAgencies() []*fleetAgency {
 	return out
 }
 
-// TestS22Fleet (issue 27's acceptance): 3 fleet workers, 12 agencies of
-// different sizes at the sandboxes' real limits, one with a refused key and
-// one whose quota runs out mid-sync. One worker is SIGKILLed mid-sync,
-// another stopped (SIGTERM) and restarted, and an agency is appended to
-// FLEET_FILE while they run. Every healthy agency ends equal to its truth;
-// the quota-limited one completes on the service's next day without a
-// failed run; no agency has two syncs at once; each agency's requests stay
-// within its minimum plus one request per interruption; the refused key is
-// tried once, notified once, and resumes when its key file changes; no key
-// is in the database or any output.
+// TestS22Fleet: 3 fleet workers, 12 agencies of different sizes at the
+// sandboxes' real limits, one with a refused key and one whose quota runs out
+// mid-sync. One worker is SIGKILLed mid-sync, another stopped (SIGTERM) and
+// restarted, and an agency is appended to FLEET_FILE while they run. Every
+// healthy agency ends equal to its truth; the quota-limited one completes on
+// the service's next day without a failed run; no agency has two syncs at once;
+// each agency's requests stay within its minimum plus one request per
+// interruption; the refused key is tried once, notified once, and resumes when
+// its key file changes; no key is in the database or any output.
 func TestS22Fleet(t *testing.T) {
 	sc := newScenario(t, 22, "Fleet: 3 workers on River, 12 agencies; SIGKILL, stop and restart, an agency appended")
 	agencies := fleetAgencies()
