@@ -201,7 +201,7 @@ func (r *fleetRig) checkRefused(a *fleetAgency) {
 	if n := r.runCount(a, "failed"); n != 1 {
 		r.t.Errorf("%s: %d failed runs, want the one whose key was refused", a.name, n)
 	}
-	waitFor(r.t, "the refused key's notification", time.Minute, 50*time.Millisecond, func() bool { return len(r.notify.messages()) > 0 })
+	waitFor(r.t, "the refused key's notification", time.Minute, 50*time.Millisecond, func() bool { return len(r.notify.Texts()) > 0 })
 }
 
 // crossQuotaDay waits until the quota-limited agency waits for the next
@@ -258,8 +258,8 @@ func (r *fleetRig) checkStatus(byName map[string]*fleetAgency) {
 // key file change and its sync resumes.
 func (r *fleetRig) fixRefusedKey(a *fleetAgency) {
 	r.t.Helper()
-	if n := len(r.notify.messages()); n != 1 || !strings.Contains(r.notify.messages()[0], "failed") {
-		r.t.Errorf("%d notifications before the key was fixed (%q), want one of the failure", n, r.notify.messages())
+	if n := len(r.notify.Texts()); n != 1 || !strings.Contains(r.notify.Texts()[0], "failed") {
+		r.t.Errorf("%d notifications before the key was fixed (%q), want one of the failure", n, r.notify.Texts())
 	}
 	r.writeKeys(a, true)
 	waitFor(r.t, a.name+" synced with its new key", 5*time.Minute, 100*time.Millisecond, func() bool { return r.settled(a) })
