@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 	"github.com/agencysync/agencysync/internal/testkit/webhook"
 )
 
@@ -49,12 +49,7 @@ func TestRunNotifies(t *testing.T) {
 func TestServeAnswersStatusPage(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopback.FreeAddr(t)
 	vars := syncEnv(t, sb, o, map[string]string{"HTTP_ADDR": addr, "SYNC_SCHEDULE": "0 0 1 1 *"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
