@@ -603,14 +603,22 @@ func secretVariables() map[string]bool {
 	return out
 }
 
-func variableOf(field string) Variable {
-	for _, v := range Variables() {
-		if v.Field == field {
+// variableOf is Config's variable of struct field field.
+func variableOf(field string) Variable { return variableIn(Variables(), field, byField) }
+
+// variableIn returns the variable of list whose key (byName or byField) is
+// want; one named want when none is.
+func variableIn(list []Variable, want string, key func(Variable) string) Variable {
+	for _, v := range list {
+		if key(v) == want {
 			return v
 		}
 	}
-	return Variable{Name: field}
+	return Variable{Name: want}
 }
+
+func byName(v Variable) string  { return v.Name }
+func byField(v Variable) string { return v.Field }
 
 func fieldError(field, problem string) error {
 	v := variableOf(field)

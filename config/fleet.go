@@ -130,22 +130,12 @@ func FleetVariables() []Variable {
 	return out
 }
 
-func fleetVariable(name string) Variable {
-	for _, v := range FleetVariables() {
-		if v.Name == name {
-			return v
-		}
-	}
-	return Variable{Name: name}
-}
+// fleetVariable is the fleet worker's variable named name.
+func fleetVariable(name string) Variable { return variableIn(FleetVariables(), name, byName) }
 
+// fleetVariableOf is the fleet worker's variable of struct field field.
 func fleetVariableOf(field string) Variable {
-	for _, v := range FleetVariables() {
-		if v.Field == field {
-			return v
-		}
-	}
-	return Variable{Name: field}
+	return variableIn(FleetVariables(), field, byField)
 }
 
 // FleetMarkdownTable renders the fleet worker's variables as the Markdown

@@ -16,10 +16,7 @@ import (
 // an old e-mail must not stay stale for more than a quarter.
 func TestDefaultCommsRefreshAgeKeepsTheNightlyUnderTwoPercent(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(nil), noFiles)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
+	cfg := mustLoad(t, env(nil), noFiles)
 	days := int(cfg.CommsRefreshAge / (24 * time.Hour))
 	if days < 1 {
 		t.Fatalf("default SYNC_COMMS_REFRESH_AGE %s is under a day", cfg.CommsRefreshAge)
