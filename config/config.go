@@ -707,10 +707,14 @@ func redactURL(s string) string {
 
 // MarkdownTable renders the configuration reference as the Markdown table the
 // README embeds (a test keeps the two equal).
-func MarkdownTable() string {
+func MarkdownTable() string { return markdownTable(Variables()) }
+
+// markdownTable renders vars as a reference table: name, default, form and
+// what it does ("|" escaped); a secret names its _FILE variable too.
+func markdownTable(vars []Variable) string {
 	var b strings.Builder
 	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")
-	for _, v := range Variables() {
+	for _, v := range vars {
 		def := "—"
 		if v.Default != "" {
 			def = "`" + v.Default + "`"

@@ -140,18 +140,7 @@ func fleetVariableOf(field string) Variable {
 
 // FleetMarkdownTable renders the fleet worker's variables as the Markdown
 // table docs/fleet.md embeds (a test keeps the two equal).
-func FleetMarkdownTable() string {
-	var b strings.Builder
-	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")
-	for _, v := range FleetVariables() {
-		def := "—"
-		if v.Default != "" {
-			def = "`" + v.Default + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, def, v.Form, v.Desc)
-	}
-	return b.String()
-}
+func FleetMarkdownTable() string { return markdownTable(FleetVariables()) }
 
 // FleetAgency is one agency of FLEET_FILE: its name, its warehouse schema
 // and its variables (those of a single worker; secrets only as *_FILE).
