@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -90,16 +89,9 @@ func (w *worker) fleetPage(rw http.ResponseWriter, r *http.Request) {
 		}
 		view.Agencies = append(view.Agencies, p)
 	}
-	var buf bytes.Buffer
-	if err := fleetPageTmpl.Execute(&buf, view); err != nil {
+	if err := serve.RenderPage(rw, fleetPageTmpl, view, "default-src 'none'; style-src 'unsafe-inline'", "fleet view"); err != nil {
 		w.log.Error("fleet view: render", zap.Error(err))
-		http.Error(rw, "fleet view unavailable: render failed", http.StatusInternalServerError)
-		return
 	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.Header().Set("Cache-Control", "no-store")
-	rw.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	_, _ = rw.Write(buf.Bytes())
 }
 
 // agencyPage is serve's status page of one agency.
