@@ -16,7 +16,12 @@ import (
 // change of a number's scale alone (1250.5 and 1250.50 are one amount) must
 // not count.
 func TestChecksumDetectsTampering(t *testing.T) {
-	r, tr := syncedRig(t, "the comparison with the truth detects tampering")
+	sc := newScenario(t, 0, "the comparison with the truth detects tampering")
+	o := defaultSandbox()
+	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 2000
+	r := newRig(t, sc, o)
+	mustSucceed(t, "sync", r.run(nil))
+	tr := r.sb.truth()
 	for _, c := range func() []oracle.Check { c, _ := compareWithTruth(t, r.pool, r.schema, tr); return c }() {
 		if !c.OK() {
 			t.Fatalf("before tampering %s already differs", c.Table)
@@ -48,7 +53,12 @@ func TestChecksumDetectsTampering(t *testing.T) {
 // package transform, so such a bug in the worker cannot appear on both
 // sides; TestOracleSharesNothingWithTheWorker holds it to that.)
 func TestOracleCatchesPlantedTransformBugs(t *testing.T) {
-	r, tr := syncedRig(t, "the oracle catches planted transform bugs")
+	sc := newScenario(t, 0, "the oracle catches planted transform bugs")
+	o := defaultSandbox()
+	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 2000
+	r := newRig(t, sc, o)
+	mustSucceed(t, "sync", r.run(nil))
+	tr := r.sb.truth()
 	type want = tamperWant
 	tamper := []tampering{
 		// full_name not trimmed: the source's trailing space kept.
@@ -64,18 +74,6 @@ func TestOracleCatchesPlantedTransformBugs(t *testing.T) {
 		{"UPDATE %s SET updated_at = updated_at - interval '2 hours' WHERE project_id = (SELECT min(project_id) FROM %[1]s)", "projects", want{differs: 1}},
 	}
 	tamperAndCompare(t, r, tr, tamper, nil)
-}
-
-// syncedRig is the rig of the suite's own checks: a small agency (4 brands
-// of 3 projects, 2000 e-mails) synced once, and the truth it must equal.
-func syncedRig(t *testing.T, title string) (*rig, truth) {
-	t.Helper()
-	sc := newScenario(t, 0, title)
-	o := defaultSandbox()
-	o.Brands, o.ProjectsPerBrand, o.Emails = 4, 3, 2000
-	r := newRig(t, sc, o)
-	mustSucceed(t, "sync", r.run(nil))
-	return r, r.sb.truth()
 }
 
 // tamperWant is what a comparison should find in one table.
