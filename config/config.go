@@ -565,8 +565,11 @@ type Variable struct {
 
 // Variables lists every configuration variable in struct order. The README's
 // configuration table and the deployment checks are generated from it.
-func Variables() []Variable {
-	t := reflect.TypeOf(Config{})
+func Variables() []Variable { return variablesOf(reflect.TypeOf(Config{})) }
+
+// variablesOf lists the variables of struct type t's fields that carry an
+// env tag, in struct order.
+func variablesOf(t reflect.Type) []Variable {
 	out := make([]Variable, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)

@@ -119,16 +119,7 @@ func (s *FleetSettings) validate() error {
 
 // FleetVariables lists the fleet worker's own variables (FleetSettings) in
 // struct order, as Variables does for Config.
-func FleetVariables() []Variable {
-	t := reflect.TypeOf(FleetSettings{})
-	out := make([]Variable, 0, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, def := parseEnvTag(f.Tag.Get("env"))
-		out = append(out, Variable{Name: name, Default: def, Form: f.Tag.Get("form"), Desc: f.Tag.Get("desc"), Field: f.Name})
-	}
-	return out
-}
+func FleetVariables() []Variable { return variablesOf(reflect.TypeOf(FleetSettings{})) }
 
 // fleetVariable is the fleet worker's variable named name.
 func fleetVariable(name string) Variable { return variableIn(FleetVariables(), name, byName) }
