@@ -52,16 +52,39 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 	view := stream.NewView(rec.Raw, root)
 	fields := observe(s.Name, view)
 	m := newMapping(root, children, hooked, endpoint)
-	sparse := map[string]bool{} // "table.column" of the sparse columns: absent is not missing
-	for _, t := range append(append([]*stream.Table{root}, children...), hooked...) {
+	sparse := sparseColumns(append(append([]*stream.Table{root}, children...), hooked...))
+
+	in.checkRoot(root, view, endpoint, rec.Key, params)
+	for _, t := range children {
+		if t.Array != "" {
+			in.checkChild(t, view, endpoint)
+		}
+	}
+	for _, t := range hooked {
+		in.checkHooked(s, t, view, endpoint)
+	}
+	in.findUnmapped(fields, m, sparse)
+	return in
+}
+
+// sparseColumns returns the "table.column" names of the tables' sparse
+// columns: for them, absent is not missing.
+func sparseColumns(tables []*stream.Table) map[string]bool {
+	sparse := map[string]bool{}
+	for _, t := range tables {
 		for _, c := range t.Columns {
 			if c.Sparse {
 				sparse[t.Name+"."+c.Name] = true
 			}
 		}
 	}
+	return sparse
+}
 
-	// The record's own table.
+// checkRoot checks the columns of the record's own table, runs the table's
+// Check hook on the values found, and takes the record's id. key is the key
+// the record was listed under.
+func (in *inspection) checkRoot(root *stream.Table, view *stream.View, endpoint, key string, params map[string]string) {
 	vals := map[string]any{}
 	for i := range root.Columns {
 		c := &root.Columns[i]
@@ -72,9 +95,9 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 		vals[c.Name] = v
 		if cc.State == StateMissing {
 			switch {
-			case i == 0 && len(root.Key()) == 1 && rec.Key != "":
+			case i == 0 && len(root.Key()) == 1 && key != "":
 				cc.State = StateFromKey
-				vals[c.Name], _ = c.Coerce(gjson.Result{Type: gjson.String, Str: rec.Key, Raw: strconv.Quote(rec.Key)}, c.Field)
+				vals[c.Name], _ = c.Coerce(gjson.Result{Type: gjson.String, Str: key, Raw: strconv.Quote(key)}, c.Field)
 			case c.Param != "" && params[c.Param] != "":
 				cc.State = StateFromParam
 			case c.Sparse:
@@ -84,81 +107,89 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 		in.columns = append(in.columns, cc)
 	}
 	if root.Check != nil {
-		row := &row{vals: vals}
-		if err := root.Check(view, row); err != nil {
-			in.problems = append(in.problems, "the "+root.Noun+" check of the declaration refuses the record")
-		}
-		for i := range in.columns {
-			cc := &in.columns[i]
-			if cc.State == StateMissing && row.Get(strings.TrimPrefix(cc.Column, root.Name+".")) != nil {
-				cc.State = StateFromHook
-			}
-		}
+		in.runCheckHook(root, view, &row{vals: vals})
 	}
-	if key := root.Key(); len(key) == 1 {
-		if v, err := key[0].Coerce(view.Value(&key[0]), key[0].Field); err == nil && v != nil {
+	if k := root.Key(); len(k) == 1 {
+		if v, err := k[0].Coerce(view.Value(&k[0]), k[0].Field); err == nil && v != nil {
 			in.id = fmt.Sprint(v)
-		} else if rec.Key != "" {
-			in.id = rec.Key
+		} else if key != "" {
+			in.id = key
 		}
 	}
+}
 
-	// Child tables of arrays (or objects keyed by id) in the record.
-	for _, t := range children {
-		if t.Array == "" {
+// runCheckHook runs root's Check hook on the record's values: a refusal is a
+// problem, and a missing column the hook sets is filled from the hook.
+func (in *inspection) runCheckHook(root *stream.Table, view *stream.View, r *row) {
+	if err := root.Check(view, r); err != nil {
+		in.problems = append(in.problems, "the "+root.Noun+" check of the declaration refuses the record")
+	}
+	for i := range in.columns {
+		cc := &in.columns[i]
+		if cc.State == StateMissing && r.Get(strings.TrimPrefix(cc.Column, root.Name+".")) != nil {
+			cc.State = StateFromHook
+		}
+	}
+}
+
+// checkChild checks the columns of a child table filled from an array (or
+// an object keyed by id) of the record.
+func (in *inspection) checkChild(t *stream.Table, view *stream.View, endpoint string) {
+	elems, keyed := elementsAt(view, t.Array)
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if !c.Mapped() || !c.FillsFrom(endpoint) {
 			continue
 		}
-		elems, keyed := elementsAt(view, t.Array)
-		for i := range t.Columns {
-			c := &t.Columns[i]
-			if !c.Mapped() || !c.FillsFrom(endpoint) {
-				continue
+		path := inventory.FieldPath(t.Array, c.Field)
+		cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: path, Type: string(c.Type), State: StateNotSeen}
+		if len(elems) > 0 {
+			cc, _ = column(t.Name, c, path, elems)
+			switch {
+			case cc.State == StateMissing && c.ElementKey && keyed:
+				cc.State = StateFromKey
+			case cc.State == StateMissing && c.Sparse:
+				cc.State = StateNotSeen
 			}
-			path := inventory.FieldPath(t.Array, c.Field)
-			cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: path, Type: string(c.Type), State: StateNotSeen}
-			if len(elems) > 0 {
-				cc, _ = column(t.Name, c, path, elems)
-				switch {
-				case cc.State == StateMissing && c.ElementKey && keyed:
-					cc.State = StateFromKey
-				case cc.State == StateMissing && c.Sparse:
-					cc.State = StateNotSeen
-				}
-			}
-			in.columns = append(in.columns, cc)
 		}
+		in.columns = append(in.columns, cc)
 	}
+}
 
-	// Tables a hook fills from the record (the people of an e-mail).
-	for _, t := range hooked {
-		var views []*stream.View
-		var sets []map[string]any
-		err := t.Elements(s, view, &stream.Scratch{}, func(e stream.Element) {
-			views, sets = append(views, e.View), append(sets, e.Set)
-		})
-		if err != nil {
-			in.problems = append(in.problems, "the "+t.Name+" of the record cannot be read as the declaration expects")
-		}
-		for i := range t.Columns {
-			c := &t.Columns[i]
-			if !c.Mapped() || !c.FillsFrom(endpoint) {
-				continue
-			}
-			cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: c.Field, Type: string(c.Type), State: StateNotSeen}
-			if len(views) > 0 {
-				cc, _ = column(t.Name, c, c.Field, views)
-				switch {
-				case cc.State == StateMissing && slices.ContainsFunc(sets, func(set map[string]any) bool { return set[c.Name] != nil }):
-					cc.State = StateFromHook
-				case cc.State == StateMissing && c.Sparse:
-					cc.State = StateNotSeen
-				}
-			}
-			in.columns = append(in.columns, cc)
-		}
+// checkHooked checks the columns of a table a hook fills from the record
+// (the people of an e-mail).
+func (in *inspection) checkHooked(s *stream.Stream, t *stream.Table, view *stream.View, endpoint string) {
+	var views []*stream.View
+	var sets []map[string]any
+	err := t.Elements(s, view, &stream.Scratch{}, func(e stream.Element) {
+		views, sets = append(views, e.View), append(sets, e.Set)
+	})
+	if err != nil {
+		in.problems = append(in.problems, "the "+t.Name+" of the record cannot be read as the declaration expects")
 	}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if !c.Mapped() || !c.FillsFrom(endpoint) {
+			continue
+		}
+		cc := ColumnCheck{Column: t.Name + "." + c.Name, Field: c.Field, Type: string(c.Type), State: StateNotSeen}
+		if len(views) > 0 {
+			cc, _ = column(t.Name, c, c.Field, views)
+			switch {
+			case cc.State == StateMissing && slices.ContainsFunc(sets, func(set map[string]any) bool { return set[c.Name] != nil }):
+				cc.State = StateFromHook
+			case cc.State == StateMissing && c.Sparse:
+				cc.State = StateNotSeen
+			}
+		}
+		in.columns = append(in.columns, cc)
+	}
+}
 
-	// Unmapped fields, and the candidates of each missing one.
+// findUnmapped lists the record's fields no column maps (and no mapped field
+// covers), and gives each missing column — and each sparse column not seen —
+// its candidates among them.
+func (in *inspection) findUnmapped(fields []inventory.Field, m *mapping, sparse map[string]bool) {
 	for i := range fields {
 		fields[i].MappedColumn = m.columnOf(fields[i].Path)
 	}
@@ -186,7 +217,6 @@ func inspect(s *stream.Stream, endpoint string, rec extract.Record, params map[s
 	if in.unmapped == nil {
 		in.unmapped = []Field{}
 	}
-	return in
 }
 
 // column checks column c of table (its source field at path, for display)

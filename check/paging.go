@@ -181,7 +181,7 @@ func (pp *pagingProbe) testOwn(ctx context.Context) (string, error) {
 		return "", nil
 	case b.Rows() > 1:
 		return fmt.Sprintf("asked for 1 row at the second position, the server answered %d: it ignores %s", b.Rows(), orNone(cfg.Size)), nil
-	case bytes.Equal(firstRaw(b), firstRaw(a)):
+	case bytes.Equal(b.FirstRaw(), a.FirstRaw()):
 		return "the second position repeats the first row: the server ignores " + position(cfg), nil
 	case cfg.Style == stream.StylePage && b.Number != 2:
 		return fmt.Sprintf("asked for page 2, the server answered current_page %d: it ignores %s", b.Number, position(cfg)), nil
@@ -218,7 +218,7 @@ func (pp *pagingProbe) testMax(ctx context.Context, total int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if d.Rows() == 0 || bytes.Equal(firstRaw(d), firstRaw(c)) {
+		if d.Rows() == 0 || bytes.Equal(d.FirstRaw(), c.FirstRaw()) {
 			return "", nil
 		}
 	}
@@ -309,7 +309,7 @@ func (pp *pagingProbe) try(ctx context.Context, p stream.Pagination) (ok bool, c
 		if b.Rows() == 0 {
 			return true, 0, nil
 		}
-		if holds(a, firstRaw(b)) {
+		if holds(a, b.FirstRaw()) {
 			return false, 0, nil
 		}
 		if a.Rows() < p.Max && !(answeredPerPage(a) && a.PerPage < p.Max) {
@@ -325,7 +325,7 @@ func (pp *pagingProbe) try(ctx context.Context, p stream.Pagination) (ok bool, c
 		if err != nil {
 			return false, 0, err
 		}
-		return b.Rows() == 1 && !bytes.Equal(firstRaw(a), firstRaw(b)) && b.Number == 2, 0, nil
+		return b.Rows() == 1 && !bytes.Equal(a.FirstRaw(), b.FirstRaw()) && b.Number == 2, 0, nil
 	case stream.StyleCursor:
 		a := pp.first
 		if a.Next == "" {
@@ -338,7 +338,7 @@ func (pp *pagingProbe) try(ctx context.Context, p stream.Pagination) (ok bool, c
 		if err != nil {
 			return false, 0, err
 		}
-		return b.Rows() > 0 && !holds(a, firstRaw(b)), 0, nil
+		return b.Rows() > 0 && !holds(a, b.FirstRaw()), 0, nil
 	}
 	return false, 0, nil
 }
@@ -411,17 +411,6 @@ func answeredPerPage(p *extract.Page) bool {
 }
 
 func answeredTotal(p *extract.Page) bool { return slices.Contains(p.PagingFields, "total") }
-
-// firstRaw is the raw bytes of p's first row (nil for none).
-func firstRaw(p *extract.Page) []byte {
-	switch {
-	case len(p.Records) > 0:
-		return p.Records[0].Raw
-	case len(p.Rejects) > 0:
-		return p.Rejects[0].Raw
-	}
-	return nil
-}
 
 // holds reports whether one of p's rows is raw.
 func holds(p *extract.Page, raw []byte) bool {

@@ -28,15 +28,7 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	var need config.Need
-	for _, s := range sel {
-		if s == engine.StreamCommunications {
-			need |= config.NeedComms
-		} else {
-			need |= config.NeedMain
-		}
-	}
-	if err := a.cfg.Require(need); err != nil {
+	if err := a.cfg.Require(checkNeeds(sel)); err != nil {
 		return err
 	}
 	all, err := declarations(a.cfg)
@@ -92,6 +84,26 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 	} else if err := check.WriteTable(a.env.Stdout, rep); err != nil {
 		return err
 	}
+	return checkExit(rep, plan)
+}
+
+// checkNeeds is what the configuration must give to check the streams sel:
+// the communications endpoint's settings, the main interface's, or both.
+func checkNeeds(sel []string) config.Need {
+	var need config.Need
+	for _, s := range sel {
+		if s == engine.StreamCommunications {
+			need |= config.NeedComms
+		} else {
+			need |= config.NeedMain
+		}
+	}
+	return need
+}
+
+// checkExit is the error, and so the exit code, of a check's outcome: none
+// when every endpoint answered as declared.
+func checkExit(rep *check.Report, plan engine.Plan) error {
 	switch rep.Outcome {
 	case check.OutcomeOK:
 		return nil

@@ -253,20 +253,16 @@ func printJSON(w io.Writer, v any) error {
 // openWarehouse opens the configured warehouse (a private cluster when
 // DATABASE_URL is unset).
 func (a *app) openWarehouse(ctx context.Context) (*warehouse.Warehouse, error) {
-	if a.cfg.DatabaseURL.Value() == "" {
-		if _, err := a.cfg.PrivateClusterDir(); err != nil {
-			return nil, err
-		}
-	}
-	return warehouse.Open(ctx, warehouse.Options{
-		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
-		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log,
-	})
+	return a.open(ctx, false)
 }
 
 // openExisting opens the configured warehouse only if it exists, creating
 // nothing (no schema, no private cluster's data folder).
 func (a *app) openExisting(ctx context.Context) (*warehouse.Warehouse, error) {
+	return a.open(ctx, true)
+}
+
+func (a *app) open(ctx context.Context, existing bool) (*warehouse.Warehouse, error) {
 	if a.cfg.DatabaseURL.Value() == "" {
 		if _, err := a.cfg.PrivateClusterDir(); err != nil {
 			return nil, err
@@ -274,7 +270,7 @@ func (a *app) openExisting(ctx context.Context) (*warehouse.Warehouse, error) {
 	}
 	return warehouse.Open(ctx, warehouse.Options{
 		DSN: a.cfg.DatabaseURL.Value(), Schema: a.cfg.WarehouseSchema, LocalDataDir: a.cfg.LocalDataDir,
-		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log, Existing: true,
+		BinDir: a.cfg.PGBinDir, StatementTimeout: a.cfg.DBStatementTimeout, Logger: a.log, Existing: existing,
 	})
 }
 

@@ -3,27 +3,15 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 )
-
-// closedAddr is an http:// address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "http://" + ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // ledgerTotal is every request the schema's quota ledger counts.
 func ledgerTotal(t *testing.T, vars map[string]string) int {
@@ -40,7 +28,7 @@ func ledgerTotal(t *testing.T, vars map[string]string) int {
 func TestUnreachableBaseURLFailsFastUnbilled(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, nil)
-	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_BASE_URL": closedAddr(t)})
+	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_BASE_URL": "http://" + loopback.FreeAddr(t)})
 	code, out, errs := mainWith(vars, "run")
 	if code != ExitFailure {
 		t.Fatalf("run exit %d, want %d:\n%s", code, ExitFailure, errs)
@@ -60,7 +48,7 @@ func TestUnreachableBaseURLFailsFastUnbilled(t *testing.T) {
 		t.Errorf("%d e-mails landed, the service holds %d", n, sb.Stats().Emails)
 	}
 
-	both := syncEnv(t, sb, o, map[string]string{"AGENCY_BASE_URL": closedAddr(t), "AGENCY_COMMS_URL": closedAddr(t)})
+	both := syncEnv(t, sb, o, map[string]string{"AGENCY_BASE_URL": "http://" + loopback.FreeAddr(t), "AGENCY_COMMS_URL": "http://" + loopback.FreeAddr(t)})
 	code, _, errs = mainWith(both, "run")
 	if code != ExitFailure || !strings.Contains(errs, "cannot reach AGENCY_COMMS_URL") {
 		t.Fatalf("run with both addresses closed: exit %d:\n%s", code, errs)

@@ -3,16 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
+	"github.com/agencysync/agencysync/internal/testkit/webhook"
 )
 
 // TestRunNotifies: with SYNC_NOTIFY_URL set, a run that ends partial posts
@@ -20,23 +19,10 @@ import (
 // messages nor the logs hold a key or the webhook's path.
 func TestRunNotifies(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var texts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Text string }
-		b, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(b, &body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		texts = append(texts, body.Text)
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
+	hook := webhook.Start(t)
 	const path = "/services/T0/B0/hooksecretpath"
 	sb, o := startSandbox(t, nil)
-	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_DAILY_QUOTA": "8", "AGENCY_QUOTA_RESERVE": "0%", "SYNC_NOTIFY_URL": hook.URL + path})
+	vars := syncEnv(t, sb, o, map[string]string{"AGENCY_DAILY_QUOTA": "8", "AGENCY_QUOTA_RESERVE": "0%", "SYNC_NOTIFY_URL": hook.URL(path)})
 	code, out, errs := mainWith(vars, "run")
 	if code != ExitIncomplete {
 		t.Fatalf("run with a tiny budget exit %d, want %d:\n%s", code, ExitIncomplete, errs)
@@ -45,17 +31,14 @@ func TestRunNotifies(t *testing.T) {
 	if strings.Contains(errs, "hooksecretpath") {
 		t.Errorf("the log holds the webhook's path:\n%s", errs)
 	}
-	mu.Lock()
-	if len(texts) != 1 || !strings.Contains(texts[0], "partial") {
+	if texts := hook.Texts(); len(texts) != 1 || !strings.Contains(texts[0], "partial") {
 		t.Fatalf("messages %q, want one partial", texts)
 	}
-	mu.Unlock()
 	vars["AGENCY_DAILY_QUOTA"] = "10000"
 	if code, _, errs := mainWith(vars, "run"); code != ExitOK {
 		t.Fatalf("second run exit %d:\n%s", code, errs)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	texts := hook.Texts()
 	if len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
 		t.Fatalf("messages %q, want a recovery after the partial run", texts)
 	}
@@ -66,12 +49,7 @@ func TestRunNotifies(t *testing.T) {
 func TestServeAnswersStatusPage(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopback.FreeAddr(t)
 	vars := syncEnv(t, sb, o, map[string]string{"HTTP_ADDR": addr, "SYNC_SCHEDULE": "0 0 1 1 *"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -15,27 +14,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
-
-// freeAddr returns a loopback address nobody listens on (HTTP_ADDR refuses port 0).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
 
 // serveUntilReady starts serve with vars, waits for /readyz to answer 200
 // (failing after a generous bound), probes it probes more times, stops serve
 // and returns the /readyz body and serve's log.
 func serveUntilReady(t *testing.T, vars map[string]string, probes int, args ...string) (string, string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := loopback.FreeAddr(t)
 	vars["HTTP_ADDR"] = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -87,7 +75,7 @@ func serveUntilReady(t *testing.T, vars map[string]string, probes int, args ...s
 }
 
 // TestLeastPrivilegeRole runs every command as a role that owns only its
-// schema and has no CREATE on the database (issue 15, item 4).
+// schema and has no CREATE on the database.
 func TestLeastPrivilegeRole(t *testing.T) {
 	t.Parallel()
 	own := warehousetest.NewSchemaOwner(t)

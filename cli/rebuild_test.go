@@ -83,13 +83,13 @@ func moved(before, after map[string]time.Time) int {
 	return n
 }
 
-// TestRebuildRemapsWithoutRequests is issue 16's acceptance: against a
-// service whose project fields are renamed, `run` leaves the columns NULL;
-// with AGENCY_FIELD_MAP set, `rebuild --streams projects` fills them with 0
-// requests and no API key, moving _synced_at only on the rows it changed; a
-// second rebuild changes nothing; the next run keeps them filled. Invoices,
-// rejected by the run for want of their amount, land from rejected_records
-// when finance is rebuilt under the map.
+// TestRebuildRemapsWithoutRequests: against a service whose project fields are
+// renamed, `run` leaves the columns NULL; with AGENCY_FIELD_MAP set,
+// `rebuild --streams projects` fills them with 0 requests and no API key,
+// moving _synced_at only on the rows it changed; a second rebuild changes
+// nothing; the next run keeps them filled. Invoices, rejected by the run for
+// want of their amount, land from rejected_records when finance is rebuilt
+// under the map.
 func TestRebuildRemapsWithoutRequests(t *testing.T) {
 	t.Parallel()
 	sb, o := startSandbox(t, func(o *sandbox.Options) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 )
 
 // metricValue reads one sample of a Prometheus text exposition.
@@ -60,7 +61,7 @@ func TestServeMetricsFromTheStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
+	addr := loopback.FreeAddr(t)
 	vars["HTTP_ADDR"] = addr
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

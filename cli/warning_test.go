@@ -2,14 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/internal/testkit/webhook"
 )
 
 // statusJSON is what these tests read of `status --json`.
@@ -59,24 +56,10 @@ func (s statusJSON) stream(t *testing.T, name string) (rejected int, fresh bool)
 // recovered, and the next run is succeeded.
 func TestRejectedInvoicesWarnNotifyAndResolve(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var texts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Text string }
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
-		mu.Lock()
-		texts = append(texts, body.Text)
-		mu.Unlock()
-	}))
-	t.Cleanup(hook.Close)
-	messages := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), texts...)
-	}
+	hook := webhook.Start(t)
+	messages := hook.Texts
 	sb, o := startSandbox(t, func(o *sandbox.Options) { o.Variants = []string{sandbox.VariantRenamedFields} })
-	vars := syncEnv(t, sb, o, map[string]string{"SYNC_NOTIFY_URL": hook.URL + "/services/T0/B0/hooksecretpath"})
+	vars := syncEnv(t, sb, o, map[string]string{"SYNC_NOTIFY_URL": hook.URL("/services/T0/B0/hooksecretpath")})
 
 	code, out, errs := mainWith(vars, "run")
 	if code != ExitOK {

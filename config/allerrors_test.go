@@ -61,11 +61,8 @@ func TestEveryProblemAtOnce(t *testing.T) {
 // variable a sync needs in one error.
 func TestEveryMissingVariableAtOnce(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(nil), noFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = cfg.Require(NeedSync)
+	cfg := mustLoad(t, env(nil), noFiles)
+	err := cfg.Require(NeedSync)
 	want := []string{"AGENCY_BASE_URL", "AGENCY_API_KEY", "AGENCY_COMMS_URL", "AGENCY_COMMS_KEY",
 		"AGENCY_COMMS_DOMAIN_ID", "AGENCY_COMMS_USER_IDS", "AGENCY_COMMS_START_DATE"}
 	got := problemVariables(t, err)

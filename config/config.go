@@ -565,8 +565,11 @@ type Variable struct {
 
 // Variables lists every configuration variable in struct order. The docs'
 // configuration table and the deployment checks are generated from it.
-func Variables() []Variable {
-	t := reflect.TypeOf(Config{})
+func Variables() []Variable { return variablesOf(reflect.TypeOf(Config{})) }
+
+// variablesOf lists the variables of struct type t's fields that carry an
+// env tag, in struct order.
+func variablesOf(t reflect.Type) []Variable {
 	out := make([]Variable, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -603,14 +606,22 @@ func secretVariables() map[string]bool {
 	return out
 }
 
-func variableOf(field string) Variable {
-	for _, v := range Variables() {
-		if v.Field == field {
+// variableOf is Config's variable of struct field field.
+func variableOf(field string) Variable { return variableIn(Variables(), field, byField) }
+
+// variableIn returns the variable of list whose key (byName or byField) is
+// want; one named want when none is.
+func variableIn(list []Variable, want string, key func(Variable) string) Variable {
+	for _, v := range list {
+		if key(v) == want {
 			return v
 		}
 	}
-	return Variable{Name: field}
+	return Variable{Name: want}
 }
+
+func byName(v Variable) string  { return v.Name }
+func byField(v Variable) string { return v.Field }
 
 func fieldError(field, problem string) error {
 	v := variableOf(field)
@@ -699,10 +710,14 @@ func redactURL(s string) string {
 
 // MarkdownTable renders the configuration reference as the Markdown table
 // docs/configuration.md embeds (a test keeps the two equal).
-func MarkdownTable() string {
+func MarkdownTable() string { return markdownTable(Variables()) }
+
+// markdownTable renders vars as a reference table: name, default, form and
+// what it does ("|" escaped); a secret names its _FILE variable too.
+func markdownTable(vars []Variable) string {
 	var b strings.Builder
 	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")
-	for _, v := range Variables() {
+	for _, v := range vars {
 		def := "—"
 		if v.Default != "" {
 			def = "`" + v.Default + "`"

@@ -19,10 +19,7 @@ func noFiles(string) ([]byte, error) { return nil, os.ErrNotExist }
 
 func TestLoadDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(nil), noFiles)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
+	cfg := mustLoad(t, env(nil), noFiles)
 	if cfg.WarehouseSchema != "agency" || cfg.RateLimit != 10 || cfg.DailyQuota != 10000 ||
 		cfg.QuotaReserve != 0.05 || cfg.SyncSchedule != "0 2 * * *" || cfg.LogFormat != "auto" ||
 		cfg.QuotaTZ.String() != "UTC" || cfg.CommsTZ.String() != "UTC" || !cfg.AutoMigrate {
@@ -35,7 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestLoadFull(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(map[string]string{
+	cfg := mustLoad(t, env(map[string]string{
 		"DATABASE_URL":            "postgres://u:pw@db:5432/w",
 		"WAREHOUSE_SCHEMA":        "agency_2",
 		"AGENCY_BASE_URL":         "https://api.agency.example",
@@ -53,9 +50,6 @@ func TestLoadFull(t *testing.T) {
 		"LOG_LEVEL":               "debug",
 		"LOG_FORMAT":              "json",
 	}), noFiles)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
 	if err := cfg.Require(NeedSync); err != nil {
 		t.Fatalf("Require(NeedSync): %v", err)
 	}
@@ -89,14 +83,11 @@ func TestSecretFromFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": path}), os.ReadFile)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
+	cfg := mustLoad(t, env(map[string]string{"AGENCY_API_KEY_FILE": path}), os.ReadFile)
 	if cfg.APIKey.Value() != "from-file" {
 		t.Fatalf("APIKey = %q", cfg.APIKey.Value())
 	}
-	_, err = loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": path, "AGENCY_API_KEY": "x"}), os.ReadFile)
+	_, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": path, "AGENCY_API_KEY": "x"}), os.ReadFile)
 	assertVariable(t, err, "AGENCY_API_KEY_FILE")
 	_, err = loadTest(env(map[string]string{"AGENCY_COMMS_KEY_FILE": filepath.Join(dir, "missing")}), os.ReadFile)
 	assertVariable(t, err, "AGENCY_COMMS_KEY_FILE")
@@ -206,10 +197,7 @@ func TestVariablesDocumented(t *testing.T) {
 func TestNotifyURL(t *testing.T) {
 	t.Parallel()
 	const hook = "https://hooks.slack.example/services/T0/B0/hunter2"
-	cfg, err := loadTest(env(map[string]string{"SYNC_NOTIFY_URL": hook}), noFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, env(map[string]string{"SYNC_NOTIFY_URL": hook}), noFiles)
 	if cfg.NotifyURL.Value() != hook {
 		t.Fatalf("NotifyURL = %q", cfg.NotifyURL.Value())
 	}
@@ -245,6 +233,16 @@ var testKnown = Known{
 
 // loadTest loads as an ordinary user (euid 1000) with a home folder,
 // whoever runs the tests.
+// mustLoad is loadTest of a configuration that must load.
+func mustLoad(t *testing.T, lookup func(string) (string, bool), readFile func(string) ([]byte, error)) *Config {
+	t.Helper()
+	cfg, err := loadTest(lookup, readFile)
+	if err != nil {
+		t.Fatalf("LoadFrom: %v", err)
+	}
+	return cfg
+}
+
 func loadTest(lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (*Config, error) {
 	withHome := func(k string) (string, bool) {
 		if v, ok := lookup(k); ok || k != "HOME" {

@@ -13,10 +13,7 @@ import (
 // under 2 % of it (README, "Details").
 func TestDefaultDetailMaxAgeKeepsTheDailyShareSmall(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(nil), noFiles)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
+	cfg := mustLoad(t, env(nil), noFiles)
 	days := int(cfg.DetailMaxAge / (24 * time.Hour))
 	if days < 1 {
 		t.Fatalf("default SYNC_DETAIL_MAX_AGE %s is under a day", cfg.DetailMaxAge)

@@ -62,10 +62,7 @@ func TestFieldMapFromVariableAndFile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := loadTest(env(c.vars), files(c.files))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustLoad(t, env(c.vars), files(c.files))
 			if !reflect.DeepEqual(cfg.FieldMap, c.want) {
 				t.Errorf("FieldMap %v, want %v", cfg.FieldMap, c.want)
 			}
@@ -170,10 +167,7 @@ func TestFieldMapFileOnDisk(t *testing.T) {
 	if err := os.WriteFile(path, []byte(renamedProjectsYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadTest(env(map[string]string{"AGENCY_FIELD_MAP_FILE": path}), os.ReadFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, env(map[string]string{"AGENCY_FIELD_MAP_FILE": path}), os.ReadFile)
 	if cfg.FieldMap["projects.budget_amount"] != "budget_total" || len(cfg.FieldMap) != 5 {
 		t.Errorf("FieldMap %v", cfg.FieldMap)
 	}

@@ -119,49 +119,19 @@ func (s *FleetSettings) validate() error {
 
 // FleetVariables lists the fleet worker's own variables (FleetSettings) in
 // struct order, as Variables does for Config.
-func FleetVariables() []Variable {
-	t := reflect.TypeOf(FleetSettings{})
-	out := make([]Variable, 0, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, def := parseEnvTag(f.Tag.Get("env"))
-		out = append(out, Variable{Name: name, Default: def, Form: f.Tag.Get("form"), Desc: f.Tag.Get("desc"), Field: f.Name})
-	}
-	return out
-}
+func FleetVariables() []Variable { return variablesOf(reflect.TypeOf(FleetSettings{})) }
 
-func fleetVariable(name string) Variable {
-	for _, v := range FleetVariables() {
-		if v.Name == name {
-			return v
-		}
-	}
-	return Variable{Name: name}
-}
+// fleetVariable is the fleet worker's variable named name.
+func fleetVariable(name string) Variable { return variableIn(FleetVariables(), name, byName) }
 
+// fleetVariableOf is the fleet worker's variable of struct field field.
 func fleetVariableOf(field string) Variable {
-	for _, v := range FleetVariables() {
-		if v.Field == field {
-			return v
-		}
-	}
-	return Variable{Name: field}
+	return variableIn(FleetVariables(), field, byField)
 }
 
 // FleetMarkdownTable renders the fleet worker's variables as the Markdown
 // table docs/fleet.md embeds (a test keeps the two equal).
-func FleetMarkdownTable() string {
-	var b strings.Builder
-	b.WriteString("| variable | default | form | what it does |\n|---|---|---|---|\n")
-	for _, v := range FleetVariables() {
-		def := "—"
-		if v.Default != "" {
-			def = "`" + v.Default + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, def, v.Form, v.Desc)
-	}
-	return b.String()
-}
+func FleetMarkdownTable() string { return markdownTable(FleetVariables()) }
 
 // FleetAgency is one agency of FLEET_FILE: its name, its warehouse schema
 // and its variables (those of a single worker; secrets only as *_FILE).

@@ -50,17 +50,14 @@ func TestKeyWithControlCharacterOrSpaceIsAConfigurationError(t *testing.T) {
 func TestKeyFromFileWithCRLFIsAccepted(t *testing.T) {
 	t.Parallel()
 	files := map[string][]byte{"/run/secrets/k": []byte("good-key-value\r\n")}
-	cfg, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
+	cfg := mustLoad(t, env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
 		func(p string) ([]byte, error) { return files[p], nil })
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
 	if cfg.APIKey.Value() != "good-key-value" {
 		t.Fatalf("key %q", cfg.APIKey.Value())
 	}
 	// A key file with a line break inside is refused, naming the variable.
 	files["/run/secrets/k"] = []byte("good-key\nvalue\n")
-	_, err = loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
+	_, err := loadTest(env(map[string]string{"AGENCY_API_KEY_FILE": "/run/secrets/k"}),
 		func(p string) ([]byte, error) { return files[p], nil })
 	var ce *Error
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Variable, "AGENCY_API_KEY") || strings.Contains(err.Error(), "good-key") {

@@ -82,10 +82,7 @@ func TestStreamSchedulesAreGroupedAtLoad(t *testing.T) {
 
 func TestPathsAreCheckedAtLoad(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(map[string]string{"AGENCY_PATHS": "brand_contacts=/v1/clients/{id}/people, communications=/hooks/mail"}), noFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, env(map[string]string{"AGENCY_PATHS": "brand_contacts=/v1/clients/{id}/people, communications=/hooks/mail"}), noFiles)
 	if want := (EndpointPaths{"brand_contacts": "/v1/clients/{id}/people", "communications": "/hooks/mail"}); !reflect.DeepEqual(cfg.Paths, want) {
 		t.Errorf("paths %v, want %v", cfg.Paths, want)
 	}
@@ -158,10 +155,7 @@ func TestRequireAsksOnlyForWhatIsNeeded(t *testing.T) {
 func TestEffectiveShowsTheOrderInForceAsDefault(t *testing.T) {
 	t.Parallel()
 	lookup := env(map[string]string{"AGENCY_FIELD_MAP": "projects.name=title"})
-	cfg, err := loadTest(lookup, noFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, lookup, noFiles)
 	got := map[string]Setting{}
 	for _, s := range cfg.Effective(lookup) {
 		got[s.Name] = s

@@ -37,10 +37,7 @@ projects:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := loadTest(env(tc.vars), files(tc.files))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := mustLoad(t, env(tc.vars), files(tc.files))
 			if !reflect.DeepEqual(cfg.Paging, tc.want) {
 				t.Errorf("paging in force %v, want %v", cfg.Paging, tc.want)
 			}

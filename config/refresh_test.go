@@ -11,15 +11,12 @@ import (
 // re-read: 1 000 000 e-mails at 1000 a request are about 1 000 pages for a
 // full re-read, so a night reads ⌈1 000 ÷ days⌉ of them, plus up to two more
 // (the last day taken overshoots the share by at most a busy day's 2 000
-// e-mails, and a range rounds up); the nightly run without it measured 168
+// e-mails, and a range rounds up); the nightly run without it takes 168
 // requests (BENCHMARKS.md, figure 8), so the share must stay within 32. And
 // an old e-mail must not stay stale for more than a quarter.
 func TestDefaultCommsRefreshAgeKeepsTheNightlyUnderTwoPercent(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadTest(env(nil), noFiles)
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
-	}
+	cfg := mustLoad(t, env(nil), noFiles)
 	days := int(cfg.CommsRefreshAge / (24 * time.Hour))
 	if days < 1 {
 		t.Fatalf("default SYNC_COMMS_REFRESH_AGE %s is under a day", cfg.CommsRefreshAge)

@@ -47,8 +47,8 @@ func BenchmarkDecodeProjectsPage(b *testing.B) {
 	benchSplitPage(b, genProjectsPage(1000))
 }
 
-// The benchmarks below weigh the JSON libraries for issue 14 item 4 on the
-// same pages: each splits the page into records and then makes the look-ups a
+// The benchmarks below weigh the JSON libraries against each other on the same
+// pages: each splits the page into records and then makes the look-ups a
 // declared stream's transform makes (every column's source field, the
 // recipients' user objects), summing the lengths of the values found so that
 // nothing is optimised away.

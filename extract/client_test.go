@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +20,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 )
 
 func TestEveryEndpoint(t *testing.T) {
@@ -701,9 +702,7 @@ func TestKeysNeverInErrorsOrLogs(t *testing.T) {
 		}
 	})
 	// A port nobody listens on: network errors.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + loopback.FreeAddr(t)
 	var infos []RequestInfo
 	var mu sync.Mutex
 	mk := func(base string) *Client {

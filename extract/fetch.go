@@ -16,12 +16,23 @@ import (
 // as received, the envelope named, the paging fields answered. Pacing,
 // budget, quota counting, retries and typed errors are those of every call.
 func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, page, perPage int) (*Page, error) {
+	path, v, err := c.listRequest(endpoint, q)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := fetchList(c, ctx, endpoint, path, v, max(page, 1), min(max(perPage, 1), 1000))
+	return p, err
+}
+
+// listRequest resolves a list endpoint of the main interface to its path
+// and query: q's "id" fills the path's {id} and is not sent as a parameter.
+func (c *Client) listRequest(endpoint string, q url.Values) (string, url.Values, error) {
 	path, ok := c.paths.path(endpoint, pathList)
 	if !ok {
-		return nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
+		return "", nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
 	}
 	if c.base == "" {
-		return nil, fmt.Errorf("fetch %s: %w: BaseURL is not set", endpoint, ErrNotConfigured)
+		return "", nil, fmt.Errorf("fetch %s: %w: BaseURL is not set", endpoint, ErrNotConfigured)
 	}
 	v := url.Values{}
 	for k, vs := range q {
@@ -32,8 +43,7 @@ func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, pa
 	if id := q.Get("id"); id != "" {
 		path = fillID(path, ID(id))
 	}
-	p, _, err := fetchList(c, ctx, endpoint, path, v, max(page, 1), min(max(perPage, 1), 1000))
-	return p, err
+	return path, v, nil
 }
 
 // Object fetches a single-object endpoint (EndpointBrand, EndpointProject)
@@ -71,21 +81,9 @@ type PageAsk struct {
 // page the answer named (a Link header or the body). Pacing, budget, quota
 // counting, retries and typed errors are those of every call.
 func (c *Client) AskPage(ctx context.Context, endpoint string, q url.Values, ask PageAsk) (*Page, error) {
-	path, ok := c.paths.path(endpoint, pathList)
-	if !ok {
-		return nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
-	}
-	if c.base == "" {
-		return nil, fmt.Errorf("fetch %s: %w: BaseURL is not set", endpoint, ErrNotConfigured)
-	}
-	v := url.Values{}
-	for k, vs := range q {
-		if k != "id" {
-			v[k] = vs
-		}
-	}
-	if id := q.Get("id"); id != "" {
-		path = fillID(path, ID(id))
+	path, v, err := c.listRequest(endpoint, q)
+	if err != nil {
+		return nil, err
 	}
 	lp := &listPager{c: c, ctx: ctx, ep: endpoint, path: path, q: v, pg: ask.Paging,
 		page: max(ask.Page, 1), seen: max(ask.Offset, 0), next: ask.Next, size: min(max(ask.Size, 1), stream.MaxPageSize)}

@@ -50,6 +50,18 @@ func (p *Page) answered(name string) bool {
 // Rows is the number of rows on the page, records and rejects.
 func (p *Page) Rows() int { return len(p.Records) + len(p.Rejects) }
 
+// FirstRaw is the raw bytes of the page's first row, record or reject (nil
+// for an empty page): what tells two answers of a list apart.
+func (p *Page) FirstRaw() []byte {
+	switch {
+	case len(p.Records) > 0:
+		return p.Records[0].Raw
+	case len(p.Rejects) > 0:
+		return p.Rejects[0].Raw
+	}
+	return nil
+}
+
 // maxDepth bounds the nesting of a record below its top (its raw JSON lands
 // in a jsonb column): deeper, the record is rejected alone (ErrTooDeep) and
 // the rest of its page proceeds.

@@ -248,7 +248,7 @@ func (lp *listPager) after(p *Page, sig uint64) bool {
 	if lp.pg.Style == stream.StyleCursor && probing {
 		return lp.cursorProbe(p, asked)
 	}
-	if r > 0 && lp.n > 1 && (sig == lp.prevSig || bytes.Equal(first(p), lp.prevFirst)) {
+	if r > 0 && lp.n > 1 && (sig == lp.prevSig || bytes.Equal(p.FirstRaw(), lp.prevFirst)) {
 		return lp.styleEnd(p, fmt.Sprintf("the answer repeats the page before it: the server ignores %s", lp.position()), true)
 	}
 	if lp.pg.Style == stream.StylePage && p.Number != lp.page {
@@ -256,7 +256,7 @@ func (lp *listPager) after(p *Page, sig uint64) bool {
 			lp.page, p.Number, lp.position()), true)
 	}
 	if r > 0 {
-		lp.prevFirst, lp.prevSig = bytes.Clone(first(p)), sig
+		lp.prevFirst, lp.prevSig = bytes.Clone(p.FirstRaw()), sig
 	}
 	if probing && r > 0 && lp.prevShort > 0 && lp.prevShort < lp.prevAsked && lp.honoured < lp.prevAsked {
 		// The short page before this one was not the last: the server
@@ -510,15 +510,4 @@ func (lp *listPager) learn() {
 	if f != (PagingFacts{}) {
 		lp.c.memo.Learn(lp.key, f)
 	}
-}
-
-// first is the raw bytes of p's first row (nil for none).
-func first(p *Page) []byte {
-	switch {
-	case len(p.Records) > 0:
-		return p.Records[0].Raw
-	case len(p.Rejects) > 0:
-		return p.Rejects[0].Raw
-	}
-	return nil
 }

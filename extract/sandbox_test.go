@@ -128,8 +128,9 @@ func addPage(sn seen, stream, level string, p *Page, rejected map[string]map[str
 	}
 }
 
-func drain(t *testing.T, sn seen, rej map[string]map[string]bool, stream, level string, seq func(func(*Page, error) bool)) {
+func drain(t *testing.T, sn seen, rej map[string]map[string]bool, stream, level string, seq func(func(*Page, error) bool)) []ID {
 	t.Helper()
+	var keys []ID
 	for p, err := range seq {
 		if err != nil {
 			t.Fatalf("%s: %v", stream, err)
@@ -138,7 +139,11 @@ func drain(t *testing.T, sn seen, rej map[string]map[string]bool, stream, level 
 		if p.End != nil && !p.End.Proven {
 			t.Errorf("%s: listing not proven complete: %s", stream, p.End.Reason)
 		}
+		for _, r := range p.Records {
+			keys = append(keys, ID(recordKey(stream, level, r)))
+		}
 	}
+	return keys
 }
 
 // extractAll reads every stream of the sandbox through the client.
@@ -146,20 +151,7 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 	t.Helper()
 	ctx := context.Background()
 	sn, rej := seen{}, map[string]map[string]bool{}
-	var brandIDs []ID
-	for p, err := range c.Brands(ctx) {
-		if err != nil {
-			t.Fatalf("brands: %v", err)
-		}
-		addPage(sn, "brands", "", p, rej)
-		if p.End != nil && !p.End.Proven {
-			t.Errorf("brands: listing not proven complete: %s", p.End.Reason)
-		}
-		for _, b := range p.Records {
-			brandIDs = append(brandIDs, ID(recordKey("brands", "", b)))
-		}
-	}
-	for _, id := range brandIDs {
+	for _, id := range drain(t, sn, rej, "brands", "", c.Brands(ctx)) {
 		bd, err := c.Brand(ctx, id)
 		if err != nil {
 			t.Fatalf("brand %s: %v", id, err)
@@ -170,19 +162,7 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 		sn.add("brand_details", bd.Key)
 		drain(t, sn, rej, "contacts", "", c.BrandContacts(ctx, id))
 	}
-	var projectIDs []ID
-	for p, err := range c.Projects(ctx, ProjectQuery{}) {
-		if err != nil {
-			t.Fatalf("projects: %v", err)
-		}
-		addPage(sn, "projects", "", p, rej)
-		if p.End != nil && !p.End.Proven {
-			t.Errorf("projects: listing not proven complete: %s", p.End.Reason)
-		}
-		for _, r := range p.Records {
-			projectIDs = append(projectIDs, ID(recordKey("projects", "", r)))
-		}
-	}
+	projectIDs := drain(t, sn, rej, "projects", "", c.Projects(ctx, ProjectQuery{}))
 	for _, id := range projectIDs[:min(3, len(projectIDs))] {
 		if p, err := c.Project(ctx, id); err != nil || recordKey("projects", "", Record{Raw: p.Raw}) != string(id) {
 			t.Fatalf("project %s: %v", id, err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 )
 
 // refundingLedger counts requests and takes back those never sent, as the
@@ -27,18 +29,6 @@ func (l *refundingLedger) UncountRequest(context.Context, time.Time) error {
 }
 
 func (l *refundingLedger) net() int32 { return l.counted.Load() - l.uncounted.Load() }
-
-// closedPort is an address on which nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestUnreachableHostNotBilledNorRetriedLong: a request that never left the
 // machine — connection refused, a name that does not resolve, a TLS
@@ -60,8 +50,8 @@ func TestUnreachableHostNotBilledNorRetriedLong(t *testing.T) {
 		hc                *http.Client
 		want              string
 	}{
-		{name: "refused", base: "http://" + closedPort(t), want: "connection refused"},
-		{name: "refused comms", comms: "http://" + closedPort(t), want: "connection refused"},
+		{name: "refused", base: "http://" + loopback.FreeAddr(t), want: "connection refused"},
+		{name: "refused comms", comms: "http://" + loopback.FreeAddr(t), want: "connection refused"},
 		{name: "no such host", base: "http://127.0.0.1:9", hc: dnsFails, want: "does not resolve"},
 		{name: "tls", base: tlsSrv.URL, want: "TLS handshake failed"}, // the default transport does not trust the test certificate
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -131,13 +130,7 @@ func Serve(ctx context.Context, opts Options) error {
 	var wg sync.WaitGroup
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	wg.Go(func() { w.watch(watchCtx) })
-	var reason string
-	select {
-	case <-ctx.Done():
-		reason = context.Cause(ctx).Error()
-	case err = <-srvErr:
-		reason = fmt.Sprintf("serve http: %v", err)
-	}
+	reason, err := serve.StopReason(ctx, srvErr)
 	stopWatch()
 	wg.Wait()
 	w.log.Info("fleet worker stopping: syncs under way commit their page and go back to the queue", zap.String("reason", reason))
@@ -202,21 +195,14 @@ func (w *worker) stop() {
 
 // listen starts the HTTP server; its error comes on the channel.
 func (w *worker) listen() (*http.Server, <-chan error, error) {
-	errLog, err := zap.NewStdLogAt(w.log.With(zap.String("component", "http")), zap.ErrorLevel)
+	srv, addr, errc, err := serve.ListenHTTP(w.opts.HTTPAddr, w.mux(), w.log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build http error log: %w", err)
+		return nil, nil, err
 	}
-	srv := &http.Server{Handler: w.mux(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
-	ln, err := net.Listen("tcp", w.opts.HTTPAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on %s: %w", w.opts.HTTPAddr, err)
-	}
-	w.log.Info("serving health, metrics and the fleet view", zap.String("addr", ln.Addr().String()))
+	w.log.Info("serving health, metrics and the fleet view", zap.String("addr", addr.String()))
 	if w.opts.Ready != nil {
-		w.opts.Ready(ln.Addr().String())
+		w.opts.Ready(addr.String())
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	return srv, errc, nil
 }
 

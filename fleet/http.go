@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/serve"
@@ -23,23 +21,12 @@ var fleetPageTmpl = template.Must(template.New("fleet").Parse(fleetPageHTML))
 // mux serves /healthz, /readyz, /metrics, the fleet view (/) and each
 // agency's status page (/agencies/NAME, serve's page).
 func (w *worker) mux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain")
-		_, _ = rw.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		rw.Header().Set("Content-Type", "text/plain")
+	mux := serve.HealthMux(func(ctx context.Context) error {
 		if err := w.opts.Pool.Ping(ctx); err != nil {
-			rw.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(rw, "not ready: the job queue's database does not answer: %v\n", err)
-			return
+			return fmt.Errorf("the job queue's database does not answer: %w", err)
 		}
-		_, _ = rw.Write([]byte("ready\n"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer{w}, promhttp.HandlerOpts{}))
+		return nil
+	}, gatherer{w})
 	mux.HandleFunc("GET /{$}", w.fleetPage)
 	mux.HandleFunc("GET /agencies/{name}", w.agencyPage)
 	return mux
@@ -102,16 +89,9 @@ func (w *worker) fleetPage(rw http.ResponseWriter, r *http.Request) {
 		}
 		view.Agencies = append(view.Agencies, p)
 	}
-	var buf bytes.Buffer
-	if err := fleetPageTmpl.Execute(&buf, view); err != nil {
+	if err := serve.RenderPage(rw, fleetPageTmpl, view, "default-src 'none'; style-src 'unsafe-inline'", "fleet view"); err != nil {
 		w.log.Error("fleet view: render", zap.Error(err))
-		http.Error(rw, "fleet view unavailable: render failed", http.StatusInternalServerError)
-		return
 	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.Header().Set("Cache-Control", "no-store")
-	rw.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	_, _ = rw.Write(buf.Bytes())
 }
 
 // agencyPage is serve's status page of one agency.

@@ -219,9 +219,9 @@ func TestWarningJSONIsStable(t *testing.T) {
 	}
 }
 
-// TestCoverageOnTheSandbox plays issue 16's story on the sandbox's projects:
-// renamed fields warn with their replacements; the canonical service and a
-// mapping that follows the renaming warn of nothing.
+// TestCoverageOnTheSandbox: on the sandbox's projects, fields the service
+// renamed (renamed-fields) warn with their replacements; the canonical
+// service and a mapping that follows the renaming warn of nothing.
 func TestCoverageOnTheSandbox(t *testing.T) {
 	type col struct {
 		column, field, typ string

@@ -28,104 +28,100 @@ type table struct {
 	deleteAll    string   // child tables: delete every child of the parents
 }
 
+// bindTable binds s to a warehouse schema and builds its statements.
 func bindTable(schema string, s *spec) *table {
 	t := &table{spec: s, target: pgx.Identifier{schema, s.name}, colNames: s.columnNames()}
 	tgt := t.target.Sanitize()
+	t.stage, t.createStage = stagingTable(schema, s, t.colNames)
+	t.keyProbe = newProbe(tgt, s.key)
+	if s.parent != "" {
+		t.parentProbe = newProbe(tgt, s.key[:1])
+		t.deleteAll, t.deleteAbsent = childDeletes(tgt, t.stage.Sanitize(), s)
+	}
+	t.mergeSQL = mergeStatement(tgt, t.stage.Sanitize(), s)
+	return t
+}
 
-	// The staging table's name depends on the schema and the column list, so
-	// a connection never reuses one built for another schema or binary.
+// quoteName quotes a column name for SQL.
+func quoteName(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// sameKey is the condition that rows a and b have the same values of cols.
+func sameKey(a, b string, cols []column) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = a + "." + quoteName(c.name) + " = " + b + "." + quoteName(c.name)
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// stagingTable names the connection's staging table of s and returns the
+// statements that create it. The name depends on the schema and the column
+// list, so a connection never reuses one built for another schema or binary.
+func stagingTable(schema string, s *spec, colNames []string) (pgx.Identifier, []string) {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(schema + "\x00" + strings.Join(t.colNames, ",")))
+	_, _ = h.Write([]byte(schema + "\x00" + strings.Join(colNames, ",")))
 	stageName := "agencysync_stage_" + s.name + "_" + strconv.FormatUint(h.Sum64(), 36)
-	t.stage = pgx.Identifier{"pg_temp", stageName}
+	stage := pgx.Identifier{"pg_temp", stageName}
 	var defs, external []string
 	for _, c := range s.columns() {
-		defs = append(defs, pgx.Identifier{c.name}.Sanitize()+" "+c.typ)
+		defs = append(defs, quoteName(c.name)+" "+c.typ)
 		if c.typ == "jsonb" {
-			external = append(external, "ALTER COLUMN "+pgx.Identifier{c.name}.Sanitize()+" SET STORAGE EXTERNAL")
+			external = append(external, "ALTER COLUMN "+quoteName(c.name)+" SET STORAGE EXTERNAL")
 		}
 	}
-	t.createStage = []string{fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS",
+	create := []string{fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s (%s) ON COMMIT DELETE ROWS",
 		pgx.Identifier{stageName}.Sanitize(), strings.Join(defs, ", "))}
 	// A value the staging table compressed would be copied into the target
 	// as it is, with the server's default method instead of the target
 	// column's (lz4 on raw, migration 00016): the records as received are
 	// staged uncompressed, and the target compresses them its own way.
 	if len(external) > 0 {
-		t.createStage = append(t.createStage, fmt.Sprintf("ALTER TABLE %s %s", t.stage.Sanitize(), strings.Join(external, ", ")))
+		create = append(create, fmt.Sprintf("ALTER TABLE %s %s", stage.Sanitize(), strings.Join(external, ", ")))
 	}
+	return stage, create
+}
 
-	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	on := func(a, b string, cols []column) string {
-		var parts []string
-		for _, c := range cols {
-			parts = append(parts, a+"."+q(c.name)+" = "+b+"."+q(c.name))
-		}
-		return strings.Join(parts, " AND ")
-	}
+// childDeletes returns the statements of a child table that delete every
+// child of the parents in $1, and those of them missing from the staging
+// table. Children are found by = ANY over the parents: the planner sees how
+// many there are and keeps to the index however large the table grows.
+func childDeletes(tgt, stage string, s *spec) (all, absent string) {
+	ofParents := fmt.Sprintf("t.%s = ANY($1::%s[])", quoteName(s.parent), s.key[0].typ)
+	all = fmt.Sprintf("DELETE FROM %s AS t WHERE %s", tgt, ofParents)
+	absent = fmt.Sprintf("DELETE FROM %s AS t WHERE %s AND NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)",
+		tgt, ofParents, stage, sameKey("s", "t", s.key))
+	return all, absent
+}
 
-	t.keyProbe = newProbe(tgt, s.key)
-	if s.parent != "" {
-		t.parentProbe = newProbe(tgt, s.key[:1])
-	}
-	// Children are found by = ANY over the parents: the planner sees how
-	// many there are and keeps to the index however large the table grows.
-	if s.parent != "" {
-		ofParents := fmt.Sprintf("t.%s = ANY($1::%s[])", q(s.parent), s.key[0].typ)
-		t.deleteAll = fmt.Sprintf("DELETE FROM %s AS t WHERE %s", tgt, ofParents)
-		t.deleteAbsent = fmt.Sprintf("DELETE FROM %s AS t WHERE %s AND NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)",
-			tgt, ofParents, t.stage.Sanitize(), on("s", "t", s.key))
-	}
-
-	// The merge. Rows whose stored version equals the staged one are removed
-	// by the anti-join before INSERT sees them, so an unchanged re-sync locks
-	// and writes nothing. Sticky columns keep the stored value where the batch
-	// has NULL. The ON CONFLICT branch repeats the comparison for a row that
-	// appeared after the join (another writer). The stored row is looked up
-	// per staged row in a LATERAL subquery that OFFSET 0 keeps from being
-	// flattened: the staging table has no statistics, and a hash join would
-	// read the whole target for every page.
-	var insCols, selCols, oldVals, newVals, sets, exVals, tVals []string
+// mergeStatement is the merge of the staging table into the target, which
+// returns how many rows it inserted and updated. Rows whose stored version
+// equals the staged one are removed by the anti-join before INSERT sees
+// them, so an unchanged re-sync locks and writes nothing. Sticky columns
+// keep the stored value where the batch has NULL. The ON CONFLICT branch
+// repeats the comparison for a row that appeared after the join (another
+// writer). The stored row is looked up per staged row in a LATERAL subquery
+// that OFFSET 0 keeps from being flattened: the staging table has no
+// statistics, and a hash join would read the whole target for every page.
+func mergeStatement(tgt, stage string, s *spec) string {
+	var insCols, selCols, keyNames []string
 	for _, c := range s.key {
-		insCols = append(insCols, q(c.name))
-		selCols = append(selCols, "s."+q(c.name))
+		insCols = append(insCols, quoteName(c.name))
+		selCols = append(selCols, "s."+quoteName(c.name))
+		keyNames = append(keyNames, quoteName(c.name))
 	}
 	for _, c := range s.cols {
-		insCols = append(insCols, q(c.name))
-		sel, ex := "s."+q(c.name), "EXCLUDED."+q(c.name)
-		if c.sticky {
-			sel = fmt.Sprintf("coalesce(s.%s, o.%s)", q(c.name), q(c.name))
-			ex = fmt.Sprintf("coalesce(EXCLUDED.%s, t.%s)", q(c.name), q(c.name))
-		}
-		if c.fallback != "" {
-			sel = fmt.Sprintf("coalesce(s.%s, o.%s, s.%s)", q(c.name), q(c.name), q(c.fallback))
-		}
-		selCols = append(selCols, sel)
-		oldVals = append(oldVals, "o."+q(c.name))
-		newVals = append(newVals, sel)
-		sets = append(sets, q(c.name)+" = "+ex)
-		exVals = append(exVals, ex)
-		tVals = append(tVals, "t."+q(c.name))
+		insCols = append(insCols, quoteName(c.name))
 	}
-	if s.softDelete {
-		oldVals = append(oldVals, "o._deleted_at")
-		newVals = append(newVals, "NULL::timestamptz")
-		sets = append(sets, "_deleted_at = NULL")
-		exVals = append(exVals, "NULL::timestamptz")
-		tVals = append(tVals, "t._deleted_at")
-	}
-	where := fmt.Sprintf("o.%s IS NULL", q(s.key[0].name))
+	m := mergeValues(s)
+	selCols = append(selCols, m.sel...)
+	where := fmt.Sprintf("o.%s IS NULL", quoteName(s.key[0].name))
 	conflict := "DO NOTHING"
-	if len(oldVals) > 0 {
-		where += fmt.Sprintf(" OR (%s) IS DISTINCT FROM (%s)", strings.Join(oldVals, ", "), strings.Join(newVals, ", "))
+	if len(m.old) > 0 {
+		where += fmt.Sprintf(" OR (%s) IS DISTINCT FROM (%s)", strings.Join(m.old, ", "), strings.Join(m.new, ", "))
 		conflict = fmt.Sprintf("DO UPDATE SET %s, _synced_at = EXCLUDED._synced_at WHERE (%s) IS DISTINCT FROM (%s)",
-			strings.Join(sets, ", "), strings.Join(tVals, ", "), strings.Join(exVals, ", "))
+			strings.Join(m.sets, ", "), strings.Join(m.stored, ", "), strings.Join(m.excluded, ", "))
 	}
-	keyNames := make([]string, len(s.key))
-	for i, c := range s.key {
-		keyNames[i] = q(c.name)
-	}
-	t.mergeSQL = fmt.Sprintf(`WITH w AS (
+	return fmt.Sprintf(`WITH w AS (
 	INSERT INTO %s AS t (%s)
 	SELECT %s FROM %s AS s LEFT JOIN LATERAL (SELECT * FROM %s AS o WHERE %s OFFSET 0) AS o ON true
 	WHERE %s
@@ -133,10 +129,51 @@ func bindTable(schema string, s *spec) *table {
 	RETURNING (t.xmax = 0) AS inserted
 ) SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM w`,
 		tgt, strings.Join(insCols, ", "),
-		strings.Join(selCols, ", "), t.stage.Sanitize(), tgt, on("o", "s", s.key),
+		strings.Join(selCols, ", "), stage, tgt, sameKey("o", "s", s.key),
 		where,
 		strings.Join(keyNames, ", "), conflict)
-	return t
+}
+
+// mergeLists are the value lists of the merge's non-key columns (and
+// _deleted_at of a soft-deleting table), one entry a column.
+type mergeLists struct {
+	sel      []string // what the INSERT takes from the staged row s and the stored row o
+	old, new []string // stored (o) and incoming values: a row is written when they differ
+	sets     []string // the ON CONFLICT assignments
+	stored   []string // the conflicting row's values (t) ...
+	excluded []string // ... and the incoming ones, compared again under the lock
+}
+
+// mergeValues builds the merge's value lists of s: a sticky column keeps its
+// stored value where the staged one is NULL, and a column with a fallback
+// takes the fallback column's value where both are NULL.
+func mergeValues(s *spec) mergeLists {
+	var m mergeLists
+	for _, c := range s.cols {
+		name := quoteName(c.name)
+		sel, ex := "s."+name, "EXCLUDED."+name
+		if c.sticky {
+			sel = fmt.Sprintf("coalesce(s.%s, o.%s)", name, name)
+			ex = fmt.Sprintf("coalesce(EXCLUDED.%s, t.%s)", name, name)
+		}
+		if c.fallback != "" {
+			sel = fmt.Sprintf("coalesce(s.%s, o.%s, s.%s)", name, name, quoteName(c.fallback))
+		}
+		m.sel = append(m.sel, sel)
+		m.old = append(m.old, "o."+name)
+		m.new = append(m.new, sel)
+		m.sets = append(m.sets, name+" = "+ex)
+		m.excluded = append(m.excluded, ex)
+		m.stored = append(m.stored, "t."+name)
+	}
+	if s.softDelete {
+		m.old = append(m.old, "o._deleted_at")
+		m.new = append(m.new, "NULL::timestamptz")
+		m.sets = append(m.sets, "_deleted_at = NULL")
+		m.excluded = append(m.excluded, "NULL::timestamptz")
+		m.stored = append(m.stored, "t._deleted_at")
+	}
+	return m
 }
 
 // write stores the table's rows of batch b in tx and returns what changed.
@@ -150,72 +187,100 @@ func bindTable(schema string, s *spec) *table {
 // table, stored children of the named parents that the batch no longer holds
 // are deleted.
 func (t *table) write(ctx context.Context, tx pgx.Tx, b *transform.Batch, stages *stageSet, fast bool) (TableCounts, error) {
-	var c TableCounts
 	rows, err := t.rows(b)
 	if err != nil {
-		return c, fmt.Errorf("encode %s: %w", t.name, err)
+		return TableCounts{}, fmt.Errorf("encode %s: %w", t.name, err)
 	}
 	rows = t.dedupe(rows)
-	var parents any  // typed array of the parents whose children b replaces
-	orphans := false // rows of parents b does not name
-	if t.parent != "" {
-		if ps := t.parents(b); len(ps) > 0 {
-			if parents, err = typedArray(t.key[0].typ, ps); err != nil {
-				return c, fmt.Errorf("encode %s parents: %w", t.name, err)
-			}
-			named := make(map[any]struct{}, len(ps))
-			for _, p := range ps {
-				named[p] = struct{}{}
-			}
-			for _, r := range rows {
-				if _, ok := named[r[0]]; !ok {
-					orphans = true
-					break
-				}
-			}
-		}
+	parents, orphans, err := t.replacedParents(b, rows)
+	if err != nil {
+		return TableCounts{}, err
 	}
 	if len(rows) == 0 && parents == nil {
-		return c, nil
+		return TableCounts{}, nil
 	}
-
-	// The fast path needs to know that nothing it copies is stored, and, for
-	// a child table whose batch names the parents, that none of them has
-	// children stored (those would have to be replaced).
 	exists := t.recurring || !fast
-	if !exists && parents != nil {
-		exists, err = t.parentProbe.any(ctx, tx, parents)
-	}
-	if !exists && err == nil && len(rows) > 0 && (parents == nil || orphans) {
-		var keys []any
-		if keys, err = t.keyArrays(rows); err == nil {
-			exists, err = t.keyProbe.any(ctx, tx, keys...)
-		}
-	}
-	if err != nil {
-		return c, fmt.Errorf("write %s: %w", t.name, err)
-	}
 	if !exists {
-		if len(rows) == 0 {
-			return c, nil
+		if exists, err = t.anyStored(ctx, tx, rows, parents, orphans); err != nil {
+			return TableCounts{}, fmt.Errorf("write %s: %w", t.name, err)
 		}
-		t.fillFallbacks(rows)
-		n, err := tx.CopyFrom(ctx, t.target, t.colNames, pgx.CopyFromRows(rows))
-		if err != nil {
-			return c, fmt.Errorf("copy into %s: %w", t.name, err)
-		}
-		c.Inserted = n
-		return c, nil
 	}
-
-	if len(rows) == 0 { // the parents lost all their children
+	switch {
+	case !exists:
+		return t.copyNew(ctx, tx, rows)
+	case len(rows) == 0: // the parents lost all their children
 		tag, err := tx.Exec(ctx, t.deleteAll, parents)
 		if err != nil {
-			return c, fmt.Errorf("delete %s: %w", t.name, err)
+			return TableCounts{}, fmt.Errorf("delete %s: %w", t.name, err)
 		}
-		c.Deleted = tag.RowsAffected()
-		return c, nil
+		return TableCounts{Deleted: tag.RowsAffected()}, nil
 	}
+	return t.merge(ctx, tx, rows, parents, stages)
+}
+
+// replacedParents returns, for a child table, the typed array of the
+// parents whose children batch b replaces (nil when b names none), and
+// whether rows hold children of parents b does not name (orphans).
+func (t *table) replacedParents(b *transform.Batch, rows [][]any) (parents any, orphans bool, err error) {
+	if t.parent == "" {
+		return nil, false, nil
+	}
+	ps := t.parents(b)
+	if len(ps) == 0 {
+		return nil, false, nil
+	}
+	if parents, err = typedArray(t.key[0].typ, ps); err != nil {
+		return nil, false, fmt.Errorf("encode %s parents: %w", t.name, err)
+	}
+	named := make(map[any]struct{}, len(ps))
+	for _, p := range ps {
+		named[p] = struct{}{}
+	}
+	for _, r := range rows {
+		if _, ok := named[r[0]]; !ok {
+			return parents, true, nil
+		}
+	}
+	return parents, false, nil
+}
+
+// anyStored tells whether the fast path must give way to the merge: whether
+// any of the named parents has children stored, or — when the batch names
+// no parents, or holds orphans — whether any of the rows' keys is stored.
+func (t *table) anyStored(ctx context.Context, tx pgx.Tx, rows [][]any, parents any, orphans bool) (bool, error) {
+	if parents != nil {
+		if exists, err := t.parentProbe.any(ctx, tx, parents); exists || err != nil {
+			return exists, err
+		}
+	}
+	if len(rows) == 0 || (parents != nil && !orphans) {
+		return false, nil
+	}
+	keys, err := t.keyArrays(rows)
+	if err != nil {
+		return false, err
+	}
+	return t.keyProbe.any(ctx, tx, keys...)
+}
+
+// copyNew copies rows none of which is stored straight into the table.
+func (t *table) copyNew(ctx context.Context, tx pgx.Tx, rows [][]any) (TableCounts, error) {
+	if len(rows) == 0 {
+		return TableCounts{}, nil
+	}
+	t.fillFallbacks(rows)
+	n, err := tx.CopyFrom(ctx, t.target, t.colNames, pgx.CopyFromRows(rows))
+	if err != nil {
+		return TableCounts{}, fmt.Errorf("copy into %s: %w", t.name, err)
+	}
+	return TableCounts{Inserted: n}, nil
+}
+
+// merge copies rows into the connection's staging table and merges them
+// into the table; for a child table, it then deletes the stored children of
+// parents that the batch no longer holds.
+func (t *table) merge(ctx context.Context, tx pgx.Tx, rows [][]any, parents any, stages *stageSet) (TableCounts, error) {
+	var c TableCounts
 	if err := stages.ensure(ctx, tx, t); err != nil {
 		return c, err
 	}

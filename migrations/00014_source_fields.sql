@@ -1,4 +1,4 @@
--- The field inventory (issue 16): every source field path each stream's
+-- The field inventory: every source field path each stream's
 -- records carried, the JSON types it came in, how often, when it was first
 -- and last seen, and the warehouse column it maps to. Runs merge what they
 -- saw into it (load.MergeSourceFields, one set-based statement); a path that

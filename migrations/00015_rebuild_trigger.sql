@@ -1,4 +1,4 @@
--- agencysync rebuild (issue 16) re-derives the typed columns and child tables
+-- agencysync rebuild re-derives the typed columns and child tables
 -- of stored records with the current field map, under the sync lock, and
 -- records itself in sync_runs like any run: its trigger is rebuild (0
 -- requests). Its resumable cursor lives in sync_state under the stream

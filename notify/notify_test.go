@@ -8,62 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agencysync/agencysync/internal/testkit/webhook"
 )
-
-// receiver is a hand-written webhook: it records each POST's JSON text and
-// answers with the statuses given in turn (then 200).
-type receiver struct {
-	mu       sync.Mutex
-	texts    []string
-	attempts atomic.Int64
-	statuses []int
-	srv      *httptest.Server
-}
-
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	r := &receiver{statuses: statuses}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		n := int(r.attempts.Add(1))
-		if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
-			http.Error(w, "want a JSON POST", http.StatusBadRequest)
-			return
-		}
-		var body map[string]any
-		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if n <= len(r.statuses) {
-			w.WriteHeader(r.statuses[n-1])
-			return
-		}
-		text, ok := body["text"].(string)
-		if !ok || len(body) != 1 {
-			http.Error(w, "want {\"text\": string}", http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		r.texts = append(r.texts, text)
-		r.mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) got() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.texts...)
-}
 
 const hookPath = "/services/T000/B000/XXXXsecretXXXX"
 
@@ -79,15 +32,15 @@ func newNotifier(t *testing.T, url string, log *zap.Logger) *Notifier {
 
 func TestDeliversRedactedJSON(t *testing.T) {
 	t.Parallel()
-	r := newReceiver(t)
-	n := newNotifier(t, r.srv.URL+hookPath, nil)
-	if err := n.Send("run failed: key api-key-123, db db-password-456, hook " + r.srv.URL + hookPath); err != nil {
+	r := webhook.Start(t)
+	n := newNotifier(t, r.URL(hookPath), nil)
+	if err := n.Send("run failed: key api-key-123, db db-password-456, hook " + r.URL(hookPath)); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := r.got()
+	got := r.Texts()
 	if len(got) != 1 {
 		t.Fatalf("%d messages, want 1", len(got))
 	}
@@ -106,27 +59,27 @@ func TestDeliversRedactedJSON(t *testing.T) {
 
 func TestRetriesWithBackoff(t *testing.T) {
 	t.Parallel()
-	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusTooManyRequests)
-	n := newNotifier(t, r.srv.URL+hookPath, nil)
+	r := webhook.Start(t, http.StatusServiceUnavailable, http.StatusTooManyRequests)
+	n := newNotifier(t, r.URL(hookPath), nil)
 	if err := n.Send("hello"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.got(); len(got) != 1 || got[0] != "hello" || r.attempts.Load() != 3 {
-		t.Fatalf("messages %q after %d attempts, want one after 3", got, r.attempts.Load())
+	if got := r.Texts(); len(got) != 1 || got[0] != "hello" || r.Attempts() != 3 {
+		t.Fatalf("messages %q after %d attempts, want one after 3", got, r.Attempts())
 	}
 }
 
 func TestClientErrorNotRetried(t *testing.T) {
 	t.Parallel()
-	r := newReceiver(t, http.StatusNotFound, http.StatusNotFound, http.StatusNotFound)
-	n := newNotifier(t, r.srv.URL+hookPath, nil)
+	r := webhook.Start(t, http.StatusNotFound, http.StatusNotFound, http.StatusNotFound)
+	n := newNotifier(t, r.URL(hookPath), nil)
 	_ = n.Send("hello")
 	_ = n.Close(context.Background())
-	if r.attempts.Load() != 1 {
-		t.Fatalf("%d attempts on a 404, want 1", r.attempts.Load())
+	if r.Attempts() != 1 {
+		t.Fatalf("%d attempts on a 404, want 1", r.Attempts())
 	}
 }
 
@@ -134,9 +87,9 @@ func TestClientErrorNotRetried(t *testing.T) {
 // no log line holds the webhook's path.
 func TestReceiverDown(t *testing.T) {
 	t.Parallel()
-	r := newReceiver(t)
-	url := r.srv.URL + hookPath
-	r.srv.Close()
+	r := webhook.Start(t)
+	url := r.URL(hookPath)
+	r.Close()
 	core, logs := observer.New(zapcore.DebugLevel)
 	n := newNotifier(t, url, zap.New(core))
 	if err := n.Send("hello"); err != nil {

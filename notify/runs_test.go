@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/enginetest"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/webhook"
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 )
@@ -151,23 +151,9 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	h.APIURL = echo.URL
 	h.Engine()
 
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var texts []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Text string }
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
-		mu.Lock()
-		texts = append(texts, body.Text)
-		mu.Unlock()
-		select { // answer only once the run has returned
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(hook.Close)
-	n, err := New(Options{URL: hook.URL + "/services/T/B/hooksecret", Redact: h.Eng.Redact, Logger: zaptest.NewLogger(t)})
+	hook := webhook.Start(t)
+	release := hook.Hold() // answer only once the run has returned
+	n, err := New(Options{URL: hook.URL("/services/T/B/hooksecret"), Redact: h.Eng.Redact, Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +164,7 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	r := Notifying(h.Eng, store, n, RunOptions{Schema: h.Schema, Redact: h.Eng.Redact, Logger: zaptest.NewLogger(t)})
 	res, err := r.Run(context.Background(), engine.Request{Trigger: engine.TriggerTest})
 	// Reaching here with the webhook still holding its answer means the run did not wait for it.
-	close(release)
+	release()
 	if err != nil || res.Status != engine.StatusFailed {
 		t.Fatalf("run: %v %+v, want failed", err, res)
 	}
@@ -188,8 +174,7 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	texts := hook.Texts()
 	if len(texts) != 1 {
 		t.Fatalf("%d messages, want 1: %q", len(texts), texts)
 	}
@@ -205,11 +190,10 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	// The next run succeeds (the real interface again): one recovery message.
 	h.APIURL = ""
 	h.Engine()
-	n2, err := New(Options{URL: hook.URL + "/services/T/B/hooksecret", Logger: zaptest.NewLogger(t)})
+	n2, err := New(Options{URL: hook.URL("/services/T/B/hooksecret"), Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Unlock()
 	res, err = Notifying(h.Eng, store, n2, RunOptions{Schema: h.Schema}).Run(context.Background(), engine.Request{Trigger: engine.TriggerTest})
 	if err != nil || res.Status != engine.StatusSucceeded {
 		t.Fatalf("second run: %v %+v", err, res)
@@ -217,8 +201,7 @@ func TestNotifyRealRunNoKeyNoDelay(t *testing.T) {
 	if err := n2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
+	if texts = hook.Texts(); len(texts) != 2 || !strings.Contains(texts[1], "recovered") {
 		t.Errorf("after the failed run, a success sent %q, want one recovery", texts[1:])
 	}
 }

@@ -1,4 +1,4 @@
-// Package reliability is agencysync's end-to-end reliability suite (issue 7).
+// Package reliability is agencysync's end-to-end reliability suite.
 // It holds tests only: each scenario runs the real agencysync binary against
 // the real agencysandbox binary and PostgreSQL, then compares the warehouse
 // with the sandbox's ground truth table by table — row counts and a content
@@ -21,6 +21,12 @@
 //	TestS09DatabaseTrouble   backends terminated mid-run; the server restarted mid-run
 //	TestS10Secrets           no key in any output or sync_runs row of any scenario
 //	TestS11BadConfiguration  each malformed variable exits 2 naming it
+//	TestS12StopInFlight      SIGTERM at random moments of a backfill, then resume
+//	TestS13…TestS19          servers that follow the spec but for one twist (twists_helpers_test.go):
+//	                         future dates, deep nesting, records moving between pages, an echoed key,
+//	                         lying list paging, missing paging fields, a line break in a key
+//	TestS20VerifyGaps        verify finds and fills one-day gaps in two years of history
+//	TestS21DatabaseCrash     the database shut down immediately mid-backfill
 //	TestS22Fleet             3 fleet workers, 12 agencies: SIGKILL, stop and restart, quota day, refused key, appended agency
 //
 // TestChecksumDetectsTampering tests the comparison itself: rows lost,

@@ -155,8 +155,8 @@ func TestS01CrashResume(t *testing.T) {
 	checkIntegrity(t, r.pool, r.schema)
 
 	// Requests. The minimum is a complete first sync without interruption;
-	// the bound is the minimum plus one page per kill, and the test
-	// holds the total to it. The design bounds each part too: a run after
+	// the bound is the minimum plus one page per kill, and the test holds the
+	// total to it. The design bounds each part too: a run after
 	// unfinished ones the same day does not list again what they completed,
 	// so only a kill before the backfill began (early) can cost a list's
 	// pages and the detail in flight (a brand's detail is two requests,

@@ -10,14 +10,13 @@ import (
 	"github.com/agencysync/agencysync/warehouse"
 )
 
-// TestS12StopInFlight (issue 12, twist 1, and its acceptance): SIGTERM at 20
-// seeded random moments of a communications backfill — 10 in one range, 10
-// with AGENCY_COMMS_BACKFILL_WINDOW — each stopped run followed by the next
-// (its resumption), then runs to the end. 0 records lost, 0 runs that end
-// succeeded with a shortfall, and a stopped run exits 75 (or 0 when it had
-// completed first).
+// TestS12StopInFlight: SIGTERM at 20 seeded random moments of a communications
+// backfill — 10 in one range, 10 with AGENCY_COMMS_BACKFILL_WINDOW — each
+// stopped run followed by the next (its resumption), then runs to the end. 0
+// records lost, 0 runs that end succeeded with a shortfall, and a stopped run
+// exits 75 (or 0 when it had completed first).
 func TestS12StopInFlight(t *testing.T) {
-	sc := newScenario(t, 12, "Issue 12: SIGTERM at 20 random moments of a backfill, with and without windows")
+	sc := newScenario(t, 12, "Stop: SIGTERM at 20 random moments of a backfill, with and without windows")
 	seed := killSeed(t)
 	t.Logf("stop seed %d (replay with AGENCYSYNC_SEED=%d)", seed, seed)
 	for k, mode := range []struct {
@@ -28,8 +27,8 @@ func TestS12StopInFlight(t *testing.T) {
 			sc := sc.in(t)
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(k+1)))
-			o := s12Sandbox()
-			_, o.Emails = s12Sizes()
+			o := twistSandbox()
+			_, o.Emails = twistSizes()
 			o.Extra = []string{"--max-per-page", "20", "--jitter", "20ms"}
 			o.Latency = 10 * time.Millisecond
 			r := newRig(t, sc, o)

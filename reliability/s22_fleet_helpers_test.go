@@ -5,11 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
+	"github.com/agencysync/agencysync/internal/testkit/webhook"
 	"github.com/agencysync/agencysync/logging"
 )
 
@@ -62,35 +60,9 @@ type fleetRig struct {
 	dir      string
 	queue    string // FLEET_SCHEMA
 	agencies []*fleetAgency
-	notify   *notifyCounter
+	notify   *webhook.Receiver // SYNC_NOTIFY_URL of the refused agency
 	workers  map[string]*workerProc
 	outputs  []string // the exited workers' outputs, audited for keys
-}
-
-// notifyCounter is SYNC_NOTIFY_URL of the refused agency: it counts the
-// messages.
-type notifyCounter struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	msgs []string
-}
-
-func newNotifyCounter(t *testing.T) *notifyCounter {
-	n := &notifyCounter{}
-	n.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		n.mu.Lock()
-		n.msgs = append(n.msgs, string(b))
-		n.mu.Unlock()
-	}))
-	t.Cleanup(n.srv.Close)
-	return n
-}
-
-func (n *notifyCounter) messages() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.msgs)
 }
 
 // startFleetSandboxes starts every agency's sandbox at once, at the real
@@ -181,7 +153,7 @@ func (r *fleetRig) writeKeys(a *fleetAgency, good bool) {
 	r.writeFile("keys/"+a.name+"_api", api)
 	r.writeFile("keys/"+a.name+"_comms", a.commsKey)
 	if a.refused {
-		r.writeFile("keys/"+a.name+"_notify", r.notify.srv.URL)
+		r.writeFile("keys/"+a.name+"_notify", r.notify.URL(""))
 	}
 }
 
@@ -423,7 +395,7 @@ func (r *fleetRig) fleetStatus() map[string]map[string]any {
 func newFleetRig(t *testing.T, agencies []*fleetAgency) *fleetRig {
 	t.Helper()
 	r := &fleetRig{t: t, pool: warehousetest.Pool(t), dsn: warehousetest.DSN(t), dir: t.TempDir(),
-		queue: warehousetest.NewSchemaName(t), agencies: agencies, notify: newNotifyCounter(t), workers: map[string]*workerProc{}}
+		queue: warehousetest.NewSchemaName(t), agencies: agencies, notify: webhook.Start(t), workers: map[string]*workerProc{}}
 	if err := os.MkdirAll(filepath.Join(r.dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}

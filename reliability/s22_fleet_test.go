@@ -51,16 +51,15 @@ func fleetAgencies() []*fleetAgency {
 	return out
 }
 
-// TestS22Fleet (issue 27's acceptance): 3 fleet workers, 12 agencies of
-// different sizes at the sandboxes' real limits, one with a refused key and
-// one whose quota runs out mid-sync. One worker is SIGKILLed mid-sync,
-// another stopped (SIGTERM) and restarted, and an agency is appended to
-// FLEET_FILE while they run. Every healthy agency ends equal to its truth;
-// the quota-limited one completes on the service's next day without a
-// failed run; no agency has two syncs at once; each agency's requests stay
-// within its minimum plus one request per interruption; the refused key is
-// tried once, notified once, and resumes when its key file changes; no key
-// is in the database or any output.
+// TestS22Fleet: 3 fleet workers, 12 agencies of different sizes at the
+// sandboxes' real limits, one with a refused key and one whose quota runs out
+// mid-sync. One worker is SIGKILLed mid-sync, another stopped (SIGTERM) and
+// restarted, and an agency is appended to FLEET_FILE while they run. Every
+// healthy agency ends equal to its truth; the quota-limited one completes on
+// the service's next day without a failed run; no agency has two syncs at once;
+// each agency's requests stay within its minimum plus one request per
+// interruption; the refused key is tried once, notified once, and resumes when
+// its key file changes; no key is in the database or any output.
 func TestS22Fleet(t *testing.T) {
 	sc := newScenario(t, 22, "Fleet: 3 workers on River, 12 agencies; SIGKILL, stop and restart, an agency appended")
 	agencies := fleetAgencies()
@@ -202,7 +201,7 @@ func (r *fleetRig) checkRefused(a *fleetAgency) {
 	if n := r.runCount(a, "failed"); n != 1 {
 		r.t.Errorf("%s: %d failed runs, want the one whose key was refused", a.name, n)
 	}
-	waitFor(r.t, "the refused key's notification", time.Minute, 50*time.Millisecond, func() bool { return len(r.notify.messages()) > 0 })
+	waitFor(r.t, "the refused key's notification", time.Minute, 50*time.Millisecond, func() bool { return len(r.notify.Texts()) > 0 })
 }
 
 // crossQuotaDay waits until the quota-limited agency waits for the next
@@ -259,8 +258,8 @@ func (r *fleetRig) checkStatus(byName map[string]*fleetAgency) {
 // key file change and its sync resumes.
 func (r *fleetRig) fixRefusedKey(a *fleetAgency) {
 	r.t.Helper()
-	if n := len(r.notify.messages()); n != 1 || !strings.Contains(r.notify.messages()[0], "failed") {
-		r.t.Errorf("%d notifications before the key was fixed (%q), want one of the failure", n, r.notify.messages())
+	if n := len(r.notify.Texts()); n != 1 || !strings.Contains(r.notify.Texts()[0], "failed") {
+		r.t.Errorf("%d notifications before the key was fixed (%q), want one of the failure", n, r.notify.Texts())
 	}
 	r.writeKeys(a, true)
 	waitFor(r.t, a.name+" synced with its new key", 5*time.Minute, 100*time.Millisecond, func() bool { return r.settled(a) })

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 )
 
 // TestHandlerPanicGoesThroughTheLogger: a panic in a request's handler is
@@ -20,7 +21,7 @@ func TestHandlerPanicGoesThroughTheLogger(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zap.DebugLevel)
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := freeAddr(t)
+	addr := loopback.FreeAddr(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, &fakeRunner{}, Options{HTTPAddr: addr, Logger: zap.New(core),

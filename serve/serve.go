@@ -88,13 +88,7 @@ func Run(ctx context.Context, r engine.Runner, opts Options) error {
 	}
 
 	c.Start()
-	var reason string
-	select {
-	case <-ctx.Done():
-		reason = context.Cause(ctx).Error()
-	case err = <-srvErr:
-		reason = fmt.Sprintf("serve http: %v", err)
-	}
+	reason, err := StopReason(ctx, srvErr)
 	log.Info("serve stopping: waiting for a running sync to commit its page", zap.String("reason", reason))
 	stopCtx := c.Stop() // no new jobs; wait for the running one (it sees ctx cancelled and commits its page)
 	<-stopCtx.Done()
@@ -164,28 +158,61 @@ func addSchedule(ctx context.Context, c *cron.Cron, r engine.Runner, s Schedule,
 // serveHTTP starts the HTTP server of opts on its address: its end (or
 // error) arrives on the returned channel.
 func serveHTTP(opts Options, log *zap.Logger) (*http.Server, <-chan error, error) {
-	// net/http reports a handler's panic (value and stack) and connection
-	// errors to ErrorLog; the injected logger's sink is the redacted one.
-	errLog, err := zap.NewStdLogAt(log.With(zap.String("component", "http")), zap.ErrorLevel)
+	srv, addr, srvErr, err := ListenHTTP(opts.HTTPAddr, healthMux(opts), log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build http error log: %w", err)
+		return nil, nil, err
 	}
-	srv := &http.Server{Handler: healthMux(opts), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
 	if opts.StatusPage != nil {
 		// Shutdown waits for handlers to return: the live views end.
 		srv.RegisterOnShutdown(opts.StatusPage.Close)
 	}
-	ln, err := net.Listen("tcp", opts.HTTPAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on %s: %w", opts.HTTPAddr, err)
-	}
-	log.Info("serving health and metrics", zap.String("addr", ln.Addr().String()))
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	log.Info("serving health and metrics", zap.String("addr", addr.String()))
 	return srv, srvErr, nil
 }
 
+// ListenHTTP listens on addr and serves handler there; the server's end (or
+// error) arrives on the returned channel. net/http reports a handler's
+// panic (value and stack) and connection errors to the server's error log:
+// log, whose sink is the redacted one.
+func ListenHTTP(addr string, handler http.Handler, log *zap.Logger) (*http.Server, net.Addr, <-chan error, error) {
+	errLog, err := zap.NewStdLogAt(log.With(zap.String("component", "http")), zap.ErrorLevel)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("build http error log: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	return srv, ln.Addr(), srvErr, nil
+}
+
+// StopReason waits until ctx ends or the HTTP server's Serve returns (on
+// srvErr), and says which: the context's cause, or Serve's error (also
+// returned).
+func StopReason(ctx context.Context, srvErr <-chan error) (reason string, err error) {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx).Error(), nil
+	case err = <-srvErr:
+		return fmt.Sprintf("serve http: %v", err), err
+	}
+}
+
 func healthMux(opts Options) *http.ServeMux {
+	mux := HealthMux(opts.Ready, opts.Gatherer)
+	if opts.StatusPage != nil {
+		opts.StatusPage.Mount(mux)
+	}
+	return mux
+}
+
+// HealthMux serves /healthz (the process answers), /readyz (ready answers
+// nil within 5 s; a nil ready is always ready) and /metrics (g; nil: the
+// default registry).
+func HealthMux(ready func(context.Context) error, g prometheus.Gatherer) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -195,8 +222,8 @@ func healthMux(opts Options) *http.ServeMux {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain")
-		if opts.Ready != nil {
-			if err := opts.Ready(ctx); err != nil {
+		if ready != nil {
+			if err := ready(ctx); err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
 				return
@@ -204,14 +231,10 @@ func healthMux(opts Options) *http.ServeMux {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	g := opts.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	if opts.StatusPage != nil {
-		opts.StatusPage.Mount(mux)
-	}
 	return mux
 }
 

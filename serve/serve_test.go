@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agencysync/agencysync/engine"
+	"github.com/agencysync/agencysync/internal/testkit/loopback"
 	"github.com/agencysync/agencysync/metrics"
 )
 
@@ -42,16 +42,6 @@ func (f *fakeRunner) Run(ctx context.Context, req engine.Request) (*engine.Resul
 	return &engine.Result{Status: engine.StatusSucceeded}, nil
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	for range 50 {
@@ -73,7 +63,7 @@ func TestServeSchedulesWithoutOverlapAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &fakeRunner{panicky: true, hold: 2500 * time.Millisecond}
-	addr := freeAddr(t)
+	addr := loopback.FreeAddr(t)
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	m.Runs.WithLabelValues("succeeded").Inc()

@@ -113,18 +113,28 @@ func (p *StatusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "status page unavailable: cannot read the warehouse (see the log)", http.StatusServiceUnavailable)
 		return
 	}
-	var buf bytes.Buffer
-	if err := statusPageTmpl.Execute(&buf, view); err != nil {
+	// Nothing external may load: the page must work offline. Its one
+	// script and its event stream are its own.
+	const csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'self'; connect-src 'self'"
+	if err := RenderPage(w, statusPageTmpl, view, csp, "status page"); err != nil {
 		p.opts.Logger.Error("status page: render", zap.Error(err))
-		http.Error(w, "status page unavailable: render failed", http.StatusInternalServerError)
-		return
+	}
+}
+
+// RenderPage writes tmpl executed with view as an HTML page that is never
+// cached, under the Content-Security-Policy csp. When the template fails it
+// answers 500 ("<name> unavailable: render failed") and returns the error.
+func RenderPage(w http.ResponseWriter, tmpl *template.Template, view any, csp, name string) error {
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, view); err != nil {
+		http.Error(w, name+" unavailable: render failed", http.StatusInternalServerError)
+		return err
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	// Nothing external may load: the page must work offline. Its one
-	// script and its event stream are its own.
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'self'; connect-src 'self'")
+	w.Header().Set("Content-Security-Policy", csp)
 	_, _ = w.Write(buf.Bytes())
+	return nil
 }
 
 // The view the template renders.

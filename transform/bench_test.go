@@ -171,9 +171,9 @@ func processCPU(b *testing.B) time.Duration {
 
 // BenchmarkBatchJSONCommunicationsPage encodes the batch of a 1000-e-mail
 // sandbox page, as the page spool writes it, two ways in one run: through
-// encoding/json's Encoder ("encoder": what the spool did — it calls
-// MarshalJSON, then re-scans and compacts its output) and by AppendJSON into
-// a reused buffer ("append": what the spool does).
+// encoding/json's Encoder ("encoder": it calls MarshalJSON, then re-scans and
+// compacts its output) and by AppendJSON into a reused buffer ("append":
+// what the spool does).
 //
 //	go test -run '^$' -bench BatchJSONCommunicationsPage -benchmem ./transform/
 func BenchmarkBatchJSONCommunicationsPage(b *testing.B) {

@@ -593,76 +593,21 @@ type parentRow struct {
 // child reads the rows of child table t from the record in view v.
 func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Record) error {
 	p.parent = parentRow{t: p.root, vals: bd.root, key: bd.root[0]}
-	parent := &p.parent
-	var seq map[string]int32
-	seqCol := p.seqColOf(t)
-	if seqCol >= 0 {
-		seq = map[string]int32{}
-	}
-	var dedup map[string]int
-	if seqCol < 0 && t.Elements == nil {
-		dedup = map[string]int{}
-	}
 	var rows [][]any
-	emit := func(ev *stream.View, key string, set map[string]any, n int) error {
-		vals, err := p.columns(t, ev, nil, key, set, parent)
-		if err != nil {
-			var miss *missingError
-			switch {
-			case t.Array == "":
-				return err
-			case errors.As(err, &miss):
-				return fmt.Errorf("%s %d without %s", t.Noun, n, miss.field)
-			}
-			return fmt.Errorf("%s %d: %w", t.Noun, n, err)
-		}
-		if seqCol >= 0 {
-			k := keyString(vals[:seqCol])
-			seq[k]++
-			vals[seqCol] = seq[k]
-		}
-		if t.Check != nil {
-			if err := t.Check(ev, &row{t, vals}); err != nil {
-				return fmt.Errorf("%s %d: %w", t.Noun, n, err)
-			}
-		}
-		if dedup != nil {
-			k := keyString(vals[:len(t.Key())])
-			if j, ok := dedup[k]; ok {
-				rows[j] = vals
-				return nil
-			}
-			dedup[k] = len(rows)
-		}
-		rows = append(rows, vals)
-		return nil
-	}
 	var err error
 	switch {
 	case t.Elements != nil:
-		var elems []stream.Element
-		if elems, err = p.elements(bd, t, v); err != nil {
-			break
-		}
-		rows = make([][]any, 0, len(elems))
-		for _, e := range elems {
-			vals, e2 := p.columns(t, e.View, nil, e.Key, e.Set, parent)
-			if e2 != nil {
-				err = e2
-				break
-			}
-			if !slices.ContainsFunc(rows, func(r []any) bool { return sameValues(r, vals) }) {
-				rows = append(rows, vals)
-			}
-		}
+		rows, err = p.listedChildren(bd, t, v)
 	case t.Array == "":
 		if w, ok := v.Get(t.When); t.When == "" || ok && w.IsObject() {
-			err = emit(v, "", nil, 0)
+			c := p.newChildRows(t)
+			err = c.add(v, "", 0)
+			rows = c.rows
 		}
 	default:
-		err = eachElement(v, t.Array, func(ev *stream.View, key string, n int) error {
-			return emit(ev, key, nil, n)
-		})
+		c := p.newChildRows(t)
+		err = eachElement(v, t.Array, c.add)
+		rows = c.rows
 	}
 	if err != nil {
 		return err
@@ -675,6 +620,87 @@ func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Re
 			br.rows = append(br.rows, rows...)
 		}
 	}
+	return nil
+}
+
+// listedChildren reads the rows of child table t that its Elements function
+// lists from the record in view v, each distinct row once.
+func (p *plan) listedChildren(bd *bundle, t *stream.Table, v *stream.View) ([][]any, error) {
+	elems, err := p.elements(bd, t, v)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]any, 0, len(elems))
+	for _, e := range elems {
+		vals, err := p.columns(t, e.View, nil, e.Key, e.Set, &p.parent)
+		if err != nil {
+			return rows, err
+		}
+		if !slices.ContainsFunc(rows, func(r []any) bool { return sameValues(r, vals) }) {
+			rows = append(rows, vals)
+		}
+	}
+	return rows, nil
+}
+
+// childRows gathers the rows of a child table read from the elements of a
+// record's array, or from the record itself: numbered where the table has a
+// sequence column, checked by the table's Check, and, where neither a
+// sequence nor a hook tells rows apart, the last row of a key kept.
+type childRows struct {
+	p      *plan
+	t      *stream.Table
+	seqCol int              // the sequence column, or -1
+	seq    map[string]int32 // with a sequence column: the last number per key before it
+	dedup  map[string]int   // without: the row of each key
+	rows   [][]any
+}
+
+// newChildRows starts the rows of child table t of the current record.
+func (p *plan) newChildRows(t *stream.Table) *childRows {
+	c := &childRows{p: p, t: t, seqCol: p.seqColOf(t)}
+	if c.seqCol >= 0 {
+		c.seq = map[string]int32{}
+	} else if t.Elements == nil {
+		c.dedup = map[string]int{}
+	}
+	return c
+}
+
+// add reads the row of element n (key: its key in an object keyed by id)
+// in view ev.
+func (c *childRows) add(ev *stream.View, key string, n int) error {
+	t := c.t
+	vals, err := c.p.columns(t, ev, nil, key, nil, &c.p.parent)
+	if err != nil {
+		var miss *missingError
+		switch {
+		case t.Array == "":
+			return err
+		case errors.As(err, &miss):
+			return fmt.Errorf("%s %d without %s", t.Noun, n, miss.field)
+		}
+		return fmt.Errorf("%s %d: %w", t.Noun, n, err)
+	}
+	if c.seqCol >= 0 {
+		k := keyString(vals[:c.seqCol])
+		c.seq[k]++
+		vals[c.seqCol] = c.seq[k]
+	}
+	if t.Check != nil {
+		if err := t.Check(ev, &row{t, vals}); err != nil {
+			return fmt.Errorf("%s %d: %w", t.Noun, n, err)
+		}
+	}
+	if c.dedup != nil {
+		k := keyString(vals[:len(t.Key())])
+		if j, ok := c.dedup[k]; ok {
+			c.rows[j] = vals
+			return nil
+		}
+		c.dedup[k] = len(c.rows)
+	}
+	c.rows = append(c.rows, vals)
 	return nil
 }
 

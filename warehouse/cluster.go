@@ -71,17 +71,10 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 		return nil, err
 	}
 	c := &LocalCluster{dataDir: opts.DataDir, log: log, exited: make(chan struct{})}
-	if c.dataDir == "" {
-		c.throwaway = true
-		if c.dataDir, err = os.MkdirTemp("", "agencysync-pgdata-"); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
+	if running, err := c.resolveDataDir(ctx); err != nil || running {
+		if err != nil {
+			return nil, err
 		}
-	} else if c.dataDir, err = filepath.Abs(c.dataDir); err != nil {
-		return nil, fmt.Errorf("resolve data directory: %w", err)
-	} else if dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second); ok {
-		c.dsn, c.attached = dsn, true
-		close(c.exited)
-		log.Info("private PostgreSQL cluster already running; using it", zap.String("data_dir", c.dataDir))
 		return c, nil
 	}
 	// The socket path must stay short (108 bytes), so it lives in /tmp.
@@ -94,47 +87,104 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 			c.cleanup()
 		}
 	}()
-	if owner.uid >= 0 {
+	if err := c.prepareDirs(owner); err != nil {
+		return nil, err
+	}
+	if err := c.initdb(ctx, bindir, cred); err != nil {
+		return nil, err
+	}
+	port, err := c.startServer(bindir, cred, opts.Fast)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, 60*time.Second); err != nil {
+		c.stopServer()
+		// Another process may have started the same data folder meanwhile.
+		if other := c.startedElsewhere(ctx); other != nil {
+			return other, nil
+		}
+		return nil, err
+	}
+	started = true
+	log.Info("private PostgreSQL cluster started", zap.Int("port", port), zap.String("data_dir", c.dataDir))
+	return c, nil
+}
+
+// resolveDataDir makes the data folder absolute, or creates a throwaway one
+// when none is named. It reports whether a server already runs on a named
+// folder: c is then attached to it.
+func (c *LocalCluster) resolveDataDir(ctx context.Context) (running bool, err error) {
+	if c.dataDir == "" {
+		c.throwaway = true
+		if c.dataDir, err = os.MkdirTemp("", "agencysync-pgdata-"); err != nil {
+			return false, fmt.Errorf("create data directory: %w", err)
+		}
+		return false, nil
+	}
+	if c.dataDir, err = filepath.Abs(c.dataDir); err != nil {
+		return false, fmt.Errorf("resolve data directory: %w", err)
+	}
+	dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second)
+	if !ok {
+		return false, nil
+	}
+	c.dsn, c.attached = dsn, true
+	close(c.exited)
+	c.log.Info("private PostgreSQL cluster already running; using it", zap.String("data_dir", c.dataDir))
+	return true, nil
+}
+
+// prepareDirs creates the data folder and gives it and the socket folder to
+// the server's user, who must be able to reach them.
+func (c *LocalCluster) prepareDirs(o owner) error {
+	if o.uid >= 0 {
 		// The server's user must traverse the folders this creates above its data.
 		if err := mkdirTraversable(filepath.Dir(c.dataDir)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+		return fmt.Errorf("create data directory: %w", err)
 	}
 	for _, dir := range []string{c.dataDir, c.socketDir} {
-		if err := chownTree(dir, owner); err != nil {
-			return nil, err
+		if err := chownTree(dir, o); err != nil {
+			return err
 		}
 	}
-	if err := parentsTraversable(c.dataDir, owner); err != nil {
-		return nil, err
-	}
+	return parentsTraversable(c.dataDir, o)
+}
 
-	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		log.Info("initialising private PostgreSQL cluster", zap.String("data_dir", c.dataDir))
-		initdb := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"),
-			"-D", c.dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
-		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		if out, err := initdb.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("run initdb: %w: %s", err, lastLines(out, 5))
-		}
+// initdb initialises the data folder unless it holds a cluster already.
+func (c *LocalCluster) initdb(ctx context.Context, bindir string, cred *syscall.Credential) error {
+	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); !errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
+	c.log.Info("initialising private PostgreSQL cluster", zap.String("data_dir", c.dataDir))
+	initdb := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"),
+		"-D", c.dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("run initdb: %w: %s", err, lastLines(out, 5))
+	}
+	return nil
+}
 
+// startServer starts postgres on a free loopback port, its log in the
+// socket folder, and returns the port; c.exited closes when it exits.
+func (c *LocalCluster) startServer(bindir string, cred *syscall.Credential, fast bool) (int, error) {
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	c.logPath = filepath.Join(c.socketDir, "postgres.log")
 	logFile, err := os.Create(c.logPath)
 	if err != nil {
-		return nil, fmt.Errorf("create server log: %w", err)
+		return 0, fmt.Errorf("create server log: %w", err)
 	}
 	defer logFile.Close()
 	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(port), "-k", c.socketDir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "shared_buffers=128MB"}
-	if opts.Fast {
+	if fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
 	c.cmd = exec.Command(filepath.Join(bindir, "postgres"), args...)
@@ -142,25 +192,27 @@ func StartLocal(ctx context.Context, opts LocalOptions) (*LocalCluster, error) {
 	// Pdeathsig stops the server if this process dies without calling Stop.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start postgres: %w", err)
+		return 0, fmt.Errorf("start postgres: %w", err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.exited) }()
 	c.dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	if err := c.waitReady(ctx, 60*time.Second); err != nil {
-		c.stopServer()
-		// Another process may have started the same data folder meanwhile.
-		if !c.throwaway {
-			if dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second); ok {
-				c.cleanup()
-				log.Info("private PostgreSQL cluster started by another process; using it", zap.String("data_dir", c.dataDir))
-				return &LocalCluster{dsn: dsn, dataDir: c.dataDir, attached: true, exited: c.exited, log: log}, nil
-			}
-		}
-		return nil, err
+	return port, nil
+}
+
+// startedElsewhere returns, for a named data folder whose server did not
+// come up, the cluster another process started on it meanwhile (attached),
+// or nil.
+func (c *LocalCluster) startedElsewhere(ctx context.Context) *LocalCluster {
+	if c.throwaway {
+		return nil
 	}
-	started = true
-	log.Info("private PostgreSQL cluster started", zap.Int("port", port), zap.String("data_dir", c.dataDir))
-	return c, nil
+	dsn, ok := runningServer(ctx, c.dataDir, 30*time.Second)
+	if !ok {
+		return nil
+	}
+	c.cleanup()
+	c.log.Info("private PostgreSQL cluster started by another process; using it", zap.String("data_dir", c.dataDir))
+	return &LocalCluster{dsn: dsn, dataDir: c.dataDir, attached: true, exited: c.exited, log: c.log}
 }
 
 // Attached reports whether StartLocal found the server already running on

@@ -1,7 +1,7 @@
-// Command agencybench measures agencysync's performance figures (issue 8)
-// with the real binaries, the sandbox and PostgreSQL, prints one table and
-// writes it to BENCHMARKS.md. `make bench` and `make bench-quick` run it;
-// see package benchmark.
+// Command agencybench measures agencysync's performance figures with the real
+// binaries, the sandbox and PostgreSQL, prints one table and writes it to
+// BENCHMARKS.md. `make bench` and `make bench-quick` run it; see package
+// benchmark.
 package main
 
 import (

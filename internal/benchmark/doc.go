@@ -1,4 +1,4 @@
-// Package benchmark is agencysync's reproducible performance harness (issue 8),
+// Package benchmark is agencysync's reproducible performance harness,
 // driven by cmd/agencybench and `make bench` / `make bench-quick`.
 //
 // It builds (or takes) the real agencysync and agencysandbox binaries, runs
@@ -20,17 +20,17 @@
 //  5. no-op re-run: rows written, WAL bytes and requests;
 //  6. memory: the worker's peak RSS for two backfill sizes;
 //  7. the decode and load micro-benchmarks of packages extract and load;
-//  8. the large agency (issue 13), each scenario once: its first sync's
+//  8. the large agency, each scenario once: its first sync's
 //     requests ÷ the minimum, the nightly run after a day of changes as a
 //     share of the quota, simulated days of nightly and hourly runs (the
 //     highest day ÷ the average, the hourly runs' requests; days are the
 //     service's, from the worker's quota ledger checked against the
 //     sandbox), detail and communications rates at a raised rate limit, and
 //     a first sync spanning several quota days, compared with the truth.
-//  9. storage (issue 17), each setting once: the bytes a first sync leaves
+//  9. storage, each setting once: the bytes a first sync leaves
 //     per e-mail, raw compressed with pglz and with lz4, e-mails without
 //     and with bodies, beside a page-grouped alternative.
-//  10. fleet (issue 27), as 1 to 7: agencies synced per hour per worker by
+//  10. fleet, as 1 to 7: agencies synced per hour per worker by
 //     a fleet of 1 and of 3 `agencysync fleet serve` workers, first syncs
 //     of the same agencies, each its own sandbox at the real limits.
 //

@@ -193,7 +193,7 @@ func (h *harness) fleetDone(ctx context.Context, schemas []string) (bool, error)
 func (r *Report) fleetNote() string {
 	z := r.Sizes.Fleet
 	return fmt.Sprintf(`
-10. **Fleet** (issue 27) — %d agencies of %s, each its own sandbox at the service's real limits (10
+10. **Fleet** — %d agencies of %s, each its own sandbox at the service's real limits (10
    requests/s, the daily quota), in one `+"`FLEET_FILE`"+`; 1 and then 3 `+"`agencysync fleet serve`"+` workers
    (`+"`FLEET_CONCURRENCY=%d`"+` each) started together on fresh schemas (the agencies' and the job queue's). The
    wall time runs from the first worker's start to the last agency's first succeeded run; the figure is the

@@ -82,14 +82,14 @@ type Sizes struct {
 	// DecodeBenchtime and LoadBenchEmails size the micro-benchmarks.
 	DecodeBenchtime string
 	LoadBenchEmails int
-	// Large sizes figure 8 (issue 13): the large agency, its first sync,
+	// Large sizes figure 8: the large agency, its first sync,
 	// a day of changes and SimDays simulated days.
 	Large LargeSizes
-	// Fleet sizes figure 10 (issue 27).
+	// Fleet sizes figure 10: agencies synced per hour per worker.
 	Fleet FleetSizes
 }
 
-// FullSizes are the sizes of make bench (issue 8's).
+// FullSizes are the sizes of make bench.
 var FullSizes = Sizes{Name: "full", BackfillSmall: 100_000, BackfillLarge: 1_000_000, PipelineEmails: 100_000, StorageEmails: 100_000,
 	SteadyAppend:    5000,
 	Pace:            childproc.SandboxOptions{Brands: 10, ProjectsPerBrand: 10, Emails: 100_000},

@@ -10,7 +10,7 @@ import (
 	"github.com/agencysync/agencysync/extract"
 )
 
-// raisedLimit is the pace of the raised-limit figure (issue 13, deliver 6).
+// raisedLimit is the pace of the raised-limit figure (part of figure 8).
 const raisedLimit = 100
 
 // EndpointRate is the pace of one kind of request in a worker's debug log:
@@ -92,7 +92,7 @@ type inflightRun struct {
 	wall              time.Duration
 }
 
-// Inflight runs the raised-limit figure (issue 13, deliver 6): a first sync
+// Inflight runs the raised-limit figure (part of figure 8): a first sync
 // against a sandbox enforcing 100 requests/s with 50 ms latency, with
 // AGENCY_RATE_LIMIT=100. Detail requests ÷ the limit must reach 0.9, and
 // communications pages (PagesRate: fetched and committed) ÷ the lower of

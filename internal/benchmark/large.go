@@ -16,7 +16,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
 )
 
-// LargeSizes are the workloads of figure 8 (issue 13): the large agency
+// LargeSizes are the workloads of figure 8: the large agency
 // (a first sync, a day of changes, then Days simulated days of nightly and
 // hourly runs) and the agency whose first sync spans several quota days.
 type LargeSizes struct {

@@ -100,7 +100,7 @@ func loadRows(m map[string]BenchSummary, emails int) []Row {
 	})...)
 }
 
-// decodeLibraryRows summarises BenchmarkDecodeLibraries (issue 14 item 4):
+// decodeLibraryRows summarises BenchmarkDecodeLibraries:
 // per page kind, the CPU milliseconds a page costs with gjson (split and
 // the look-ups a declared transform makes) and with encoding/json (and the
 // typed decoder while it exists), each ratio taken within a run, and

@@ -255,7 +255,7 @@ func (r *Report) Markdown() string {
    `+"`LOAD_BENCH_EMAILS=%d go test -run '^$' -bench '^(BenchmarkLoadEmails|BenchmarkReloadUnchanged)$' -benchtime 1x -count %d ./load/`"+`
    against the same server; each row gives the medians of the runs.
 
-8. **The large agency** (issue 13) — the sandbox (`+"`--no-limits`"+`) holds %s. (a) The first sync on a fresh
+8. **The large agency** — the sandbox (`+"`--no-limits`"+`) holds %s. (a) The first sync on a fresh
    schema (`+"`AGENCY_RATE_LIMIT=1000`"+`, otherwise the default configuration), requests ÷ `+"`oracle.MinimumRequests`"+`.
    (b) A day of changes (the sandbox clock +24 h, %s e-mails appended, the deadline of 2%% of the projects and the
    amount of 1%% of the finance records changed through the admin API), then the nightly `+"`agencysync run`"+`: its
@@ -279,7 +279,7 @@ func (r *Report) Markdown() string {
    the sandbox clock +24 h after each partial run, until one succeeds; every run must end succeeded or partial (exit
    75), and the warehouse is then compared with the whole truth, table by table (row counts and content checksums
    against `+"`oracle.Expected`"+`, the truth's rows built without the worker's code).
-9. **Storage** (issue 17) — the sandbox (`+"`--no-limits`"+`) holds %s; for e-mails without and with bodies
+9. **Storage** — the sandbox (`+"`--no-limits`"+`) holds %s; for e-mails without and with bodies
    (`+"`AGENCY_COMMS_WITH_MESSAGE`"+` 0 and 1), one first `+"`agencysync run`"+` on a fresh schema whose `+"`raw`"+` and `+"`detail_raw`"+`
    columns are compressed with pglz, and one with lz4 (migration 00016's, where the server has it). The schema's
    tables are vacuumed, then measured: `+"`pg_total_relation_size`"+` (indexes and TOAST included) per table and in all,

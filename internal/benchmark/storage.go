@@ -38,7 +38,7 @@ type tableStorage struct {
 	values, pglz, lz4   int64
 }
 
-// storage runs figure 9 (issue 17): the bytes a first sync of the default
+// storage runs figure 9: the bytes a first sync of the default
 // agency with StorageEmails e-mails leaves in the warehouse, raw and
 // detail_raw compressed with pglz and with lz4, e-mails without and with
 // bodies, and what a store of one jsonb array per page of e-mails would take

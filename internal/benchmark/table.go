@@ -32,7 +32,7 @@ func Check(value float64, ok bool) Verdict {
 
 // Row is one line of the results table.
 type Row struct {
-	// ID numbers the figure as issue 8 does (1 to 7).
+	// ID numbers the figure, as BENCHMARKS.md does ("1", "8", ...).
 	ID string
 	// Figure names what is measured.
 	Figure string

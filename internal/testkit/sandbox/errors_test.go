@@ -29,8 +29,8 @@ func TestUnauthorizedBodyByteForByte(t *testing.T) {
 	}
 }
 
-// TestCurlWrongKey is the acceptance check, with the real curl when
-// it is installed.
+// TestCurlWrongKey: a request with a wrong key, sent by the real curl when
+// it is installed, gets the spec's 401 body byte for byte.
 func TestCurlWrongKey(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {

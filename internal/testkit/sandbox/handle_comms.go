@@ -238,10 +238,8 @@ func (s *Server) handleComms(e *enc, r *http.Request) (int, string, *pendingMuta
 		e.close()
 	}
 	if s.twists().commsPagingMissing {
-		e.key("per_page")
-		e.num(int64(p.perPage), st.phpStrings)
-		e.key("current_page")
-		e.num(int64(p.current), st.phpStrings)
+		e.key("per_page").num(int64(p.perPage), st.phpStrings)
+		e.key("current_page").num(int64(p.current), st.phpStrings)
 	} else {
 		writePaging(e, p, st.phpStrings)
 	}

@@ -30,12 +30,14 @@ func (e *enc) closeArr()    { e.b = append(e.b, ']') }
 func (e *enc) null()        { e.sep(); e.b = append(e.b, "null"...) }
 func (e *enc) raw(s string) { e.sep(); e.b = append(e.b, s...) }
 
-// key writes `"k":`; k must not need escaping.
-func (e *enc) key(k string) {
+// key writes `"k":`; k must not need escaping. It returns e, so that the
+// member's value follows on the same line: e.key("id").int(7).
+func (e *enc) key(k string) *enc {
 	e.sep()
 	e.b = append(e.b, '"')
 	e.b = append(e.b, k...)
 	e.b = append(e.b, '"', ':')
+	return e
 }
 
 // keyInt writes `"<n>":`.

@@ -223,14 +223,10 @@ func writePagedList(e *enc, st mainStyle, p page, elements func()) {
 		e.open()
 		e.key("data")
 		elements()
-		e.key("total")
-		e.num(int64(p.total), st.phpStrings)
-		e.key("per_page")
-		e.num(int64(w.perPage), st.phpStrings)
-		e.key("current_page")
-		e.num(int64(current), st.phpStrings)
-		e.key("last_page")
-		e.num(int64(w.last), st.phpStrings)
+		e.key("total").num(int64(p.total), st.phpStrings)
+		e.key("per_page").num(int64(w.perPage), st.phpStrings)
+		e.key("current_page").num(int64(current), st.phpStrings)
+		e.key("last_page").num(int64(w.last), st.phpStrings)
 		e.close()
 	}
 }

@@ -113,10 +113,8 @@ func writePaginatorLinks(e *enc, p page, path string) {
 		} else {
 			e.str(pageURL(path, n))
 		}
-		e.key("label")
-		e.str(label)
-		e.key("active")
-		e.bool(active)
+		e.key("label").str(label)
+		e.key("active").bool(active)
 		e.close()
 	}
 	e.openArr()
@@ -143,28 +141,23 @@ func urlOrNull(e *enc, path string, n, last int) {
 // URLs: current_page, from, last_page, path, per_page, to, total.
 func writeLaravelMeta(e *enc, p page, path string, asStrings bool) {
 	from, to := p.bounds()
-	e.key("current_page")
-	e.num(int64(p.current), asStrings)
+	e.key("current_page").num(int64(p.current), asStrings)
 	e.key("from")
 	if to > from {
 		e.num(int64(from+1), asStrings)
 	} else {
 		e.null()
 	}
-	e.key("last_page")
-	e.num(int64(p.lastPage()), asStrings)
-	e.key("path")
-	e.str(path)
-	e.key("per_page")
-	e.num(int64(p.perPage), asStrings)
+	e.key("last_page").num(int64(p.lastPage()), asStrings)
+	e.key("path").str(path)
+	e.key("per_page").num(int64(p.perPage), asStrings)
 	e.key("to")
 	if to > from {
 		e.num(int64(to), asStrings)
 	} else {
 		e.null()
 	}
-	e.key("total")
-	e.num(int64(p.total), asStrings)
+	e.key("total").num(int64(p.total), asStrings)
 }
 
 // unprocessable writes Laravel's 422 validation answer for a reason whose

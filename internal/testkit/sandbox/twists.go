@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// Twists are the adversarial departures from the spec that issue 12's
-// scenarios need, switched at run time through POST /_sandbox/twists (the
-// key names are a contract: tests and scripts use them). In a POST, absent
-// keys keep their value.
+// Twists are adversarial departures from the spec — servers that follow it
+// but for one twist — switched at run time through POST /_sandbox/twists
+// (the key names are a contract: tests and scripts use them). In a POST,
+// absent keys keep their value.
 type Twists struct {
 	// MaxPerPage caps per_page from now on (both interfaces), as a server
 	// whose page size changed between two runs; 0 restores --max-per-page.

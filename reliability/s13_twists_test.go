@@ -18,12 +18,12 @@ import (
 	"github.com/agencysync/agencysync/warehouse"
 )
 
-// TestS12FutureDated (issue 12, twist 2): e-mails dated 9999-12-31 and a
-// month ahead arrive in an increment; the e-mails that come after them must
-// still be fetched (the watermark never passes the service's now).
-func TestS12FutureDated(t *testing.T) {
-	sc := newScenario(t, 13, "Issue 12: future-dated e-mails do not stop the increments")
-	r := newRig(t, sc, s12Sandbox())
+// TestS13FutureDated: e-mails dated 9999-12-31 and a month ahead arrive in an
+// increment; the e-mails that come after them must still be fetched (the
+// watermark never passes the service's now).
+func TestS13FutureDated(t *testing.T) {
+	sc := newScenario(t, 13, "Future dates: future-dated e-mails do not stop the increments")
+	r := newRig(t, sc, twistSandbox())
 	mustSucceed(t, "first sync", r.run(nil))
 	for _, at := range []string{"9999-12-31T00:00:00Z", time.Now().UTC().Add(30 * 24 * time.Hour).Format(time.RFC3339)} {
 		r.sb.admin("POST", "emails", map[string]any{"append": 1, "email_at": at}, nil)
@@ -41,12 +41,12 @@ func TestS12FutureDated(t *testing.T) {
 	}
 }
 
-// TestS12DeepNesting (issue 12, twist 3): one e-mail nested 700 levels deep
-// (valid JSON) is rejected alone with its reason; the rest of its page and
-// of the range lands, and the run ends 0.
-func TestS12DeepNesting(t *testing.T) {
-	sc := newScenario(t, 14, "Issue 12: a 700-deep record is rejected alone")
-	r := newRig(t, sc, s12Sandbox())
+// TestS14DeepNesting: one e-mail nested 700 levels deep (valid JSON) is
+// rejected alone with its reason; the rest of its page and of the range lands,
+// and the run ends 0.
+func TestS14DeepNesting(t *testing.T) {
+	sc := newScenario(t, 14, "Deep nesting: a 700-deep record is rejected alone")
+	r := newRig(t, sc, twistSandbox())
 	tr := r.sb.truth()
 	key := tr["communications"][len(tr["communications"])/2].Key
 	r.sb.admin("POST", "emails/"+key, map[string]any{"nesting": 700}, nil)
@@ -59,11 +59,11 @@ func TestS12DeepNesting(t *testing.T) {
 	}
 }
 
-// TestS12RecordsMoveBetweenPages (issue 12, twist 4): e-mails deleted or
-// inserted in the range between two page requests, and a page size that
-// changes between an interrupted run and its resume.
-func TestS12RecordsMoveBetweenPages(t *testing.T) {
-	sc := newScenario(t, 15, "Issue 12: records that move between pages are not skipped")
+// TestS15RecordsMoveBetweenPages: e-mails deleted or inserted in the range
+// between two page requests, and a page size that changes between an
+// interrupted run and its resume.
+func TestS15RecordsMoveBetweenPages(t *testing.T) {
+	sc := newScenario(t, 15, "Moving records: records that move between pages are not skipped")
 	for _, c := range []struct {
 		name string
 		mut  map[string]any
@@ -74,7 +74,7 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sc := sc.in(t)
 			t.Parallel()
-			r := newRig(t, sc, s12Sandbox())
+			r := newRig(t, sc, twistSandbox())
 			r.sb.admin("POST", "twists/mutate-between-pages", c.mut, nil)
 			res := r.run(nil)
 			h := r.emailHoldings()
@@ -102,7 +102,7 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sc := sc.in(t)
 			t.Parallel()
-			o := s12Sandbox()
+			o := twistSandbox()
 			// Slow pages, so that the kill after three of them lands while
 			// the run still has pages to go.
 			o.Latency = 150 * time.Millisecond
@@ -134,13 +134,13 @@ func TestS12RecordsMoveBetweenPages(t *testing.T) {
 	}
 }
 
-// TestS12SecretsThroughTruncation (issue 12, twist 5): the service echoes
-// the request's key in a 400 body, raw (the cut at 300 bytes falls inside a
-// copy), URL-encoded and JSON-escaped. No output, sync_runs row or reject may
-// hold the key in any of these forms, nor 16 characters of it in a row.
-func TestS12SecretsThroughTruncation(t *testing.T) {
-	sc := newScenario(t, 16, "Issue 12: a key echoed by the service never leaves, in any encoding")
-	o := s12Sandbox()
+// TestS16SecretsThroughTruncation: the service echoes the request's key in a
+// 400 body, raw (the cut at 300 bytes falls inside a copy), URL-encoded and
+// JSON-escaped. No output, sync_runs row or reject may hold the key in any of
+// these forms, nor 16 characters of it in a row.
+func TestS16SecretsThroughTruncation(t *testing.T) {
+	sc := newScenario(t, 16, "Echoed key: a key echoed by the service never leaves, in any encoding")
+	o := twistSandbox()
 	// Characters that URL-encoding and JSON escaping change.
 	o.APIKey = "rel-s12/api+" + randomHex(16) + `="q"`
 	o.CommsKey = "rel-s12/comms+" + randomHex(16) + `="q"`
@@ -194,12 +194,11 @@ func TestS12SecretsThroughTruncation(t *testing.T) {
 	}
 }
 
-// TestS12LyingListPaging (issue 12, twist 6): a brands list (and every main
-// list) that answers last_page 1 with total 3 but 2 rows must not
-// soft-delete the third brand.
-func TestS12LyingListPaging(t *testing.T) {
-	sc := newScenario(t, 17, "Issue 12: a listing that lies about its paging soft-deletes nothing")
-	r := newRig(t, sc, s12Sandbox())
+// TestS17LyingListPaging: a brands list (and every main list) that answers
+// last_page 1 with total 3 but 2 rows must not soft-delete the third brand.
+func TestS17LyingListPaging(t *testing.T) {
+	sc := newScenario(t, 17, "Lying paging: a listing that lies about its paging soft-deletes nothing")
+	r := newRig(t, sc, twistSandbox())
 	mustSucceed(t, "first sync", r.run(nil))
 	r.sb.twists(map[string]any{"lying_paging": true})
 	res := r.run(nil)
@@ -223,11 +222,11 @@ func TestS12LyingListPaging(t *testing.T) {
 	}
 }
 
-// TestS12MissingCommsPaging (issue 12, twist 7): communications answers
-// without total and last_page: paging goes on while pages come back full.
-func TestS12MissingCommsPaging(t *testing.T) {
-	sc := newScenario(t, 18, "Issue 12: communications without paging fields are paged while pages are full")
-	r := newRig(t, sc, s12Sandbox())
+// TestS18MissingCommsPaging: communications answers without total and
+// last_page: paging goes on while pages come back full.
+func TestS18MissingCommsPaging(t *testing.T) {
+	sc := newScenario(t, 18, "Missing paging: communications without paging fields are paged while pages are full")
+	r := newRig(t, sc, twistSandbox())
 	r.sb.twists(map[string]any{"comms_paging_missing": true})
 	res := r.run(nil)
 	h := r.emailHoldings()
@@ -238,11 +237,11 @@ func TestS12MissingCommsPaging(t *testing.T) {
 	}
 }
 
-// TestS12LineBreakInKey (issue 12, twist 8): a key with a line break inside
-// is bad configuration: exit 2 at start, naming the variable, no request.
-func TestS12LineBreakInKey(t *testing.T) {
-	sc := newScenario(t, 19, "Issue 12: a line break in a key exits 2 at start")
-	r := newRig(t, sc, s12Sandbox())
+// TestS19LineBreakInKey: a key with a line break inside is bad configuration:
+// exit 2 at start, naming the variable, no request.
+func TestS19LineBreakInKey(t *testing.T) {
+	sc := newScenario(t, 19, "Line break: a key with a line break inside exits 2 at start")
+	r := newRig(t, sc, twistSandbox())
 	file := filepath.Join(t.TempDir(), "api-key")
 	if err := os.WriteFile(file, []byte(apiKey[:10]+"\n"+apiKey[10:]+"\n"), 0o600); err != nil {
 		t.Fatal(err)

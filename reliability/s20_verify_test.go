@@ -12,14 +12,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestS12VerifyGaps (issue 12, deliver 2 and its acceptance): on a two-year
-// history with three single-day gaps made behind the worker's back,
-// `agencysync verify` finds and fills all three for at most
-// 3 × (2·log2(730) + the gaps' pages) communications requests; on a complete
-// warehouse it costs one request for the whole history and writes nothing.
-// Days are UTC days (the default day boundary).
-func TestS12VerifyGaps(t *testing.T) {
-	sc := newScenario(t, 20, "Issue 12: verify finds and fills three one-day gaps in two years")
+// TestS20VerifyGaps: on a two-year history with three single-day gaps made
+// behind the worker's back, `agencysync verify` finds and fills all three for
+// at most 3 × (2·log2(730) + the gaps' pages) communications requests; on a
+// complete warehouse it costs one request for the whole history and writes
+// nothing. Days are UTC days (the default day boundary).
+func TestS20VerifyGaps(t *testing.T) {
+	sc := newScenario(t, 20, "Verify: three one-day gaps in two years are found and filled")
 	o := defaultSandbox()
 	o.Emails, o.HistoryDays, o.Brands, o.ProjectsPerBrand, o.Users = 3000, 730, 3, 2, 40
 	if soak {

@@ -12,27 +12,27 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The issue-12 scenarios (TestS12…): servers that follow the spec except for
-// one twist each (sandbox/README.md, "Twists"). Each checks, from the
-// sandbox's truth export and the warehouse alone, that every e-mail the
-// service holds ends in the warehouse or in rejected_records with a reason,
+// The twist scenarios (12 to 20, TestS12… to TestS20…): servers that follow the
+// spec except for one twist each (sandbox/README.md, "Twists"). Each checks,
+// from the sandbox's truth export and the warehouse alone, that every e-mail
+// the service holds ends in the warehouse or in rejected_records with a reason,
 // and that the exit codes are the README's: 0 complete, 75 incomplete and
-// resuming, 2 bad configuration. A run that ends `succeeded` (exit 0) while
-// the warehouse lacks records the service holds is the failure they hunt.
+// resuming, 2 bad configuration. A run that ends `succeeded` (exit 0) while the
+// warehouse lacks records the service holds is the failure they hunt.
 
-// s12Sizes are the e-mails of the issue-12 scenarios and of the SIGTERM one.
-func s12Sizes() (emails, stopEmails int) {
+// twistSizes are the e-mails of the twist scenarios and of the SIGTERM one.
+func twistSizes() (emails, stopEmails int) {
 	if soak {
 		return 5000, 5000
 	}
 	return 300, 600
 }
 
-// s12Sandbox is a small agency whose communications come 50 to a page, so
+// twistSandbox is a small agency whose communications come 50 to a page, so
 // that a few hundred e-mails make several pages.
-func s12Sandbox() sandboxOptions {
+func twistSandbox() sandboxOptions {
 	o := defaultSandbox()
-	o.Emails, _ = s12Sizes()
+	o.Emails, _ = twistSizes()
 	o.Brands, o.ProjectsPerBrand, o.Users, o.HistoryDays = 3, 2, 40, 60
 	o.Extra = []string{"--max-per-page", "50"}
 	return o
