@@ -131,7 +131,7 @@ func invalidUTF8Warning(name string, s *bodyStats) inventory.Warning {
 			reason += " (also " + strings.Join(candidates[1:], ", ") + ")"
 		}
 		mediaType := "application/json"
-		if name == InventoryStream(extract.EndpointCommunications) {
+		if name == InventoryStream(stream.EndpointCommunications) {
 			mediaType = "text/plain"
 		}
 		reason += "; the service should declare it, e.g. Content-Type: " + mediaType + "; charset=" + candidates[0]

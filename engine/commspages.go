@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // ErrIncomplete means a task did not land everything it set out to and
@@ -131,7 +132,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			}
 			if p.Number != page {
 				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: extract.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
+					Endpoint: stream.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
 					Reason: fmt.Sprintf("asked for page %d, the server answered current_page %d", page, p.Number)}))
 				return
 			}
@@ -188,7 +189,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			unsettled = false
 			if !paged && prevIDs && p.HasIDs && p.FirstID == prevFirst && p.LastID == prevLast && p.Rows > 0 {
 				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: extract.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
+					Endpoint: stream.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
 					Reason: fmt.Sprintf("page %d repeats page %d: the server seems to ignore the page parameter", page, page-1)}))
 				return
 			}

@@ -232,11 +232,11 @@ func (r *run) contactsListing(p *load.Page, fd *fetchedDetail, verdicts *contact
 func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
 	id := extract.ID(d.ID)
-	fetch, name, endpoint, rejectStream := r.client.Brand, StreamBrands, stream.EndpointBrand, stream.RejectBrandDetails
+	name, endpoint, rejectStream := StreamBrands, stream.EndpointBrand, stream.RejectBrandDetails
 	if kind == StreamProjects {
-		fetch, name, endpoint, rejectStream = r.client.Project, StreamProjects, stream.EndpointProject, stream.RejectProjectDetails
+		name, endpoint, rejectStream = StreamProjects, stream.EndpointProject, stream.RejectProjectDetails
 	}
-	rec, err := fetch(ctx, id)
+	rec, err := r.client.Detail(ctx, endpoint, id)
 	// A detail that does not decode is a rejected record, not a failed run:
 	// it is fetched again when its list entry changes.
 	var recErr *extract.RecordError
@@ -276,7 +276,7 @@ func (r *run) fetchContacts(ctx context.Context, id string) (b transform.Batch, 
 	var contacts []extract.Record
 	var rejects []extract.RecordError
 	var announced int
-	for page, err := range r.client.BrandContacts(ctx, extract.ID(id)) {
+	for page, err := range r.client.List(ctx, stream.EndpointBrandContacts, extract.ListQuery{ID: extract.ID(id)}) {
 		if errors.Is(err, extract.ErrNotFound) {
 			return b, false, nil, true, nil
 		}

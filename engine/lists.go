@@ -142,7 +142,9 @@ func entityList(ctx context.Context, r *run, log *zap.Logger, stream, endpoint, 
 // brandsList lists every brand, with a financial snapshot per brand for today.
 func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamBrands, stream.EndpointBrands, "brands",
-		func(ctx context.Context) iter.Seq2[*extract.Page, error] { return r.client.Brands(ctx) },
+		func(ctx context.Context) iter.Seq2[*extract.Page, error] {
+			return r.client.List(ctx, stream.EndpointBrands, extract.ListQuery{})
+		},
 		func(recs []stream.Record) transform.Batch {
 			return r.transform(StreamBrands, stream.EndpointBrands, nil, recs, "", nil)
 		})
@@ -156,7 +158,7 @@ func (r *run) brandsList(ctx context.Context, log *zap.Logger) error {
 func (r *run) projectsList(ctx context.Context, log *zap.Logger) error {
 	return entityList(ctx, r, log, StreamProjects, stream.EndpointProjects, "projects",
 		func(ctx context.Context) iter.Seq2[*extract.Page, error] {
-			return r.client.Projects(ctx, extract.ProjectQuery{})
+			return r.client.List(ctx, stream.EndpointProjects, extract.ListQuery{})
 		},
 		func(recs []stream.Record) transform.Batch {
 			return r.transform(StreamProjects, stream.EndpointProjects, nil, recs, "", nil)
@@ -207,16 +209,15 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 		name     string
 		rejects  string
 		endpoint string
-		open     func(context.Context, extract.FinanceQuery) iter.Seq2[*extract.Page, error]
 	}{
-		{"budgets", stream.RejectBudgets, stream.EndpointBudgets, c.Budgets},
-		{"invoices", stream.RejectInvoices, stream.EndpointInvoices, c.Invoices},
-		{"collections", stream.RejectCollections, stream.EndpointCollections, c.Collections},
-		{"payments", stream.RejectPayments, stream.EndpointPayments, c.Payments},
+		{"budgets", stream.RejectBudgets, stream.EndpointBudgets},
+		{"invoices", stream.RejectInvoices, stream.EndpointInvoices},
+		{"collections", stream.RejectCollections, stream.EndpointCollections},
+		{"payments", stream.RejectPayments, stream.EndpointPayments},
 	} {
 		lists = append(lists, financeList{partition: l.name, endpoint: l.endpoint, table: l.name, rejects: l.rejects, incremental: true,
 			open: func(ctx context.Context, s time.Time) iter.Seq2[*extract.Page, error] {
-				return l.open(ctx, extract.FinanceQuery{UpdatedSince: s})
+				return c.List(ctx, l.endpoint, extract.ListQuery{UpdatedSince: s})
 			},
 			rows: func(recs []stream.Record) transform.Batch {
 				return r.financeRows(l.endpoint, nil, recs)
@@ -226,7 +227,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 		lists = append(lists, financeList{partition: "profitability." + level, endpoint: stream.EndpointProfitability, table: "profitability",
 			rejects: stream.RejectProfitability, scope: map[string]any{"level": level},
 			open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
-				return c.Profitability(ctx, level)
+				return c.List(ctx, stream.EndpointProfitability, extract.ListQuery{Params: map[string]string{"level": level}})
 			},
 			rows: func(recs []stream.Record) transform.Batch {
 				return r.financeRows(stream.EndpointProfitability, map[string]string{"level": level}, recs)
@@ -234,7 +235,7 @@ func (r *run) finance(ctx context.Context, log *zap.Logger) error {
 	}
 	lists = append(lists, financeList{partition: "summary", endpoint: stream.EndpointAgencySummary, table: "agency_finance_summary", rejects: stream.RejectAgencySummary,
 		open: func(ctx context.Context, _ time.Time) iter.Seq2[*extract.Page, error] {
-			return c.AgencySummary(ctx)
+			return c.List(ctx, stream.EndpointAgencySummary, extract.ListQuery{})
 		},
 		rows: func(recs []stream.Record) transform.Batch {
 			return r.financeRows(stream.EndpointAgencySummary, nil, recs)
