@@ -76,11 +76,30 @@ func schedules(in []config.Schedule) []serve.Schedule {
 func syncNeeds(streams []string) config.Need {
 	var n config.Need
 	for _, s := range streams {
-		if s == engine.StreamCommunications {
+		if dated(s) {
 			n |= config.NeedBaseURL | config.NeedComms | config.NeedStartDate
 		} else {
 			n |= config.NeedMain
 		}
 	}
 	return n
+}
+
+// dated reports whether the stream named name is read by date window on
+// the communications interface (its history starts at
+// AGENCY_COMMS_START_DATE and is backfilled by date).
+func dated(name string) bool {
+	s, ok := stream.Lookup(name)
+	return ok && len(s.EndpointsOf(stream.KindWindow)) > 0
+}
+
+// datedStream is the name of the stream read by date window ("" when none
+// is declared).
+func datedStream() string {
+	for _, s := range stream.All() {
+		if dated(s.Name) {
+			return s.Name
+		}
+	}
+	return ""
 }

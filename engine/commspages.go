@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
-	"github.com/agencysync/agencysync/stream"
+	"github.com/agencysync/agencysync/spool"
 )
 
 // ErrIncomplete means a task did not land everything it set out to and
@@ -30,7 +32,19 @@ type pageStep struct {
 
 // pageKey is the spool key of page n of rc's range.
 func (r *run) pageKey(rc *rangeCursor, n int) string {
-	return r.spool.pageKey(r.e.set, rc.From, rc.To, n)
+	return r.spool.pageKey(r.commsEndpoint(), r.e.set, rc.From, rc.To, n)
+}
+
+// pageKey is the key of a page of a range of the date-windowed endpoint
+// window: the range's request (the schema, domain, users, brand, with
+// message and dates) and the page number.
+func (s *pageSpool) pageKey(window string, set Settings, from, to string, page int) string {
+	ids := make([]string, len(set.UserIDs))
+	for i, id := range set.UserIDs {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return spool.Key(window, s.schema, strconv.FormatInt(set.DomainID, 10), strings.Join(ids, ","),
+		set.BrandURL, set.WithMessage, from, to, strconv.Itoa(page))
 }
 
 // rangeStepBacks bounds the pages re-requested because a range changed
@@ -132,7 +146,7 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			}
 			if p.Number != page {
 				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: stream.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
+					Endpoint: r.commsEndpoint(), Page: page, Kind: extract.ErrUnexpectedShape,
 					Reason: fmt.Sprintf("asked for page %d, the server answered current_page %d", page, p.Number)}))
 				return
 			}
@@ -189,12 +203,12 @@ func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQu
 			unsettled = false
 			if !paged && prevIDs && p.HasIDs && p.FirstID == prevFirst && p.LastID == prevLast && p.Rows > 0 {
 				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: stream.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
+					Endpoint: r.commsEndpoint(), Page: page, Kind: extract.ErrUnexpectedShape,
 					Reason: fmt.Sprintf("page %d repeats page %d: the server seems to ignore the page parameter", page, page-1)}))
 				return
 			}
 			if !spooled && r.spool != nil {
-				r.spool.put(r.spool.pageKey(r.e.set, start.From, start.To, page), p)
+				r.spool.put(r.pageKey(&start, page), p)
 			}
 			st := &pageStep{page: p, done: isLastPage(p), fresh: p.Rows - len(p.IDs)}
 			for _, id := range p.IDs {
@@ -370,7 +384,7 @@ func (a *pagesAhead) stop() {
 func (r *run) commsPage(ctx context.Context, log *zap.Logger, q extract.CommsQuery, rc rangeCursor, n, per int, useSpool bool) (*spooledPage, bool, error) {
 	if sp := r.spool; sp != nil && useSpool {
 		p := &spooledPage{}
-		if sp.get(sp.pageKey(r.e.set, rc.From, rc.To, n), p) && p.Number == n && (per == 0 || p.PerPage == per) {
+		if sp.get(r.pageKey(&rc, n), p) && p.Number == n && (per == 0 || p.PerPage == per) {
 			log.Info("communications page from the spool", zap.Int("page", n))
 			return p, true, nil
 		}
@@ -402,4 +416,11 @@ func (p *spooledPage) addID(id int64) {
 		p.LastID = id
 	}
 	p.HasIDs = true
+}
+
+// commsEndpoint is the name of the date-windowed endpoint the mail hooks
+// page.
+func (r *run) commsEndpoint() string {
+	_, ep := r.e.mail()
+	return ep.Name
 }

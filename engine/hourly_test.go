@@ -78,7 +78,7 @@ func (h *dayMailHarness) addMails(id int64, n int, from time.Time, span time.Dur
 func (h *dayMailHarness) commsRun() (*Result, int64) {
 	h.t.Helper()
 	before := h.srv.requests.Load()
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	return res, h.srv.requests.Load() - before
 }
 
@@ -199,7 +199,7 @@ func TestHourlyIncrementCountMismatchIsRepairedOrPartial(t *testing.T) {
 // incrementEstimate is the communications increment's share of today's plan.
 func (h *dayMailHarness) incrementEstimate() Estimate {
 	h.t.Helper()
-	p, err := h.eng.Plan(context.Background(), []string{StreamCommunications})
+	p, err := h.eng.Plan(context.Background(), []string{"communications"})
 	if err != nil {
 		h.t.Fatal(err)
 	}

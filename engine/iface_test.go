@@ -14,7 +14,7 @@ import (
 // mainTasks are the tasks of the main interface, commsTasks those of the
 // communications endpoint, in the default order.
 var (
-	mainTasks  = []Task{TaskBrands, TaskProjects, TaskFinance, TaskDetails}
+	mainTasks  = []Task{Task("brands"), Task("projects"), Task("finance"), TaskDetails}
 	commsTasks = []Task{TaskCommsIncrement, TaskCommsBackfill, TaskVerify}
 )
 
