@@ -73,8 +73,8 @@ func (h *harness) ledgerDays() map[string]int {
 	return out
 }
 
-// TestHourlyRunsAfterTheServiceClockJumps is issue 13's hourly figure as
-// the benchmark runs it: every hourly `run --streams communications` is a
+// TestHourlyRunsAfterTheServiceClockJumps is the hourly benchmark figure
+// as the benchmark runs it: every hourly `run --streams communications` is a
 // new process that starts from the offset the previous one kept, while the
 // sandbox's clock has moved on an hour. Each run reads the service's clock
 // first (a keyless request, no quota), so it plans the service's day: the

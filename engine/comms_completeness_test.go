@@ -606,7 +606,7 @@ func (c *spoolCrashStore) Commit(ctx context.Context, runID string, p load.Commi
 
 // TestSpoolResumeWithPrefetchSharesNoCursor: a run resumes from two spooled
 // pages with prefetching on. The prefetcher must not read the cursor the
-// page loop writes (issue 14: rc.PerPage); run it under -race. The spooled
+// page loop writes (rc.PerPage); run it under -race. The spooled
 // pages are used, not fetched again, and nothing is lost.
 func TestSpoolResumeWithPrefetchSharesNoCursor(t *testing.T) {
 	srv := newMailServer(80, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)

@@ -341,6 +341,5 @@ const maxDerivedInFlight = 16
 
 // maxPagesAhead caps the communications pages fetched ahead of the one in
 // hand: a page holds up to 1000 e-mails, and the load path, not the fetch,
-// is the ceiling of a backfill (7-21 pages/s here), so more pages ahead only
-// wait in memory.
+// is the ceiling of a backfill, so more pages ahead only wait in memory.
 const maxPagesAhead = 3

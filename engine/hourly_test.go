@@ -82,7 +82,7 @@ func (h *dayMailHarness) commsRun() (*Result, int64) {
 	return res, h.srv.requests.Load() - before
 }
 
-// TestHourlyIncrementReadsOnlyTheNewPages is issue 13's item 4: a day of
+// TestHourlyIncrementReadsOnlyTheNewPages: a day of
 // 5 000 e-mails already synced (today's first increment re-read the
 // lookback window in full), then +1 h and 200 new e-mails: the hourly run
 // costs at most 2 requests and lands all 200. A deletion in the skipped

@@ -200,7 +200,7 @@ func (r *rawCopier) copy(ctx context.Context, pool *pgxpool.Pool, batch *transfo
 	})
 }
 
-// BenchmarkLoadEmails loads the same 1000-e-mail pages through CommitPage
+// BenchmarkLoadEmails loads the same 1000-e-mail pages through Commit
 // (normalized, indexed, logged tables; a checkpoint per page) and by raw
 // COPY into unlogged index-free tables, page by page alternately, and
 // reports both rates and their ratio (target ≥ 0.5). The sub-benchmarks

@@ -144,12 +144,11 @@ func (l *Listing) with(b *transform.Batch) *Listing {
 // keys and the seen ones, then updated through the primary key. EXCEPT is
 // computed by hashing or sorting both inputs once, whatever the planner
 // believes about their sizes, so the statement does not depend on
-// statistics. The NOT EXISTS (… unnest …) it replaces was planned, on a table
-// filled seconds earlier and never analysed, as a nested-loop anti-join that
-// re-scanned the seen keys for every stored row: 90 s instead of 19 ms at
-// 20 000 rows in EXPLAIN ANALYZE on the test machine (a finance sync of 200
-// brands × 20 projects failed on its 10 s page timeout and now completes in
-// 1.9 s). TestStatementsPlanWithoutStatistics checks the plan's shape.
+// statistics: an anti-join (NOT EXISTS … unnest …) may be planned, on a
+// table filled seconds earlier and never analysed, as a nested loop that
+// re-scans the seen keys for every stored row, thousands of times slower
+// at 20 000 rows. TestStatementsPlanWithoutStatistics checks the plan's
+// shape.
 func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, *HeldDeletion, error) {
 	return s.markDeleted(ctx, tx, l, "")
 }

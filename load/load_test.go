@@ -422,7 +422,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 		},
 	})
 	if !errors.Is(err, boom) {
-		t.Fatalf("CommitPage = %v, want the injected failure", err)
+		t.Fatalf("commit = %v, want the injected failure", err)
 	}
 	// …and gone after the failure.
 	for _, table := range append(s.Tables(), "rejected_records", "sync_state") {

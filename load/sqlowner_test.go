@@ -35,14 +35,14 @@ var sqlLike = []*regexp.Regexp{
 }
 
 // notProduct are folders whose SQL is not the product's: the test kit and
-// the benchmark harness (issue 14 item 5 put them out of the product).
+// the benchmark harness.
 var notProduct = []string{"internal/testkit", "internal/benchmark", "cmd/agencybench"}
 
 // sqlOwners are the packages allowed to hold SQL text.
 var sqlOwners = []string{"load", "migrations"}
 
-// TestNoSQLOutsideLoad is the acceptance check of issue 14 "no SQL text
-// outside load and migrations (tests aside)": every string literal of every
+// TestNoSQLOutsideLoad checks that no SQL text is outside load and
+// migrations (tests aside): every string literal of every
 // non-test Go file of the module, outside load and migrations, is scanned
 // for SQL.
 func TestNoSQLOutsideLoad(t *testing.T) {

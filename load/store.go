@@ -74,7 +74,7 @@ const DefaultMassDeleteShare = 0.2
 
 // Store writes pages into one warehouse schema and reads and writes its
 // bookkeeping (sync_state, sync_runs). It is safe for concurrent use; each
-// CommitPage uses its own connection.
+// Commit uses its own connection.
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string

@@ -1,6 +1,6 @@
 package stream
 
-// Endpoint names of the brands stream (as extract.Endpoint*).
+// Endpoint names of the brands stream.
 const (
 	EndpointBrands        = "brands"
 	EndpointBrand         = "brand"

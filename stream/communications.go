@@ -9,8 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// EndpointCommunications is the communications endpoint's name (as
-// extract.EndpointCommunications).
+// EndpointCommunications is the communications endpoint's name.
 const EndpointCommunications = "communications"
 
 // RejectCommunications is the reject stream of communication records.

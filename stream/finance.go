@@ -1,6 +1,6 @@
 package stream
 
-// Endpoint names of the finance stream (as extract.Endpoint*).
+// Endpoint names of the finance stream.
 const (
 	EndpointBudgets       = "budgets"
 	EndpointInvoices      = "invoices"

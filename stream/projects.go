@@ -2,7 +2,7 @@ package stream
 
 import "strconv"
 
-// Endpoint names of the projects stream (as extract.Endpoint*).
+// Endpoint names of the projects stream.
 const (
 	EndpointProjects = "projects"
 	EndpointProject  = "project"
