@@ -24,9 +24,6 @@ func newBookkeeping(schema string) (*bookkeeping, error) {
 	return &bookkeeping{details: ds}, nil
 }
 
-// listEntry is one brand or project as listed, for detail_state.
-type listEntry = load.ListedEntity
-
 // dueDetail is an entity whose detail must be fetched.
 type dueDetail = load.DueDetail
 

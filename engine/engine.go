@@ -106,14 +106,15 @@ type Settings struct {
 	// from its answer to its commit, so that a crash loses at most the
 	// request in flight (see pageSpool); "" keeps pages in memory only.
 	SpoolDir string
-	// DetailMaxAge is the maximum age of a brand's or project's detail whose
-	// list entry did not change; the refreshes are staggered over its days
-	// (see load.DetailState; default 90 days, 0 keeps the default).
+	// DetailMaxAge is the maximum age of an entity's detail and child lists
+	// whose list entry did not change; the refreshes are staggered over its
+	// days (see load.DetailState; default 90 days, 0 keeps the default).
 	DetailMaxAge time.Duration
-	// FinanceFullEvery lists finance without updated_since at least this
-	// often, so deletions are seen (default 7 days); never less often than
-	// CommsRefreshAge, so that a record whose updated_at did not move is
-	// read again within it too.
+	// FinanceFullEvery (SYNC_FINANCE_FULL_EVERY) lists an incremental
+	// listing (stream.List.Incremental: the finance lists) without
+	// updated_since at least this often, so deletions are seen (default 7
+	// days); never less often than CommsRefreshAge, so that a record whose
+	// updated_at did not move is read again within it too.
 	FinanceFullEvery time.Duration
 	// CommsRefreshAge is the most time that passes before a day of the
 	// e-mail history is read in full again (default 60 days): each night
