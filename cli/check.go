@@ -92,7 +92,7 @@ func runCheck(ctx context.Context, a *app, args []string) error {
 func checkNeeds(sel []string) config.Need {
 	var need config.Need
 	for _, s := range sel {
-		if s == engine.StreamCommunications {
+		if dated(s) {
 			need |= config.NeedComms
 		} else {
 			need |= config.NeedMain

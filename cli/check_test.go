@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // checkJSON is the part of `check --json` the tests read.
@@ -83,9 +84,29 @@ func quotaSpent(t *testing.T, vars map[string]string) int {
 	return st.QuotaSpent
 }
 
-// wantEndpoints are the request kinds a check of every stream sends.
-var wantEndpoints = []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices",
-	"collections", "payments", "profitability", "profitability", "agency_summary", "communications"}
+// wantEndpoints are the request kinds a check of every declared stream
+// sends, in declaration order: one per endpoint, and a list whose table
+// takes an enumerated request parameter (profitability's level) once per
+// value.
+var wantEndpoints = func() []string {
+	var out []string
+	for _, s := range stream.All() {
+		for _, ep := range s.Endpoints {
+			n := 1
+			if t := s.RecordTable(ep.Name); t != nil && ep.Kind() == stream.KindList {
+				for _, c := range t.Columns {
+					if c.Param != "" && c.Derived == "" && len(c.OneOf) > 0 {
+						n = len(c.OneOf)
+					}
+				}
+			}
+			for range n {
+				out = append(out, ep.Name)
+			}
+		}
+	}
+	return out
+}()
 
 // TestCheckDefaultSandbox: against the canonical sandbox, check exits 0 in
 // one request per endpoint, plus the paging test of each list (at most 3

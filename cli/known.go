@@ -8,29 +8,9 @@ import (
 	"github.com/agencysync/agencysync/stream"
 )
 
-// endpointPaths names the endpoints AGENCY_PATHS remaps, in the README's
-// order, each with the field of extract.Paths it sets.
-var endpointPaths = []struct {
-	name  string
-	field func(*extract.Paths) *string
-}{
-	{extract.EndpointBrands, func(p *extract.Paths) *string { return &p.Brands }},
-	{extract.EndpointBrand, func(p *extract.Paths) *string { return &p.Brand }},
-	{extract.EndpointBrandContacts, func(p *extract.Paths) *string { return &p.BrandContacts }},
-	{extract.EndpointProjects, func(p *extract.Paths) *string { return &p.Projects }},
-	{extract.EndpointProject, func(p *extract.Paths) *string { return &p.Project }},
-	{extract.EndpointBudgets, func(p *extract.Paths) *string { return &p.Budgets }},
-	{extract.EndpointInvoices, func(p *extract.Paths) *string { return &p.Invoices }},
-	{extract.EndpointCollections, func(p *extract.Paths) *string { return &p.Collections }},
-	{extract.EndpointPayments, func(p *extract.Paths) *string { return &p.Payments }},
-	{extract.EndpointProfitability, func(p *extract.Paths) *string { return &p.Profitability }},
-	{extract.EndpointAgencySummary, func(p *extract.Paths) *string { return &p.AgencySummary }},
-	{extract.EndpointCommunications, func(p *extract.Paths) *string { return &p.Communications }},
-}
-
 // Known is what the configuration's variables may name, from the packages
 // that own the names: the planner's tasks and the streams (engine), the
-// endpoints (extract). Every command that reads the configuration loads it
+// endpoints (the stream declarations). Every command that reads the configuration loads it
 // with these, so a bad name fails them all.
 func Known() config.Known {
 	k := config.Known{Streams: engine.AllStreams,
@@ -39,8 +19,10 @@ func Known() config.Known {
 	for _, t := range engine.DefaultPriorities {
 		k.Tasks = append(k.Tasks, string(t))
 	}
-	for _, e := range endpointPaths {
-		k.Endpoints = append(k.Endpoints, e.name)
+	for _, s := range stream.All() {
+		for _, ep := range s.Endpoints {
+			k.Endpoints = append(k.Endpoints, ep.Name)
+		}
 	}
 	k.PagingLists, k.FixedPaging = stream.Lists()
 	return k
@@ -65,17 +47,9 @@ func declarations(cfg *config.Config) ([]*stream.Stream, error) {
 	return streams, nil
 }
 
-// extractPaths turns AGENCY_PATHS into the client's paths (the rest keep
-// their defaults).
-func extractPaths(m config.EndpointPaths) extract.Paths {
-	var p extract.Paths
-	for _, e := range endpointPaths {
-		if path, ok := m[e.name]; ok {
-			*e.field(&p) = path
-		}
-	}
-	return p
-}
+// extractPaths turns AGENCY_PATHS into the client's paths (the other
+// endpoints keep their declared ones).
+func extractPaths(m config.EndpointPaths) extract.Paths { return extract.Paths(m) }
 
 // priorities turns the task order in force into the engine's tasks.
 func priorities(order config.TaskOrder) []engine.Task {
@@ -102,11 +76,30 @@ func schedules(in []config.Schedule) []serve.Schedule {
 func syncNeeds(streams []string) config.Need {
 	var n config.Need
 	for _, s := range streams {
-		if s == engine.StreamCommunications {
+		if dated(s) {
 			n |= config.NeedBaseURL | config.NeedComms | config.NeedStartDate
 		} else {
 			n |= config.NeedMain
 		}
 	}
 	return n
+}
+
+// dated reports whether the stream named name is read by date window on
+// the communications interface (its history starts at
+// AGENCY_COMMS_START_DATE and is backfilled by date).
+func dated(name string) bool {
+	s, ok := stream.Lookup(name)
+	return ok && len(s.EndpointsOf(stream.KindWindow)) > 0
+}
+
+// datedStream is the name of the stream read by date window ("" when none
+// is declared).
+func datedStream() string {
+	for _, s := range stream.All() {
+		if dated(s.Name) {
+			return s.Name
+		}
+	}
+	return ""
 }

@@ -304,15 +304,15 @@ func (a *app) syncOnce(ctx context.Context, migrate bool, req engine.Request) er
 
 func runBackfill(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("backfill", a)
-	stream := fs.String("stream", engine.StreamCommunications, "stream to backfill (only communications is paged by date)")
+	stream := fs.String("stream", datedStream(), "stream to backfill (only "+datedStream()+" is paged by date)")
 	from := fs.String("from", "", "first day to re-fetch, YYYY-MM-DD (without --from and --to: the days the nightly refresh would re-read next)")
 	to := fs.String("to", "", "last day to re-fetch, YYYY-MM-DD (default today; needs --from)")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations first")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *stream != engine.StreamCommunications {
-		return usagef("--stream %q: only communications can be backfilled by date; use run --full-refresh %s", *stream, *stream)
+	if !dated(*stream) {
+		return usagef("--stream %q: only %s can be backfilled by date; use run --full-refresh %s", *stream, datedStream(), *stream)
 	}
 	if *from == "" {
 		if *to != "" {
@@ -358,7 +358,7 @@ func runPlan(ctx context.Context, a *app, args []string) error {
 	}
 	// The plan sends no request: it reads the warehouse, and for the
 	// e-mails estimates their history from where it starts.
-	if slices.Contains(sel, engine.StreamCommunications) {
+	if slices.ContainsFunc(sel, dated) {
 		if err := a.cfg.Require(config.NeedStartDate); err != nil {
 			return err
 		}

@@ -551,7 +551,7 @@ func TestStreamsExample(t *testing.T) {
 		t.Errorf("schedules %v, want %v", got, want)
 	}
 	prio := cfg.Priorities
-	if i, j := slices.Index(prio, string(engine.TaskFinance)), slices.Index(prio, string(engine.TaskBrands)); i > j {
+	if i, j := slices.Index(prio, "finance"), slices.Index(prio, "brands"); i > j {
 		t.Errorf("finance should come before brands: %v", prio)
 	}
 	if prio[len(prio)-3] != string(engine.TaskCommsBackfill) || prio[len(prio)-2] != string(engine.TaskCommsRefresh) || prio[len(prio)-1] != string(engine.TaskVerify) {

@@ -12,29 +12,27 @@ import (
 
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/inventory"
-	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
-// tableStream is the inventory stream (InventoryStream) of the records
-// whose table is name: the first endpoint of its stream that fills it (a
-// list before its detail); the table's name when no stream declares it.
-func tableStream(name string) string {
-	t, s, ok := stream.LookupTable(name)
+// tableInventory is the inventory name of the records whose table is
+// name: the first endpoint of its stream that fills it (a list before its
+// detail); the table's name when no stream declares it.
+func (e *Engine) tableInventory(name string) string {
+	t, s, ok := e.tableOf(name)
 	if !ok {
 		return name
 	}
 	for _, ep := range s.Endpoints {
 		if t.FillsFrom(ep.Name) {
-			return InventoryStream(ep.Name)
+			return ep.InventoryName()
 		}
 	}
 	return name
 }
 
 // bodyWatch is what the client's hook tells of the bodies of the run in
-// progress, per inventory stream (InventoryStream: the records of one
-// endpoint): successful responses, those decoded from a declared
+// progress, per inventory name (the records of one endpoint): successful responses, those decoded from a declared
 // charset, those that declared none (or one no registry knows) and were not
 // valid UTF-8, with the charsets that would decode them cleanly. It is fed
 // by Engine.ObserveRequest and reset at each run's start (one run at a
@@ -45,6 +43,7 @@ type bodyWatch struct {
 }
 
 type bodyStats struct {
+	text      bool // the endpoint answers text/plain (a date-windowed list)
 	responses int64
 	decoded   map[string]int64 // by charset
 	invalid   int64
@@ -58,8 +57,9 @@ func (w *bodyWatch) reset() {
 	w.streams = nil
 }
 
-// observe books one request's body.
-func (w *bodyWatch) observe(info extract.RequestInfo) {
+// observe books one request's body, its records named name in the
+// inventory (text: its endpoint answers text/plain).
+func (w *bodyWatch) observe(info extract.RequestInfo, name string, text bool) {
 	if info.Status < 200 || info.Status >= 300 {
 		return
 	}
@@ -68,10 +68,9 @@ func (w *bodyWatch) observe(info extract.RequestInfo) {
 	if w.streams == nil {
 		w.streams = map[string]*bodyStats{}
 	}
-	name := InventoryStream(info.Endpoint)
 	s := w.streams[name]
 	if s == nil {
-		s = &bodyStats{decoded: map[string]int64{}, hints: map[string]int64{}, unknown: map[string]int64{}}
+		s = &bodyStats{text: text, decoded: map[string]int64{}, hints: map[string]int64{}, unknown: map[string]int64{}}
 		w.streams[name] = s
 	}
 	s.responses++
@@ -131,7 +130,7 @@ func invalidUTF8Warning(name string, s *bodyStats) inventory.Warning {
 			reason += " (also " + strings.Join(candidates[1:], ", ") + ")"
 		}
 		mediaType := "application/json"
-		if name == InventoryStream(extract.EndpointCommunications) {
+		if s.text {
 			mediaType = "text/plain"
 		}
 		reason += "; the service should declare it, e.g. Content-Type: " + mediaType + "; charset=" + candidates[0]
@@ -143,7 +142,7 @@ func invalidUTF8Warning(name string, s *bodyStats) inventory.Warning {
 // dupWatch counts, per table, the records of the run dropped because a
 // later record of the same page had the same id (the last one wins), and
 // the records of those tables received; its warnings name the table's
-// inventory stream (tableStream).
+// records in the inventory (Engine.tableInventory).
 type dupWatch struct {
 	mu      sync.Mutex
 	records map[string]int64 // by table
@@ -165,14 +164,15 @@ func (w *dupWatch) count(b *transform.Batch) {
 	}
 }
 
-// warnings are the duplicate_id warnings, one per stream and table.
-func (w *dupWatch) warnings() []inventory.Warning {
+// warnings are the duplicate_id warnings, one per stream and table;
+// nameOf names a table's records in the inventory.
+func (w *dupWatch) warnings(nameOf func(table string) string) []inventory.Warning {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var ws []inventory.Warning
 	for _, table := range slices.Sorted(maps.Keys(w.dups)) {
 		n, recs := w.dups[table], w.records[table]+w.dups[table] // the rows stored and the records dropped
-		name := tableStream(table)
+		name := nameOf(table)
 		ws = append(ws, inventory.Warning{Kind: inventory.KindDuplicateID, Stream: name, Column: table, Records: recs, Count: n,
 			Share: share(n, recs),
 			Message: fmt.Sprintf("%s: %d of %d records had the id of a later record of the same page; of each id the last one was stored in %s (last wins)",

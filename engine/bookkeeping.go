@@ -10,8 +10,8 @@ import (
 )
 
 // bookkeeping is the engine's view of detail_state: which details are due
-// (the statements are load.DetailState's; a page records what it listed
-// and fetched through load.Page).
+// (the statements are load.DetailState's; a list page records what it
+// listed, a detail page what it fetched: load.ListPage, load.DetailPage).
 type bookkeeping struct {
 	details *load.DetailState
 }
@@ -23,9 +23,6 @@ func newBookkeeping(schema string) (*bookkeeping, error) {
 	}
 	return &bookkeeping{details: ds}, nil
 }
-
-// listEntry is one brand or project as listed, for detail_state.
-type listEntry = load.ListedEntity
 
 // dueDetail is an entity whose detail must be fetched.
 type dueDetail = load.DueDetail

@@ -99,7 +99,7 @@ func TestShiftedDayBoundaryDeletesNothingAndIsNamed(t *testing.T) {
 				t.Errorf("verify of the history under a wrong zone used %d requests: it bisected on instead of naming the boundary", res.RequestsUsed)
 			}
 			h.now.Store(last.AddDate(0, 0, 2).Add(3 * time.Hour).UnixNano())
-			res = h.run(Request{Streams: []string{StreamCommunications}})
+			res = h.run(Request{Streams: []string{"communications"}})
 			live("after a run")
 			h.retune(func(s *Settings) { s.CommsTZ = mustZone(t, c.zone) })
 			h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: last.AddDate(0, 0, 1)}})

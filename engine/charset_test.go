@@ -189,7 +189,7 @@ func TestDuplicateIDsLastWinsAndWarned(t *testing.T) {
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	h.eng, _ = h.wire(wiring{commsURL: srv.URL})
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusWarning || res.Err != nil || pages.Load() == 0 {
 		t.Fatalf("run %s (%v) over %d rewritten pages; want warning (complete, with the duplicate_id warning)", res.Status, res.Err, pages.Load())
 	}
@@ -199,7 +199,7 @@ func TestDuplicateIDsLastWinsAndWarned(t *testing.T) {
 			w = &res.Warnings[i]
 		}
 	}
-	if w == nil || w.Stream != StreamCommunications || w.Column != "emails" || w.Count != int64(pages.Load()) || !strings.Contains(w.Message, "last") {
+	if w == nil || w.Stream != "communications" || w.Column != "emails" || w.Count != int64(pages.Load()) || !strings.Contains(w.Message, "last") {
 		t.Fatalf("warning %+v, want duplicate_id on emails counting %d", w, pages.Load())
 	}
 	want, _ := h.truth().Counts("communications")

@@ -73,8 +73,8 @@ func (h *harness) ledgerDays() map[string]int {
 	return out
 }
 
-// TestHourlyRunsAfterTheServiceClockJumps is issue 13's hourly figure as
-// the benchmark runs it: every hourly `run --streams communications` is a
+// TestHourlyRunsAfterTheServiceClockJumps is the hourly benchmark figure
+// as the benchmark runs it: every hourly `run --streams communications` is a
 // new process that starts from the offset the previous one kept, while the
 // sandbox's clock has moved on an hour. Each run reads the service's clock
 // first (a keyless request, no quota), so it plans the service's day: the
@@ -89,7 +89,7 @@ func TestHourlyRunsAfterTheServiceClockJumps(t *testing.T) {
 		t.Helper()
 		p := h.newClockProcess("", per)
 		before := h.sb.Stats()
-		res, err := p.eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+		res, err := p.eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{"communications"}})
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
@@ -170,7 +170,7 @@ func missingCommsIDs(h *harness) []string {
 func TestRunProceedsWhenTheClockProbeFails(t *testing.T) {
 	t.Parallel()
 	h := newClockHarness(t, 10*time.Hour+30*time.Minute)
-	if res, err := h.newClockProcess("", 200).eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}}); err != nil || res.Status != StatusSucceeded {
+	if res, err := h.newClockProcess("", 200).eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{"communications"}}); err != nil || res.Status != StatusSucceeded {
 		t.Fatalf("first sync: %v %+v", err, res)
 	}
 	kept, known, err := h.newClockProcess("", 200).ledger.ClockOffset(context.Background())
@@ -192,7 +192,7 @@ func TestRunProceedsWhenTheClockProbeFails(t *testing.T) {
 	}
 	p := h.newClockProcess(dead, 200)
 	before := h.sb.Stats()
-	res, err := p.eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+	res, err := p.eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{"communications"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestClockProbeIsKeylessAndFree(t *testing.T) {
 	}))
 	t.Cleanup(front.Close)
 	for i := range 2 {
-		res, err := h.newClockProcess(front.URL, 200).eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+		res, err := h.newClockProcess(front.URL, 200).eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{"communications"}})
 		if err != nil || res.Status != StatusSucceeded {
 			t.Fatalf("run %d: %v %+v", i, err, res)
 		}

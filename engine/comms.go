@@ -121,7 +121,7 @@ type commsState struct {
 }
 
 func (r *run) loadComms(ctx context.Context, partition string) (*commsState, error) {
-	st, err := r.e.store.GetState(ctx, StreamCommunications, partition)
+	st, err := r.e.store.GetState(ctx, r.e.mailStream(), partition)
 	cs := &commsState{partition: partition}
 	switch {
 	case errors.Is(err, load.ErrNoState):
@@ -154,7 +154,7 @@ func (r *run) save(ctx context.Context, cs *commsState, succeeded bool) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
 	defer cancel()
-	return r.e.store.SetState(sctx, StreamCommunications, r.id, *cp)
+	return r.e.store.SetState(sctx, r.e.mailStream(), r.id, *cp)
 }
 
 // loadCommsStarted reads the state of partition partComms, as the increment
@@ -517,7 +517,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	}
 	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
 		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage}
-	r.progress.Update(StreamCommunications, rc.NextPage-1, rc.LastPage)
+	r.progress.Update(r.e.mailStream(), rc.NextPage-1, rc.LastPage)
 	// Each page is fetched, decoded and transformed ahead (when prefetching,
 	// in the prefetcher's goroutine, while the page before commits), and
 	// spooled until its commit. The producer works on its own copy of the
@@ -559,7 +559,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		if err != nil {
 			return err
 		}
-		if _, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch, State: cp}); err != nil {
+		if _, err := r.commit(ctx, &load.RangePage{Stream: r.e.mailStream(), Batch: batch, State: cp}); err != nil {
 			return err
 		}
 		users.committed(&batch)
@@ -570,7 +570,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		if r.spool != nil {
 			r.spool.drop(r.pageKey(rc, page.Number))
 		}
-		r.progress.Update(StreamCommunications, page.Number, page.LastPage)
+		r.progress.Update(r.e.mailStream(), page.Number, page.LastPage)
 		if st.done {
 			log.Debug("communications range done", zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("total", rc.Total), zap.Int("seen", rc.Seen))
 			return nil
@@ -583,4 +583,71 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	// else must not pass for the end of the range.
 	return fmt.Errorf("page communications %s..%s: the pages ended before the last one at page %d: %w",
 		rc.From, rc.To, rc.NextPage, cmp.Or(ctx.Err(), ErrIncomplete))
+}
+
+func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err error) {
+	inc = Estimate{Task: TaskCommsIncrement}
+	back = Estimate{Task: TaskCommsBackfill}
+	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
+	var cs commsState
+	if err == nil {
+		cs.watermark = st.Watermark
+		if len(st.Cursor) > 0 {
+			if err := jsonUnmarshal(st.Cursor, &cs.cur); err != nil {
+				return inc, back, err
+			}
+		}
+	} else if !isNoState(err) {
+		return inc, back, err
+	}
+	remaining := func(rc *rangeCursor) (int, bool) {
+		if rc.LastPage == 0 {
+			return 1, true
+		}
+		return max(rc.LastPage-rc.NextPage+1, 0), false
+	}
+	today := utcDate(e.set.Now())
+	if rc := cs.cur.Increment; rc != nil {
+		n, _ := remaining(rc)
+		inc.Requests += n
+		inc.Note = fmt.Sprintf("resume %s..%s at page %d; ", rc.From, rc.To, rc.NextPage)
+	}
+	bf := cs.cur.Backfill
+	switch {
+	case bf == nil:
+		back.Requests, back.Unknown = 1, true
+		back.Note = fmt.Sprintf("first backfill from %s; the first page tells its size", dateString(e.set.StartDate))
+	case !bf.Done:
+		if bf.End < dateString(today) {
+			inc.Requests++
+			inc.Note += "days after the backfill's end"
+		}
+		if rc := bf.Current; rc != nil {
+			n, unknown := remaining(rc)
+			back.Requests, back.Unknown = n, unknown || bf.DoneUntil < bf.End && rc.To < bf.End
+			back.Note = fmt.Sprintf("window %s..%s from page %d of %d; backfill to %s", rc.From, rc.To, rc.NextPage, rc.LastPage, bf.End)
+		} else {
+			back.Requests, back.Unknown = 1, true
+			if bf.DoneUntil == "" {
+				back.Note = fmt.Sprintf("first window from %s; backfill to %s; the first page tells its size", bf.Start, bf.End)
+			} else {
+				back.Note = fmt.Sprintf("next window after %s; backfill to %s", bf.DoneUntil, bf.End)
+			}
+		}
+	default:
+		if c := cs.cur; c.FullReadOn == dateString(today) && c.LastPerPage > 0 {
+			// Read in full today: the next increment starts at the first
+			// page that can hold new records (skipHeld).
+			n := max(c.LastSkipRequests, 1)
+			inc.Requests += n
+			inc.Note += fmt.Sprintf("from the first page that can hold new records (the lookback window was read in full today); last time %d request(s)", n)
+		} else {
+			// The day's first increment re-reads the lookback window whole.
+			n := max(c.FullReadPages, c.LastIncrementPages, 1)
+			inc.Requests += n
+			inc.Note += fmt.Sprintf("the lookback window read in full, once a day: about %d page(s)", n)
+		}
+		back.Note = "backfill complete"
+	}
+	return inc, back, nil
 }

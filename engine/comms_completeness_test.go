@@ -162,7 +162,7 @@ func (h *mailHarness) engine() *Engine {
 
 func (h *mailHarness) run(ctx context.Context) *Result {
 	h.t.Helper()
-	return runEngine(ctx, h.t, h.engine(), Request{Streams: []string{StreamCommunications}})
+	return runEngine(ctx, h.t, h.engine(), Request{Streams: []string{"communications"}})
 }
 
 // landed lists the e-mail ids in the warehouse, ascending.
@@ -412,7 +412,7 @@ func TestFutureDatedEmailsDoNotStopIncrements(t *testing.T) {
 	}
 	var wm time.Time
 	if err := h.pool.QueryRow(context.Background(), "SELECT watermark FROM "+h.table("sync_state")+
-		" WHERE stream = $1 AND partition = ''", StreamCommunications).Scan(&wm); err != nil {
+		" WHERE stream = $1 AND partition = ''", "communications").Scan(&wm); err != nil {
 		t.Fatal(err)
 	}
 	if wm.After(h.now) {
@@ -435,7 +435,7 @@ func TestWatermarkInTheFutureIsHeldAtNow(t *testing.T) {
 	h.run(context.Background())
 	future := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 	if _, err := h.pool.Exec(context.Background(), "UPDATE "+h.table("sync_state")+
-		" SET watermark = $2 WHERE stream = $1 AND partition = ''", StreamCommunications, future); err != nil {
+		" SET watermark = $2 WHERE stream = $1 AND partition = ''", "communications", future); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.AddDate(0, 0, 1)
@@ -585,8 +585,8 @@ type spoolCrashStore struct {
 	pages        atomic.Int64
 }
 
-func (c *spoolCrashStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
-	if p.Stream == StreamCommunications && p.Batch.Len("emails") > 0 && c.pages.Add(1) == int64(c.after+1) {
+func (c *spoolCrashStore) Commit(ctx context.Context, runID string, p load.Commit) (load.Counts, error) {
+	if p.StreamName() == "communications" && p.Rows().Len("emails") > 0 && c.pages.Add(1) == int64(c.after+1) {
 		for {
 			entries, _ := os.ReadDir(c.dir)
 			n := 0
@@ -601,12 +601,12 @@ func (c *spoolCrashStore) CommitPage(ctx context.Context, p load.Page) (load.Cou
 			time.Sleep(time.Millisecond)
 		}
 	}
-	return c.warehouseStore.CommitPage(ctx, p)
+	return c.warehouseStore.Commit(ctx, runID, p)
 }
 
 // TestSpoolResumeWithPrefetchSharesNoCursor: a run resumes from two spooled
 // pages with prefetching on. The prefetcher must not read the cursor the
-// page loop writes (issue 14: rc.PerPage); run it under -race. The spooled
+// page loop writes (rc.PerPage); run it under -race. The spooled
 // pages are used, not fetched again, and nothing is lost.
 func TestSpoolResumeWithPrefetchSharesNoCursor(t *testing.T) {
 	srv := newMailServer(80, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 50)
@@ -615,7 +615,7 @@ func TestSpoolResumeWithPrefetchSharesNoCursor(t *testing.T) {
 	h := newMailHarness(t, srv, func(s *Settings) { s.SpoolDir = dir })
 	eng := h.engine()
 	eng.store = &spoolCrashStore{warehouseStore: eng.store, dir: dir, after: 3, files: 2}
-	res, err := eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+	res, err := eng.Run(context.Background(), Request{Trigger: TriggerTest, Streams: []string{"communications"}})
 	if err != nil {
 		t.Fatal(err)
 	}

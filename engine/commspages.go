@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/spool"
 )
 
 // ErrIncomplete means a task did not land everything it set out to and
@@ -29,7 +32,19 @@ type pageStep struct {
 
 // pageKey is the spool key of page n of rc's range.
 func (r *run) pageKey(rc *rangeCursor, n int) string {
-	return r.spool.pageKey(r.e.set, rc.From, rc.To, n)
+	return r.spool.pageKey(r.commsEndpoint(), r.e.set, rc.From, rc.To, n)
+}
+
+// pageKey is the key of a page of a range of the date-windowed endpoint
+// window: the range's request (the schema, domain, users, brand, with
+// message and dates) and the page number.
+func (s *pageSpool) pageKey(window string, set Settings, from, to string, page int) string {
+	ids := make([]string, len(set.UserIDs))
+	for i, id := range set.UserIDs {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return spool.Key(window, s.schema, strconv.FormatInt(set.DomainID, 10), strings.Join(ids, ","),
+		set.BrandURL, set.WithMessage, from, to, strconv.Itoa(page))
 }
 
 // rangeStepBacks bounds the pages re-requested because a range changed
@@ -67,175 +82,245 @@ func isLastPage(p *spooledPage) bool {
 // is seen at least once; duplicates are harmless (upsert).
 func (r *run) rangePages(ctx context.Context, log *zap.Logger, q extract.CommsQuery, start rangeCursor) iter.Seq2[*pageStep, error] {
 	return func(yield func(*pageStep, error) bool) {
-		page := max(start.NextPage, 1)
-		per := start.PerPage // 0: the client's default
-		offset := start.Offset
-		if offset == 0 && page > 1 && per > 0 {
-			offset = (page - 1) * per // a cursor written before offsets were kept
-		}
-		lastID := start.LastID
-		total, haveTotal := start.Total, page > 1 && (start.Total > 0 || start.LastPage > 0)
-		unsettled := false         // a layout change not yet resolved by stepping back
-		steps := 0                 // re-requests since the last page that brought new records
-		again, furthest := 0, page // re-requests in all; the furthest page asked
-		// held is the page a step back set aside. When the page before it,
-		// asked again, ends exactly at the highest id seen, nothing moved at
-		// the pager's position and held is used (reuse) instead of being
-		// asked again: mail arriving at the end of a range changes its total
-		// on every request without moving anything.
-		var held *spooledPage
-		reuse := false
-		var prevFirst, prevLast int64
-		prevIDs := false
-		// Pages after the one in hand are fetched ahead, several at a time
-		// when the pace calls for it (run.inFlight less the one the page
-		// loop's consumer is loading): only within a settled layout, up to
-		// the last page the server announced, so they cost no request a
-		// sequential pager would not send. When the range changes while it
-		// is paged (mail arriving in today's range changes its total on
-		// every request), those fetched ahead are dropped — at most depth
-		// requests wasted — and the rest of the range is paged one page at
-		// a time.
-		steady := !r.e.set.NoPrefetch // fetch ahead (the layout never changed)
-		ahead := newPagesAhead(ctx)
-		defer ahead.stop()
+		rp := newRangePager(ctx, r, log, q, start)
+		defer rp.ahead.stop()
 		for {
-			if err := ctx.Err(); err != nil {
-				yield(nil, fmt.Errorf("page communications: %w", err))
+			st, moved, err := rp.next(ctx)
+			switch {
+			case err != nil:
+				yield(nil, err)
 				return
-			}
-			var p *spooledPage
-			spooled := false
-			if reuse && held != nil && held.Number == page && held.PerPage == per {
-				p, held, reuse = held, nil, false
-				total = p.Total // its layout, checked by the page before it
-			} else {
-				if held != nil && held.Number != page+1 {
-					held = nil
-				}
-				reuse = false
-				var err error
-				if unsettled {
-					steady = false
-					ahead.drop()
-				}
-				if f := ahead.take(page, per); f != nil {
-					p, spooled, err = f.wait(ctx)
-				} else {
-					p, spooled, err = r.commsPage(ctx, log, q, start, page, per, !unsettled)
-				}
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-			}
-			if p.Number != page {
-				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: extract.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
-					Reason: fmt.Sprintf("asked for page %d, the server answered current_page %d", page, p.Number)}))
-				return
-			}
-			paged := p.Paged || p.LastPage > 0
-			// The page size the position was computed under has changed:
-			// recompute the page from the records already committed.
-			if page > 1 && offset > 0 && per > 0 && p.PerPage > 0 && p.PerPage != per {
-				np := offset/p.PerPage + 1
-				log.Info("the server's per_page changed within a range; resuming from the records committed",
-					zap.Int("per_page_was", per), zap.Int("per_page", p.PerPage), zap.Int("offset", offset), zap.Int("page", np))
-				per, unsettled = p.PerPage, true
-				steady = false
-				ahead.drop()
-				if np != page {
-					page = np
-					if steps, again = steps+1, again+1; steps > rangeStepBacks(page) || tooManyAgain(again, furthest) {
-						yield(nil, fmt.Errorf("page communications: the range keeps changing while it is paged: %w", ErrIncomplete))
-						return
-					}
-					continue
-				}
-			}
-			if paged && haveTotal && p.Total != total {
-				// A total of -1 is a layout not seen yet (skipHeld): its
-				// first page is checked, but nothing changed.
-				if total >= 0 {
-					log.Info("communications range changed while it was paged; stepping back",
-						zap.Int("total_was", total), zap.Int("total", p.Total), zap.Int("page", page))
-				}
-				unsettled = true
-				steady = false
-				ahead.drop()
-			}
-			if paged {
-				total, haveTotal = p.Total, true
-			}
-			if unsettled && page > 1 && lastID > 0 && (p.Rows == 0 || (p.HasIDs && p.FirstID > lastID)) {
-				// Records may have moved to an earlier page: step back.
-				if p.Rows > 0 {
-					held = p
-				}
-				page--
-				if steps, again = steps+1, again+1; steps > rangeStepBacks(page) || tooManyAgain(again, furthest) {
-					yield(nil, fmt.Errorf("page communications: the range keeps changing while it is paged: %w", ErrIncomplete))
-					return
-				}
+			case moved:
 				continue
-			}
-			if unsettled && held != nil && p.HasIDs && p.LastID == lastID {
-				reuse = true // the page set aside follows this one as it is
-			} else {
-				held = nil
-			}
-			unsettled = false
-			if !paged && prevIDs && p.HasIDs && p.FirstID == prevFirst && p.LastID == prevLast && p.Rows > 0 {
-				yield(nil, fmt.Errorf("fetch communications page %d: %w", page, &extract.ResponseError{
-					Endpoint: extract.EndpointCommunications, Page: page, Kind: extract.ErrUnexpectedShape,
-					Reason: fmt.Sprintf("page %d repeats page %d: the server seems to ignore the page parameter", page, page-1)}))
+			case !yield(st, nil) || st.done:
 				return
 			}
-			if !spooled && r.spool != nil {
-				r.spool.put(r.spool.pageKey(r.e.set, start.From, start.To, page), p)
-			}
-			st := &pageStep{page: p, done: isLastPage(p), fresh: p.Rows - len(p.IDs)}
-			for _, id := range p.IDs {
-				if id > lastID {
-					st.fresh++
-				}
-			}
-			if p.HasIDs && p.LastID > lastID {
-				lastID = p.LastID
-			}
-			st.lastID = lastID
-			if st.fresh > 0 {
-				steps = 0
-			}
-			depth := 0
-			if steady {
-				depth = min(r.inFlight(true)-1, maxPagesAhead) // as the answer times call for now
-			}
-			if depth > 0 && !st.done && paged && held == nil && !reuse {
-				// The goroutines fetching ahead read values only: not the page
-				// handed to the consumer, nor a variable this loop writes.
-				aheadPer := p.PerPage
-				for k := page + 1; k <= min(page+depth, p.LastPage); k++ {
-					key := ""
-					if r.spool != nil {
-						key = r.pageKey(&start, k)
-					}
-					ahead.launch(k, aheadPer, r.spool, key, func(ctx context.Context) (*spooledPage, bool, error) {
-						return r.commsPage(ctx, log, q, start, k, aheadPer, true)
-					})
-				}
-			}
-			if !yield(st, nil) || st.done {
-				return
-			}
-			prevFirst, prevLast, prevIDs = p.FirstID, p.LastID, p.HasIDs
-			offset = (p.Number-1)*p.PerPage + p.Rows
-			per = p.PerPage
-			page++
-			furthest = max(furthest, page)
+			rp.advance(st.page)
 		}
 	}
+}
+
+// rangePager is the state of rangePages: where it asks next, what it has
+// seen of the range, and the pages fetched ahead.
+type rangePager struct {
+	r     *run
+	log   *zap.Logger
+	q     extract.CommsQuery
+	start rangeCursor
+
+	page, per, offset int   // the page asked next, the page size it is asked with, the records before it
+	lastID            int64 // the highest record id seen
+	total             int   // the total of the layout paged
+	haveTotal         bool
+	unsettled         bool // a layout change not yet resolved by stepping back
+	steps             int  // re-requests since the last page that brought new records
+	again, furthest   int  // re-requests in all; the furthest page asked
+	// held is the page a step back set aside. When the page before it,
+	// asked again, ends exactly at the highest id seen, nothing moved at
+	// the pager's position and held is used (reuse) instead of being
+	// asked again: mail arriving at the end of a range changes its total
+	// on every request without moving anything.
+	held                *spooledPage
+	reuse               bool
+	prevFirst, prevLast int64 // the ids bounding the page before
+	prevIDs             bool
+	// Pages after the one in hand are fetched ahead, several at a time
+	// when the pace calls for it (run.inFlight less the one the page
+	// loop's consumer is loading): only within a settled layout, up to
+	// the last page the server announced, so they cost no request a
+	// sequential pager would not send. When the range changes while it
+	// is paged (mail arriving in today's range changes its total on
+	// every request), those fetched ahead are dropped — at most depth
+	// requests wasted — and the rest of the range is paged one page at
+	// a time.
+	steady bool // fetch ahead (the layout never changed)
+	ahead  *pagesAhead
+}
+
+func newRangePager(ctx context.Context, r *run, log *zap.Logger, q extract.CommsQuery, start rangeCursor) *rangePager {
+	rp := &rangePager{r: r, log: log, q: q, start: start, page: max(start.NextPage, 1), per: start.PerPage,
+		offset: start.Offset, lastID: start.LastID, total: start.Total, steady: !r.e.set.NoPrefetch, ahead: newPagesAhead(ctx)}
+	if rp.offset == 0 && rp.page > 1 && rp.per > 0 {
+		rp.offset = (rp.page - 1) * rp.per // a cursor written before offsets were kept
+	}
+	rp.haveTotal = rp.page > 1 && (start.Total > 0 || start.LastPage > 0)
+	rp.again, rp.furthest = 0, rp.page
+	return rp
+}
+
+// next asks the page in turn and decides what it is: a step to hand over,
+// moved when the pager moved instead (the layout changed: it asks another
+// page first), or an error that ends the range.
+func (rp *rangePager) next(ctx context.Context) (st *pageStep, moved bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("page communications: %w", err)
+	}
+	p, spooled, err := rp.fetch(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if p.Number != rp.page {
+		return nil, false, rp.shapeError(fmt.Sprintf("asked for page %d, the server answered current_page %d", rp.page, p.Number))
+	}
+	if moved, err := rp.resized(p); moved || err != nil {
+		return nil, true, err
+	}
+	paged := p.Paged || p.LastPage > 0
+	rp.retotal(p, paged)
+	if rp.unsettled && rp.page > 1 && rp.lastID > 0 && (p.Rows == 0 || (p.HasIDs && p.FirstID > rp.lastID)) {
+		// Records may have moved to an earlier page: step back.
+		if p.Rows > 0 {
+			rp.held = p
+		}
+		return nil, true, rp.moveTo(rp.page - 1)
+	}
+	if rp.unsettled && rp.held != nil && p.HasIDs && p.LastID == rp.lastID {
+		rp.reuse = true // the page set aside follows this one as it is
+	} else {
+		rp.held = nil
+	}
+	rp.unsettled = false
+	if !paged && rp.prevIDs && p.HasIDs && p.FirstID == rp.prevFirst && p.LastID == rp.prevLast && p.Rows > 0 {
+		return nil, false, rp.shapeError(fmt.Sprintf("page %d repeats page %d: the server seems to ignore the page parameter", rp.page, rp.page-1))
+	}
+	if !spooled && rp.r.spool != nil {
+		rp.r.spool.put(rp.r.pageKey(&rp.start, rp.page), p)
+	}
+	st = rp.step(p)
+	rp.fetchAhead(p, st, paged)
+	return st, false, nil
+}
+
+// fetch is the page in turn: the page a step back set aside when it
+// follows as it is, one fetched ahead, else asked now (from the spool a
+// killed run left, unless the layout is unsettled).
+func (rp *rangePager) fetch(ctx context.Context) (*spooledPage, bool, error) {
+	if rp.reuse && rp.held != nil && rp.held.Number == rp.page && rp.held.PerPage == rp.per {
+		p := rp.held
+		rp.held, rp.reuse = nil, false
+		rp.total = p.Total // its layout, checked by the page before it
+		return p, false, nil
+	}
+	if rp.held != nil && rp.held.Number != rp.page+1 {
+		rp.held = nil
+	}
+	rp.reuse = false
+	if rp.unsettled {
+		rp.steady = false
+		rp.ahead.drop()
+	}
+	if f := rp.ahead.take(rp.page, rp.per); f != nil {
+		return f.wait(ctx)
+	}
+	return rp.r.commsPage(ctx, rp.log, rp.q, rp.start, rp.page, rp.per, !rp.unsettled)
+}
+
+// resized follows a page size that changed since the position was
+// computed under it: the page is recomputed from the records already
+// committed, and moved says the pager now asks another page.
+func (rp *rangePager) resized(p *spooledPage) (moved bool, err error) {
+	if rp.page <= 1 || rp.offset <= 0 || rp.per <= 0 || p.PerPage <= 0 || p.PerPage == rp.per {
+		return false, nil
+	}
+	np := rp.offset/p.PerPage + 1
+	rp.log.Info("the server's per_page changed within a range; resuming from the records committed",
+		zap.Int("per_page_was", rp.per), zap.Int("per_page", p.PerPage), zap.Int("offset", rp.offset), zap.Int("page", np))
+	rp.per, rp.unsettled = p.PerPage, true
+	rp.steady = false
+	rp.ahead.drop()
+	if np == rp.page {
+		return false, nil
+	}
+	return true, rp.moveTo(np)
+}
+
+// retotal notes the total a paged answer carries: one that differs from
+// the layout paged so far unsettles it.
+func (rp *rangePager) retotal(p *spooledPage, paged bool) {
+	if paged && rp.haveTotal && p.Total != rp.total {
+		// A total of -1 is a layout not seen yet (skipHeld): its first
+		// page is checked, but nothing changed.
+		if rp.total >= 0 {
+			rp.log.Info("communications range changed while it was paged; stepping back",
+				zap.Int("total_was", rp.total), zap.Int("total", p.Total), zap.Int("page", rp.page))
+		}
+		rp.unsettled = true
+		rp.steady = false
+		rp.ahead.drop()
+	}
+	if paged {
+		rp.total, rp.haveTotal = p.Total, true
+	}
+}
+
+// moveTo makes the pager ask page n again; past the bounds of re-requests
+// the range is given up as unstable.
+func (rp *rangePager) moveTo(n int) error {
+	rp.page = n
+	rp.steps, rp.again = rp.steps+1, rp.again+1
+	if rp.steps > rangeStepBacks(rp.page) || tooManyAgain(rp.again, rp.furthest) {
+		return fmt.Errorf("page communications: the range keeps changing while it is paged: %w", ErrIncomplete)
+	}
+	return nil
+}
+
+// step is the step p makes: whether it is the range's last page, and the
+// records beyond the highest id seen before it.
+func (rp *rangePager) step(p *spooledPage) *pageStep {
+	st := &pageStep{page: p, done: isLastPage(p), fresh: p.Rows - len(p.IDs)}
+	for _, id := range p.IDs {
+		if id > rp.lastID {
+			st.fresh++
+		}
+	}
+	if p.HasIDs && p.LastID > rp.lastID {
+		rp.lastID = p.LastID
+	}
+	st.lastID = rp.lastID
+	if st.fresh > 0 {
+		rp.steps = 0
+	}
+	return st
+}
+
+// fetchAhead starts fetching the pages after p (as many as the run keeps
+// in flight, less the one in hand) when the layout is steady, up to the
+// last page announced.
+func (rp *rangePager) fetchAhead(p *spooledPage, st *pageStep, paged bool) {
+	depth := 0
+	if rp.steady {
+		depth = min(rp.r.inFlight(true)-1, maxPagesAhead) // as the answer times call for now
+	}
+	if depth <= 0 || st.done || !paged || rp.held != nil || rp.reuse {
+		return
+	}
+	// The goroutines fetching ahead read values only: not the page handed
+	// to the consumer, nor a field the page loop writes.
+	r, log, q, start, per := rp.r, rp.log, rp.q, rp.start, p.PerPage
+	for k := rp.page + 1; k <= min(rp.page+depth, p.LastPage); k++ {
+		key := ""
+		if r.spool != nil {
+			key = r.pageKey(&start, k)
+		}
+		rp.ahead.launch(k, per, r.spool, key, func(ctx context.Context) (*spooledPage, bool, error) {
+			return r.commsPage(ctx, log, q, start, k, per, true)
+		})
+	}
+}
+
+// advance moves past page p, handed over.
+func (rp *rangePager) advance(p *spooledPage) {
+	rp.prevFirst, rp.prevLast, rp.prevIDs = p.FirstID, p.LastID, p.HasIDs
+	rp.offset = (p.Number-1)*p.PerPage + p.Rows
+	rp.per = p.PerPage
+	rp.page++
+	rp.furthest = max(rp.furthest, rp.page)
+}
+
+// shapeError is the error of an answer whose page is not what was asked.
+func (rp *rangePager) shapeError(reason string) error {
+	return fmt.Errorf("fetch communications page %d: %w", rp.page, &extract.ResponseError{
+		Endpoint: rp.r.commsEndpoint(), Page: rp.page, Kind: extract.ErrUnexpectedShape, Reason: reason})
 }
 
 // pagesAhead is the communications pages fetched ahead of a range's page
@@ -369,7 +454,7 @@ func (a *pagesAhead) stop() {
 func (r *run) commsPage(ctx context.Context, log *zap.Logger, q extract.CommsQuery, rc rangeCursor, n, per int, useSpool bool) (*spooledPage, bool, error) {
 	if sp := r.spool; sp != nil && useSpool {
 		p := &spooledPage{}
-		if sp.get(sp.pageKey(r.e.set, rc.From, rc.To, n), p) && p.Number == n && (per == 0 || p.PerPage == per) {
+		if sp.get(r.pageKey(&rc, n), p) && p.Number == n && (per == 0 || p.PerPage == per) {
 			log.Info("communications page from the spool", zap.Int("page", n))
 			return p, true, nil
 		}
@@ -401,4 +486,11 @@ func (p *spooledPage) addID(id int64) {
 		p.LastID = id
 	}
 	p.HasIDs = true
+}
+
+// commsEndpoint is the name of the date-windowed endpoint the mail hooks
+// page.
+func (r *run) commsEndpoint() string {
+	_, ep := r.e.mail()
+	return ep.Name
 }

@@ -13,7 +13,7 @@ import (
 // several requests in flight). The page loop rewrites the range's cursor
 // (per_page, offset, next page) on every page while the producer and the
 // pages-ahead goroutines keep paging: run under -race, nothing may be read
-// by them that the loop writes (issue 14 item 7), and nothing may be lost.
+// by them that the loop writes, and nothing may be lost.
 func TestPerPageChangeMidRangeWithPagesAhead(t *testing.T) {
 	for _, v := range []struct {
 		name          string

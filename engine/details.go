@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -16,98 +15,101 @@ import (
 	"github.com/agencysync/agencysync/transform"
 )
 
-// fetchedDetail is one entity's detail, ready to load.
+// fetchedDetail is one entity's detail and child lists, ready to load.
 type fetchedDetail struct {
 	due   dueDetail
 	batch transform.Batch
 	gone  bool // 404: deleted since it was listed
-	// contacts: the brand's contact list was fetched whole, so contacts
-	// absent from it are soft-deleted.
-	contacts bool
-	// contactsShort: the contact list delivered fewer records than its
-	// pages announced, so its absentees must not be soft-deleted.
-	contactsShort bool
-	// contactsEnd is the verdict of the contact listing (its last page's).
-	contactsEnd *extract.ListEnd
-	// detailMissing: the brand's detail answered 404 but its contacts did
-	// not: the contacts land, the detail is asked again next run.
-	detailMissing bool
+	// missing: the detail answered 404 but the child lists did not: they
+	// land, the detail is asked again next run.
+	missing bool
+	// children are the child lists fetched whole, each with its verdict.
+	children []childList
 }
 
-// contactsWhy is why fd's contact listing is not proven complete ("" when
-// it is).
-func (fd *fetchedDetail) contactsWhy() string {
-	if fd.contactsShort {
+// childList is one entity's child list as fetched: whole, with the
+// verdict of its listing.
+type childList struct {
+	Endpoint string
+	// Short: the list delivered fewer records than its pages announced, so
+	// its absentees must not be soft-deleted.
+	Short bool
+	// End is the verdict of the listing (its last page's).
+	End *extract.ListEnd `json:",omitempty"`
+}
+
+// why is why the child listing is not proven complete ("" when it is).
+func (c *childList) why() string {
+	if c.Short {
 		return "fewer records than the service announced"
 	}
-	return unproven(fd.contactsEnd)
+	return unproven(c.End)
 }
 
-// contactVerdicts sums up the verdicts of a run's contact listings, so that
-// many brands make one warning: the brands whose listing was not proven
-// complete, those whose service capped pages silently, and the first
-// verdict of each.
-type contactVerdicts struct {
-	unproven, capped []string // brand ids
-	why              string
-	whyEnd, capEnd   *extract.ListEnd
+// childVerdicts sums up the verdicts of a run's listings of one child list,
+// so that many entities make one warning: the entities whose listing was
+// not proven complete, those whose service capped pages silently, and the
+// first verdict of each.
+type childVerdicts struct {
+	endpoint, what string // the child list's endpoint, and what it lists ("contacts")
+	noun           string // the noun of its parent entity ("brand")
+	unproven       []string
+	capped         []string // entity ids
+	why            string
+	whyEnd, capEnd *extract.ListEnd
 }
 
-// add counts the verdict of brand id's contact listing.
-func (v *contactVerdicts) add(id string, fd *fetchedDetail) {
-	why := fd.contactsWhy()
+// add counts the verdict of entity id's child list c.
+func (v *childVerdicts) add(id string, c *childList) {
+	why := c.why()
 	switch {
 	case why != "":
 		if len(v.unproven) == 0 {
-			v.why, v.whyEnd = why, fd.contactsEnd
+			v.why, v.whyEnd = why, c.End
 		}
 		v.unproven = append(v.unproven, id)
-	case fd.contactsEnd != nil && fd.contactsEnd.Cap > 0:
+	case c.End != nil && c.End.Cap > 0:
 		if len(v.capped) == 0 {
-			v.capEnd = fd.contactsEnd
+			v.capEnd = c.End
 		}
 		v.capped = append(v.capped, id)
 	}
 }
 
 // judge records the summed verdicts (see run.judgeListing).
-func (v *contactVerdicts) judge(r *run, log *zap.Logger) {
-	ep := stream.EndpointBrandContacts
+func (v *childVerdicts) judge(r *run, log *zap.Logger) {
 	if len(v.unproven) > 0 {
-		r.judgeListing(log, ep, contactsOf(v.unproven), v.why, v.whyEnd)
+		r.judgeListing(log, v.endpoint, v.of(v.unproven), v.why, v.whyEnd)
 	}
 	if len(v.capped) > 0 {
-		r.judgeListing(log, ep, contactsOf(v.capped), "", v.capEnd)
+		r.judgeListing(log, v.endpoint, v.of(v.capped), "", v.capEnd)
 	}
 }
 
-// contactsOf names the contact listings of brands: "contacts of brand 7",
+// of names the child listings of entities: "contacts of brand 7",
 // "contacts of 12 brands (7, 9, 15, …)".
-func contactsOf(brands []string) string {
-	if len(brands) == 1 {
-		return "contacts of brand " + brands[0]
+func (v *childVerdicts) of(ids []string) string {
+	if len(ids) == 1 {
+		return v.what + " of " + v.noun + " " + ids[0]
 	}
-	shown := strings.Join(brands[:min(len(brands), 3)], ", ")
-	if len(brands) > 3 {
+	shown := strings.Join(ids[:min(len(ids), 3)], ", ")
+	if len(ids) > 3 {
 		shown += ", …"
 	}
-	return fmt.Sprintf("contacts of %d brands (%s)", len(brands), shown)
+	return fmt.Sprintf("%s of %d %ss (%s)", v.what, len(ids), v.noun, shown)
 }
 
-// details fetches the due details of the selected streams: brands (detail
-// and contacts) and projects, stalest first. Fetching the next entities
+// details fetches the due details and child lists of the selected streams'
+// entities, stream after stream, stalest first. Fetching the next entities
 // (as many as run.inFlight) overlaps loading the current one.
 func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 	streams := req.Streams
 	if len(streams) == 0 {
-		streams = AllStreams
+		streams = r.e.streamNames()
 	}
 	var errs []error
-	for _, stream := range []string{StreamBrands, StreamProjects} {
-		if !slices.Contains(streams, stream) {
-			continue
-		}
-		err := r.streamDetails(ctx, stream, log.With(zap.String("stream", stream)))
+	for _, s := range r.e.withEntities(streams) {
+		err := r.streamDetails(ctx, s, log.With(zap.String("stream", s.Name)))
 		if err != nil {
 			if stopsTask(ctx, err) {
 				return err
@@ -118,49 +120,38 @@ func (r *run) details(ctx context.Context, req Request, log *zap.Logger) error {
 	return errors.Join(errs...)
 }
 
-func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger) error {
-	due, err := r.e.book.dueDetails(ctx, r.e.pool, stream, r.e.set.DetailMaxAge, r.e.set.Now())
+// entityDetails is the details task's work on one stream's entities.
+type entityDetails struct {
+	s        *stream.Stream
+	table    *stream.Table // the entities' table
+	verdicts map[string]*childVerdicts
+}
+
+func newEntityDetails(s *stream.Stream) *entityDetails {
+	_, t, _ := s.Entities()
+	d := &entityDetails{s: s, table: t, verdicts: map[string]*childVerdicts{}}
+	for _, ep := range s.EndpointsOf(stream.KindChild) {
+		d.verdicts[ep.Name] = &childVerdicts{endpoint: ep.Name, what: ep.InventoryName(), noun: t.Noun}
+	}
+	return d
+}
+
+func (r *run) streamDetails(ctx context.Context, s *stream.Stream, log *zap.Logger) error {
+	due, err := r.e.book.dueDetails(ctx, r.e.pool, s.Name, r.e.set.DetailMaxAge, r.e.set.Now())
 	if err != nil {
 		return err
 	}
 	log.Info("details due", zap.Int("count", len(due)))
-	name := stream + ".details"
+	name := s.Name + ".details"
 	r.progress.Update(name, 0, len(due))
-	sp := r.spool
-	// fetchOne is item i: from the spool when a killed run left it there,
-	// else from the service, spooled as soon as it is in (so that a crash
-	// loses only the requests in flight, not the details fetched ahead).
-	fetchOne := func(ctx context.Context, i int) (fetchedDetail, error) {
-		d := due[i]
-		var sd spooledDetail
-		if sp != nil && sp.get(sp.detailKey(stream, d.ID, d.Hash), &sd) {
-			log.Info("detail from the spool", zap.String("id", d.ID))
-			return fetchedDetail{due: d, batch: sd.Batch, contacts: sd.Contacts, contactsShort: sd.ContactsShort, contactsEnd: sd.ContactsEnd}, nil
+	ed := newEntityDetails(s)
+	defer func() {
+		for _, ep := range s.EndpointsOf(stream.KindChild) {
+			ed.verdicts[ep.Name].judge(r, log)
 		}
-		fd, err := r.fetchDetail(ctx, stream, d)
-		if err == nil && sp != nil && !fd.gone && !fd.detailMissing {
-			sp.put(sp.detailKey(stream, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Contacts: fd.contacts, ContactsShort: fd.contactsShort, ContactsEnd: fd.contactsEnd})
-		}
-		return fd, err
-	}
-	var details iter.Seq2[fetchedDetail, error]
-	if r.e.set.NoPrefetch {
-		details = func(yield func(fetchedDetail, error) bool) {
-			for i := range due {
-				if fd, err := fetchOne(ctx, i); !yield(fd, err) || err != nil {
-					return
-				}
-			}
-		}
-	} else {
-		// Several details are fetched at once when the pace allows it (see
-		// run.inFlight), and committed one by one in order.
-		details = fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
-	}
+	}()
 	done := 0
-	var verdicts contactVerdicts
-	defer verdicts.judge(r, log)
-	for fd, err := range details {
+	for fd, err := range r.fetchDetails(ctx, s, due, log) {
 		if err != nil {
 			return err
 		}
@@ -169,18 +160,17 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 			done++
 			continue
 		}
-		p, err := r.detailPage(stream, &fd, done+1 == len(due), &verdicts, log)
+		p, err := r.detailPage(ed, &fd, done+1 == len(due), log)
 		if err != nil {
 			return err
 		}
-		id, hash := fd.due.ID, fd.due.Hash
 		counts, err := r.commit(ctx, p)
 		if err != nil {
 			return err
 		}
 		r.heldDeletions(counts)
-		if sp != nil {
-			sp.drop(sp.detailKey(stream, id, hash))
+		if sp := r.spool; sp != nil {
+			sp.drop(sp.detailKey(s.Name, fd.due.ID, fd.due.Hash))
 		}
 		done++
 		r.progress.Update(name, done, len(due))
@@ -191,118 +181,147 @@ func (r *run) streamDetails(ctx context.Context, stream string, log *zap.Logger)
 	return nil
 }
 
-// detailPage is the page that commits a fetched detail of stream (last:
-// the last one due): its rows, its bookkeeping (fetched, unless the brand's
-// detail was missing and only its contacts came) and its contact listing.
-func (r *run) detailPage(stream string, fd *fetchedDetail, last bool, verdicts *contactVerdicts, log *zap.Logger) (load.Page, error) {
-	p := load.Page{Stream: stream, Batch: fd.batch, State: &load.Checkpoint{Partition: "details", Succeeded: last}}
-	id := fd.due.ID
-	if fd.detailMissing {
-		log.Warn("a listed brand's detail answered 404 while its contacts were served: the contacts are synced, the detail is asked again next run", zap.String("brand_id", id))
-		r.note(fmt.Sprintf("brand %s: its detail answered 404 (not found) while it is listed and its contacts are served; contacts synced, detail asked again next run", id))
-	} else {
-		p.DetailFetched = &load.FetchedDetail{ID: id, Hash: fd.due.Hash, At: r.e.set.Now()}
-	}
-	if !fd.contacts {
-		return p, nil
-	}
-	return p, r.contactsListing(&p, fd, verdicts, log)
-}
-
-// contactsListing makes the page of brand fd's detail end its contact
-// listing when the listing is proven complete (its absentees are then
-// soft-deleted), and counts its verdict.
-func (r *run) contactsListing(p *load.Page, fd *fetchedDetail, verdicts *contactVerdicts, log *zap.Logger) error {
-	id := fd.due.ID
-	l, err := r.e.store.NewListing("brand_contacts", map[string]any{"brand_id": id})
-	if err != nil {
-		return err
-	}
-	why := fd.contactsWhy()
-	p.Listing, p.EndsListing = l, why == ""
-	if why != "" {
-		log.Info("a brand's contact list is not proven complete: none of its contacts is marked deleted",
-			zap.String("brand_id", id), zap.String("reason", why))
-	}
-	verdicts.add(id, fd)
-	return nil
-}
-
-// fetchDetail fetches one brand (detail and every contact page) or project.
-func (r *run) fetchDetail(ctx context.Context, kind string, d dueDetail) (fetchedDetail, error) {
-	fd := fetchedDetail{due: d}
-	id := extract.ID(d.ID)
-	fetch, name, endpoint, rejectStream := r.client.Brand, StreamBrands, stream.EndpointBrand, stream.RejectBrandDetails
-	if kind == StreamProjects {
-		fetch, name, endpoint, rejectStream = r.client.Project, StreamProjects, stream.EndpointProject, stream.RejectProjectDetails
-	}
-	rec, err := fetch(ctx, id)
-	// A detail that does not decode is a rejected record, not a failed run:
-	// it is fetched again when its list entry changes.
-	var recErr *extract.RecordError
-	switch {
-	case errors.Is(err, extract.ErrNotFound) && kind == StreamProjects:
-		fd.gone = true
-		return fd, nil
-	case errors.Is(err, extract.ErrNotFound):
-		fd.detailMissing = true
-	case errors.As(err, &recErr):
-		fd.batch.Rejects = transform.RecordErrors(rejectStream, []extract.RecordError{*recErr})
-		return fd, nil
-	case err != nil:
-		return fd, fmt.Errorf("fetch %s %s: %w", endpoint, d.ID, err)
-	default:
-		fd.batch = r.transform(name, endpoint, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)
-	}
-	if kind == StreamProjects {
-		return fd, nil
-	}
-	cb, short, end, gone, err := r.fetchContacts(ctx, d.ID)
-	if err != nil || gone {
-		fd.gone = gone
+// fetchDetails fetches the due entities of s in order: each from the spool
+// when a killed run left it there, else from the service, spooled as soon
+// as it is in (so that a crash loses only the requests in flight, not the
+// entities fetched ahead). Several are fetched at once when the pace allows
+// it (see run.inFlight), and handed over one by one in order.
+func (r *run) fetchDetails(ctx context.Context, s *stream.Stream, due []dueDetail, log *zap.Logger) iter.Seq2[fetchedDetail, error] {
+	sp := r.spool
+	fetchOne := func(ctx context.Context, i int) (fetchedDetail, error) {
+		d := due[i]
+		var sd spooledDetail
+		if sp != nil && sp.get(sp.detailKey(s.Name, d.ID, d.Hash), &sd) {
+			log.Info("detail from the spool", zap.String("id", d.ID))
+			return fetchedDetail{due: d, batch: sd.Batch, children: sd.Children}, nil
+		}
+		fd, err := r.fetchDetail(ctx, s, d)
+		if err == nil && sp != nil && !fd.gone && !fd.missing {
+			sp.put(sp.detailKey(s.Name, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Children: fd.children})
+		}
 		return fd, err
 	}
-	fd.contactsShort, fd.contactsEnd = short, end
-	fd.batch.Append(cb)
-	fd.contacts = true
+	if r.e.set.NoPrefetch {
+		return func(yield func(fetchedDetail, error) bool) {
+			for i := range due {
+				if fd, err := fetchOne(ctx, i); !yield(fd, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+	return fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
+}
+
+// detailPage is the page that commits a fetched entity of ed's stream
+// (last: the last one due): its rows, its bookkeeping (fetched, unless its
+// detail was missing and only its child lists came) and the child
+// listings proven complete, which it ends.
+func (r *run) detailPage(ed *entityDetails, fd *fetchedDetail, last bool, log *zap.Logger) (*load.DetailPage, error) {
+	s, id := ed.s, fd.due.ID
+	p := &load.DetailPage{Stream: s.Name, Batch: fd.batch, State: &load.Checkpoint{Partition: stream.PartitionDetails, Succeeded: last}}
+	if fd.missing {
+		log.Warn("a listed entity's detail answered 404 while its child lists were served: they are synced, the detail is asked again next run",
+			zap.String("id", id))
+		r.note(fmt.Sprintf("%s %s: its detail answered 404 (not found) while it is listed and its child lists are served; "+
+			"child lists synced, detail asked again next run", ed.table.Noun, id))
+	} else {
+		p.Table = ed.table.Name
+		p.Fetched = &load.FetchedDetail{ID: id, Hash: fd.due.Hash, At: r.e.set.Now()}
+	}
+	for i := range fd.children {
+		c := &fd.children[i]
+		ct := s.RecordTable(c.Endpoint)
+		l, err := r.e.store.NewListing(ct.Name, map[string]any{ct.ParamColumn().Name: id})
+		if err != nil {
+			return nil, err
+		}
+		if why := c.why(); why != "" {
+			log.Info("a child list is not proven complete: none of its rows is marked deleted",
+				zap.String("id", id), zap.String("list", c.Endpoint), zap.String("reason", why))
+		} else {
+			p.Children = append(p.Children, l)
+		}
+		ed.verdicts[c.Endpoint].add(id, c)
+	}
+	return p, nil
+}
+
+// fetchDetail fetches one entity of s: its detail and every page of each of
+// its child lists. A detail that answers 404 makes the entity gone when it
+// has no child lists, or when a child list answers 404 too.
+func (r *run) fetchDetail(ctx context.Context, s *stream.Stream, d dueDetail) (fetchedDetail, error) {
+	fd := fetchedDetail{due: d}
+	id := extract.ID(d.ID)
+	children := s.EndpointsOf(stream.KindChild)
+	for _, ep := range s.EndpointsOf(stream.KindDetail) {
+		rec, err := r.client.Detail(ctx, ep.Name, id)
+		// A detail that does not decode is a rejected record, not a failed
+		// run: it is fetched again when its list entry changes.
+		var recErr *extract.RecordError
+		switch {
+		case errors.Is(err, extract.ErrNotFound) && len(children) == 0:
+			fd.gone = true
+			return fd, nil
+		case errors.Is(err, extract.ErrNotFound):
+			fd.missing = true
+		case errors.As(err, &recErr):
+			fd.batch.Rejects = transform.RecordErrors(s.Rejects(ep.Name), []extract.RecordError{*recErr})
+			return fd, nil
+		case err != nil:
+			return fd, fmt.Errorf("fetch %s %s: %w", ep.Name, d.ID, err)
+		default:
+			fd.batch.Append(r.transform(s, ep.Name, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil))
+		}
+	}
+	for _, ep := range children {
+		b, c, gone, err := r.fetchChild(ctx, s, ep, d.ID)
+		if err != nil || gone {
+			fd.gone = gone
+			return fd, err
+		}
+		fd.batch.Append(b)
+		fd.children = append(fd.children, c)
+	}
 	return fd, nil
 }
 
-// fetchContacts fetches every contact page of brand id and transforms them:
-// short says the list delivered fewer records than it announced, end is
-// its last page's verdict, gone that it answered 404 (the brand is
-// deleted).
-func (r *run) fetchContacts(ctx context.Context, id string) (b transform.Batch, short bool, end *extract.ListEnd, gone bool, err error) {
-	var contacts []extract.Record
+// fetchChild fetches every page of child list ep of entity id and
+// transforms them: the list's verdict, and gone when it answered 404 (the
+// entity is deleted).
+func (r *run) fetchChild(ctx context.Context, s *stream.Stream, ep stream.Endpoint, id string) (b transform.Batch, c childList, gone bool, err error) {
+	c.Endpoint = ep.Name
+	var recs []extract.Record
 	var rejects []extract.RecordError
 	var announced int
-	for page, err := range r.client.BrandContacts(ctx, extract.ID(id)) {
+	for page, err := range r.client.List(ctx, ep.Name, extract.ListQuery{ID: extract.ID(id)}) {
 		if errors.Is(err, extract.ErrNotFound) {
-			return b, false, nil, true, nil
+			return b, c, true, nil
 		}
 		if err != nil {
-			return b, false, nil, false, fmt.Errorf("fetch contacts of brand %s: %w", id, err)
+			return b, c, false, fmt.Errorf("fetch %s of %s: %w", ep.Name, id, err)
 		}
-		contacts = append(contacts, page.Records...)
+		recs = append(recs, page.Records...)
 		rejects = append(rejects, page.Rejects...)
 		announced = max(announced, page.Total)
-		end = page.End
+		c.End = page.End
 	}
-	b = r.transform(StreamBrands, stream.EndpointBrandContacts, map[string]string{"brand_id": id},
-		recordsOf(contacts), stream.RejectBrandContacts, rejects)
-	// The transform keeps one row per contact (the last of the same id) and
-	// rejects what does not load: rows and rejects are the distinct contacts
+	t := s.RecordTable(ep.Name)
+	b = r.transform(s, ep.Name, map[string]string{t.ParamColumn().Param: id}, recordsOf(recs), s.Rejects(ep.Name), rejects)
+	// The transform keeps one row per record (the last of the same id) and
+	// rejects what does not load: rows and rejects are the distinct records
 	// the service listed.
-	return b, b.Len("brand_contacts")+len(b.Rejects) < announced, end, false, nil
+	c.Short = b.Len(t.Name)+len(b.Rejects) < announced
+	return b, c, false, nil
 }
 
 // inFlight is the number of requests the run keeps in flight for the main
 // interface, or with comms for the communications endpoint: the setting
 // MaxInFlight, else what the client's pace and the answer times measured so
 // far call for (extract.Client.InFlight: 1 at the default 10/s with answers
-// under 100 ms, so one request at a time as before). Without a
-// spool it is 1: items fetched ahead would wait in memory only, and a crash
-// must not lose more than the request in flight and the page in hand.
+// under 100 ms, so one request at a time). Without a spool it is 1: items
+// fetched ahead would wait in memory only, and a crash must not lose more
+// than the request in flight and the page in hand.
 func (r *run) inFlight(comms bool) int {
 	if r.spool == nil {
 		return 1
@@ -314,16 +333,13 @@ func (r *run) inFlight(comms bool) int {
 }
 
 // maxDerivedInFlight caps the requests in flight the pace and answer times
-// call for (SYNC_MAX_IN_FLIGHT can set more): every request in flight holds a
-// database connection for its quota count and its answer in memory, and at
-// a high limit the derived number (up to the limit itself) starved the page
-// commits of connections and held gigabytes (a 1 M e-mail first sync at
-// AGENCY_RATE_LIMIT=1000 failed with "acquire connection: context deadline
-// exceeded" at 3 GiB). 16 covers 100/s at 100 ms answers.
+// call for (SYNC_MAX_IN_FLIGHT can set more): every request in flight holds
+// a database connection for its quota count and its answer in memory, so
+// past a few dozen they starve the page commits of connections and hold
+// gigabytes. 16 covers 100/s at 100 ms answers.
 const maxDerivedInFlight = 16
 
 // maxPagesAhead caps the communications pages fetched ahead of the one in
 // hand: a page holds up to 1000 e-mails, and the load path, not the fetch,
-// is the ceiling of a backfill (7-21 pages/s here), so more pages ahead only
-// wait in memory.
+// is the ceiling of a backfill, so more pages ahead only wait in memory.
 const maxPagesAhead = 3

@@ -1,6 +1,6 @@
 // Package engine is agencysync's sync engine: it plans each run within the
-// day's request quota, runs the streams (brands, projects, finance,
-// communications) incrementally from their watermarks, commits every page with
+// day's request quota, runs the declared streams (package stream)
+// incrementally from their watermarks, commits every page with
 // its checkpoint so that a crash resumes where it stopped, holds one advisory
 // lock per warehouse schema so that two syncs never overlap, and records each
 // run in sync_runs.
@@ -85,7 +85,9 @@ type Settings struct {
 	// DailyQuota and QuotaReserve (a share, 0..1) bound each day's requests.
 	DailyQuota   int
 	QuotaReserve float64
-	// Priorities order the tasks (default DefaultPriorities).
+	// Priorities order the tasks (default: the declarations' order,
+	// DefaultPriorities for stream.All()); tasks it leaves out follow in
+	// their default order.
 	Priorities []Task
 	// NoPrefetch turns off fetching the next page while the current one
 	// loads. Prefetching keeps the API's pace the only bottleneck; with the
@@ -104,14 +106,15 @@ type Settings struct {
 	// from its answer to its commit, so that a crash loses at most the
 	// request in flight (see pageSpool); "" keeps pages in memory only.
 	SpoolDir string
-	// DetailMaxAge is the maximum age of a brand's or project's detail whose
-	// list entry did not change; the refreshes are staggered over its days
-	// (see load.DetailState; default 90 days, 0 keeps the default).
+	// DetailMaxAge is the maximum age of an entity's detail and child lists
+	// whose list entry did not change; the refreshes are staggered over its
+	// days (see load.DetailState; default 90 days, 0 keeps the default).
 	DetailMaxAge time.Duration
-	// FinanceFullEvery lists finance without updated_since at least this
-	// often, so deletions are seen (default 7 days); never less often than
-	// CommsRefreshAge, so that a record whose updated_at did not move is
-	// read again within it too.
+	// FinanceFullEvery (SYNC_FINANCE_FULL_EVERY) lists an incremental
+	// listing (stream.List.Incremental: the finance lists) without
+	// updated_since at least this often, so deletions are seen (default 7
+	// days); never less often than CommsRefreshAge, so that a record whose
+	// updated_at did not move is read again within it too.
 	FinanceFullEvery time.Duration
 	// CommsRefreshAge is the most time that passes before a day of the
 	// e-mail history is read in full again (default 60 days): each night
@@ -122,8 +125,10 @@ type Settings struct {
 	CommsTZ *time.Location
 	// Now is the clock (default time.Now); the quota day comes from the ledger.
 	Now func() time.Time
-	// Streams are the stream declarations records are transformed by:
-	// stream.Apply's copies under AGENCY_FIELD_MAP (default stream.All()).
+	// Streams are the stream declarations the engine runs, in their
+	// default order: stream.Apply's copies under AGENCY_FIELD_MAP (default
+	// stream.All()). Every task, partition, estimate and name of a sync
+	// follows from them; New refuses declarations that would not run.
 	Streams []*stream.Stream
 }
 
@@ -159,7 +164,7 @@ type warehouseStore interface {
 	States(ctx context.Context, stream string) ([]load.State, error)
 	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
 	NewListing(table string, scope map[string]any) (*load.Listing, error)
-	CommitPage(ctx context.Context, p load.Page) (load.Counts, error)
+	Commit(ctx context.Context, runID string, c load.Commit) (load.Counts, error)
 	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
 	Freshness(ctx context.Context) ([]load.StreamFreshness, error)
 	ResetStream(ctx context.Context, stream string) error
@@ -233,9 +238,6 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if s.CommsRefreshAge <= 0 {
 		s.CommsRefreshAge = DefaultCommsRefreshAge
 	}
-	if len(s.Priorities) == 0 {
-		s.Priorities = DefaultPriorities
-	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -248,6 +250,10 @@ func New(d Deps, s Settings) (*Engine, error) {
 	if s.Streams == nil {
 		s.Streams = stream.All()
 	}
+	if err := checkStreams(s.Streams); err != nil {
+		return nil, fmt.Errorf("create engine: %w", err)
+	}
+	s.Priorities = completePriorities(s.Priorities, s.Streams)
 	if d.Logger == nil {
 		d.Logger = zap.NewNop()
 	}
@@ -279,7 +285,8 @@ func (e *Engine) ObserveRequest(info extract.RequestInfo) {
 		e.retries.Add(1)
 	}
 	e.retries.Add(int64(info.Resends))
-	e.bodies.observe(info)
+	_, ep, _ := e.endpointOf(info.Endpoint)
+	e.bodies.observe(info, e.inventoryName(info.Endpoint), ep.Kind() == stream.KindWindow)
 	if e.metrics == nil {
 		return
 	}
@@ -393,7 +400,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if e.client == nil {
 		return nil, fmt.Errorf("run sync: %w", ErrNoClient)
 	}
-	streams, err := normaliseStreams(req)
+	streams, err := e.normaliseStreams(req)
 	if err != nil {
 		return nil, err
 	}
@@ -434,36 +441,25 @@ func (e *Engine) syncLock(ctx context.Context, op string, r load.Run) (*load.Ses
 	return nil, id, nil
 }
 
-func normaliseStreams(req Request) ([]string, error) {
+// normaliseStreams returns the streams req runs: those it names (all by
+// default), or the one whose hooks take req as a run of their own.
+func (e *Engine) normaliseStreams(req Request) ([]string, error) {
 	streams := req.Streams
 	if len(streams) == 0 {
-		streams = AllStreams
+		streams = e.streamNames()
 	}
+	names := e.streamNames()
 	for _, s := range append(slices.Clone(streams), req.FullRefresh...) {
-		if !slices.Contains(AllStreams, s) {
-			return nil, fmt.Errorf("run: unknown stream %q (want %s)", s, strings.Join(AllStreams, ","))
+		if !slices.Contains(names, s) {
+			return nil, fmt.Errorf("run: unknown stream %q (want %s)", s, strings.Join(names, ","))
 		}
 	}
-	if req.Backfill != nil {
-		if req.Backfill.To.Before(req.Backfill.From) {
-			return nil, fmt.Errorf("backfill: range ends (%s) before it starts (%s)", req.Backfill.To.Format(time.DateOnly), req.Backfill.From.Format(time.DateOnly))
-		}
-		streams = []string{StreamCommunications}
+	name, h, err := e.requestHooks(req)
+	if err != nil {
+		return nil, err
 	}
-	if req.RefreshNext {
-		if req.Backfill != nil || req.Verify != nil {
-			return nil, errors.New("run: a refresh of the next days, a backfill and a verification are separate runs")
-		}
-		streams = []string{StreamCommunications}
-	}
-	if req.Verify != nil {
-		if req.Backfill != nil {
-			return nil, errors.New("run: backfill and verify are separate runs")
-		}
-		if !req.Verify.To.IsZero() && req.Verify.To.Before(req.Verify.From) {
-			return nil, fmt.Errorf("verify: range ends (%s) before it starts (%s)", req.Verify.To.Format(time.DateOnly), req.Verify.From.Format(time.DateOnly))
-		}
-		streams = []string{StreamCommunications}
+	if h != nil {
+		streams = []string{name}
 	}
 	return streams, nil
 }
@@ -492,7 +488,7 @@ func (e *Engine) runLocked(ctx context.Context, req Request, streams []string) (
 	if err != nil {
 		return nil, err
 	}
-	done := tasksDone(listsDone)
+	done := e.tasksDone(listsDone)
 	plan, err := e.makePlan(ctx, streams, req, done)
 	if err != nil {
 		return nil, err
@@ -558,15 +554,11 @@ func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Tas
 		}
 		tlog := r.log.With(zap.String("task", string(item.Task)))
 		if item.Task != TaskDetails { // details name their stream themselves
-			tlog = tlog.With(zap.String("stream", item.Task.Stream()))
+			tlog = tlog.With(zap.String("stream", item.Stream))
 		}
 		r.client = base.WithLogger(tlog) // the client's lines carry run_id and stream too
-		r.stats.begin(item.Task, r.budget.Spent(), time.Now())
-		r.fields.task(item.Task)
-		err := r.runTask(ctx, item.Task, req, tlog)
-		r.fields.rereads(true) // afterTask re-reads the ranges the task closed
-		err = r.afterTask(ctx, item.Task, req.Backfill != nil, tlog, err)
-		r.fields.rereads(false)
+		r.stats.begin(item.Task, item.Stream, r.budget.Spent(), time.Now())
+		err := r.runOne(ctx, item.Task, req, tlog)
 		r.savePaging(ctx)
 		r.stats.end(r.budget.Spent(), time.Now())
 		r.live.spent(r.budget.Spent())
@@ -581,7 +573,7 @@ func (r *run) runTasks(ctx context.Context, req Request, plan Plan, done map[Tas
 		if endsInterface(err) != nil {
 			r.endInterface(item.Task, err)
 			res.StreamErrors[item.Task] = err
-			tlog.Error("task failed; the other tasks of the "+interfaceName(item.Task)+" are not run, the other interface's still are", zap.Error(err))
+			tlog.Error("task failed; the other tasks of the "+r.e.interfaceName(item.Task)+" are not run, the other interface's still are", zap.Error(err))
 			continue
 		}
 		if errors.Is(err, ErrIncomplete) {
@@ -612,12 +604,12 @@ func classifyStop(ctx context.Context, err error) error {
 // outcome is how a run ends: failed when a task failed (a refused key or an
 // unreachable host fails the tasks of its interface), partial when it was
 // stopped or left gaps (ranges it did not land whole: never succeeded then),
-// else succeeded.
-func outcome(stop error, taskErrs map[Task]error, gaps []string) (Status, error) {
+// else succeeded. The failed tasks are named in order.
+func outcome(stop error, taskErrs map[Task]error, gaps []string, order []Task) (Status, error) {
 	switch {
 	case len(taskErrs) > 0:
 		var msgs []string
-		for _, t := range DefaultPriorities {
+		for _, t := range order {
 			if err, ok := taskErrs[t]; ok {
 				msgs = append(msgs, fmt.Sprintf("%s: %v", t, err))
 			}
@@ -679,62 +671,66 @@ func (r *run) note(msg string) {
 // commit writes a page and adds its counts to the run. It uses a context
 // that survives cancellation for a short while, so that a signal still lets
 // the page in hand commit.
-func (r *run) commit(ctx context.Context, p load.Page) (load.Counts, error) {
-	p.RunID = r.id
+func (r *run) commit(ctx context.Context, p load.Commit) (load.Counts, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
 	defer cancel()
-	c, err := r.e.store.CommitPage(cctx, p)
+	c, err := r.e.store.Commit(cctx, r.id, p)
 	if err != nil {
 		return c, err
 	}
 	r.mu.Lock()
 	r.counts.Add(c)
 	r.mu.Unlock()
-	r.stats.read(&p.Batch)
+	b := p.Rows()
+	r.stats.read(b)
 	r.stats.changed(c)
-	r.fields.count(&p)
-	r.live.committed(p.Stream, pageRecords(&p.Batch), c.Written(), c.Rejected, r.budget.Spent())
-	r.dups.count(&p.Batch)
+	_, detail := p.(*load.DetailPage)
+	r.fields.count(b, detail)
+	r.live.committed(p.StreamName(), pageRecords(b), c.Written(), c.Rejected, r.budget.Spent())
+	r.dups.count(b)
 	if m := r.e.metrics; m != nil {
 		for table, n := range c.RowsByTable() {
 			m.RowsWritten.WithLabelValues(table).Add(float64(n))
 		}
 		if c.Rejected > 0 {
-			m.Rejected.WithLabelValues(p.Stream).Add(float64(c.Rejected))
+			m.Rejected.WithLabelValues(p.StreamName()).Add(float64(c.Rejected))
 		}
 	}
 	return c, nil
 }
 
-func (r *run) runTask(ctx context.Context, t Task, req Request, log *zap.Logger) error {
-	if req.Backfill != nil {
-		return r.manualBackfill(ctx, *req.Backfill, log)
+// runOne runs task t and ends it: a task of a stream's hooks is theirs to
+// run and end (the field inventory counts once the records a task re-reads
+// in its run), the details task fetches the due entities, and a list task
+// runs its stream's listings.
+func (r *run) runOne(ctx context.Context, t Task, req Request, log *zap.Logger) error {
+	s, h := r.e.hooksOfTask(t)
+	if h == nil {
+		r.fields.task(false, nil)
+		if t == TaskDetails {
+			return r.details(ctx, req, log)
+		}
+		if s := r.e.declared(string(t)); s != nil && len(s.Lists) > 0 {
+			return r.lists(ctx, s, log)
+		}
+		return fmt.Errorf("run task: unknown task %q", t)
 	}
-	if req.Verify != nil {
-		return r.verifyRange(ctx, log, *req.Verify)
+	r.fields.task(h.rereads(t), inventoryNames(s))
+	err := h.run(ctx, r, t, req, log)
+	r.fields.rereads(true) // afterTask re-reads what the task closed
+	err = h.afterTask(ctx, r, t, req, log, err)
+	r.fields.rereads(false)
+	return err
+}
+
+// inventoryNames are the names of the records of s's endpoints in the
+// field inventory.
+func inventoryNames(s *stream.Stream) []string {
+	out := make([]string, len(s.Endpoints))
+	for i, ep := range s.Endpoints {
+		out[i] = ep.InventoryName()
 	}
-	if req.RefreshNext {
-		return r.commsRefresh(ctx, log, true)
-	}
-	switch t {
-	case TaskCommsRefresh:
-		return r.commsRefresh(ctx, log, false)
-	case TaskVerify:
-		return r.verifyTask(ctx, log)
-	case TaskCommsIncrement:
-		return r.commsIncrement(ctx, log)
-	case TaskCommsBackfill:
-		return r.commsBackfill(ctx, log)
-	case TaskBrands:
-		return r.brandsList(ctx, log)
-	case TaskProjects:
-		return r.projectsList(ctx, log)
-	case TaskFinance:
-		return r.finance(ctx, log)
-	case TaskDetails:
-		return r.details(ctx, req, log)
-	}
-	return fmt.Errorf("run task: unknown task %q", t)
+	return out
 }
 
 func utcDate(t time.Time) time.Time {
@@ -817,7 +813,7 @@ func (r *run) serviceDay() time.Time { return utcDate(r.e.set.Now()) }
 func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 	w := r.fields
 	seen, runs, streams := w.result()
-	received := append(r.e.bodies.report(r.log), r.dups.warnings()...) // what the run received (bodies.go)
+	received := append(r.e.bodies.report(r.log), r.dups.warnings(r.e.tableInventory)...) // what the run received (bodies.go)
 	if len(streams) == 0 && len(seen) == 0 && len(received) == 0 {
 		return nil
 	}

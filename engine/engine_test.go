@@ -323,23 +323,35 @@ func expectedEmails(t *testing.T, lines []oracle.Line) transform.Batch {
 	return transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications}, recordsOf(page.Records))
 }
 
+// assertListsEqualTruth compares the rows of every declared list and list
+// asked per entity with the sandbox's ground truth of its records (by
+// their inventory name); live: only the rows not soft-deleted, else all of
+// them, and the truth must hold some.
+func (h *harness) assertListsEqualTruth(tr oracle.Truth, live bool) {
+	t := h.t
+	t.Helper()
+	where := ""
+	if live {
+		where = " WHERE _deleted_at IS NULL"
+	}
+	for _, s := range stream.All() {
+		for _, ep := range append(s.EndpointsOf(stream.KindList), s.EndpointsOf(stream.KindChild)...) {
+			table := s.RecordTable(ep.Name).Name
+			want, _ := tr.Counts(ep.InventoryName())
+			if got := h.count("SELECT count(*) FROM " + h.table(table) + where); got != want || want == 0 && !live {
+				t.Errorf("%s: %d rows, truth has %d records of %s", table, got, want, ep.InventoryName())
+			}
+		}
+	}
+}
+
 // assertEqualsTruth compares the warehouse with the sandbox's ground truth:
 // row counts of every stream, and the e-mails' content.
 func (h *harness) assertEqualsTruth() {
 	t := h.t
 	t.Helper()
 	tr := h.truth()
-	live := func(table string) int {
-		return h.count("SELECT count(*) FROM " + h.table(table) + " WHERE _deleted_at IS NULL")
-	}
-	for stream, table := range map[string]string{"brands": "brands", "contacts": "brand_contacts", "projects": "projects",
-		"budgets": "budgets", "invoices": "invoices", "collections": "collections", "payments": "payments",
-		"profitability": "profitability", "summary": "agency_finance_summary"} {
-		want, _ := tr.Counts(stream)
-		if got := live(table); got != want {
-			t.Errorf("%s: %d live rows, truth has %d", table, got, want)
-		}
-	}
+	h.assertListsEqualTruth(tr, true)
 	want, bad := tr.Counts("communications")
 	if got := h.count("SELECT count(*) FROM " + h.table("emails")); got != want {
 		t.Errorf("emails: %d rows, truth has %d", got, want)
@@ -581,13 +593,13 @@ type crashingStore struct {
 
 var errCrash = errors.New("simulated crash before the commit")
 
-func (c *crashingStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
-	if p.Stream == c.stream && p.Batch.Len("emails") > 0 {
+func (c *crashingStore) Commit(ctx context.Context, runID string, p load.Commit) (load.Counts, error) {
+	if p.StreamName() == c.stream && p.Rows().Len("emails") > 0 {
 		if c.pages.Add(1) == int64(c.after+1) {
 			return load.Counts{}, errCrash
 		}
 	}
-	return c.warehouseStore.CommitPage(ctx, p)
+	return c.warehouseStore.Commit(ctx, runID, p)
 }
 
 func TestCrashMidPageResumesWithoutRefetching(t *testing.T) {
@@ -610,14 +622,14 @@ func crashMidPage(t *testing.T, noPrefetch, spool bool) {
 		dir = filepath.Join(t.TempDir(), "spool")
 	}
 	h := newHarness(t, o, func(s *Settings) { s.NoPrefetch, s.SpoolDir = noPrefetch, dir })
-	h.eng.store = &crashingStore{warehouseStore: h.eng.store, stream: StreamCommunications, after: 3}
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	h.eng.store = &crashingStore{warehouseStore: h.eng.store, stream: "communications", after: 3}
+	res := h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusFailed || !errors.Is(res.Err, errCrash) {
 		t.Fatalf("crashing run %s: %v", res.Status, res.Err)
 	}
 	firstComms := h.sb.Stats().ByEndpoint["communications"]
 	h.eng.store = h.eng.store.(*crashingStore).warehouseStore
-	res = h.run(Request{Streams: []string{StreamCommunications}})
+	res = h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
 	}
@@ -657,12 +669,12 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 	var once sync.Once
 	// Cancel as soon as the third communications page has been answered.
 	inner := h.eng.store
-	h.eng.store = &hookStore{warehouseStore: inner, before: func(p load.Page) {
-		if p.Batch.Len("emails") > 0 && p.State != nil && bytes.Contains(p.State.Cursor, []byte(`"next_page":4`)) {
+	h.eng.store = &hookStore{warehouseStore: inner, before: func(p load.Commit) {
+		if p.Rows().Len("emails") > 0 && stateOf(p) != nil && bytes.Contains(stateOf(p).Cursor, []byte(`"next_page":4`)) {
 			once.Do(cancel)
 		}
 	}}
-	res, err := h.eng.Run(ctx, Request{Trigger: TriggerTest, Streams: []string{StreamCommunications}})
+	res, err := h.eng.Run(ctx, Request{Trigger: TriggerTest, Streams: []string{"communications"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +685,7 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 		t.Errorf("only %d e-mails committed; the page in hand was lost", n)
 	}
 	h.eng.store = inner
-	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Streams: []string{"communications"}}); res.Status != StatusSucceeded {
 		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
 	}
 	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 8000-h.badCount() {
@@ -688,12 +700,12 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 
 type hookStore struct {
 	warehouseStore
-	before func(load.Page)
+	before func(load.Commit)
 }
 
-func (s *hookStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
+func (s *hookStore) Commit(ctx context.Context, runID string, p load.Commit) (load.Counts, error) {
 	s.before(p)
-	return s.warehouseStore.CommitPage(ctx, p)
+	return s.warehouseStore.Commit(ctx, runID, p)
 }
 
 func TestDeadRunsAreClosed(t *testing.T) {
@@ -702,7 +714,7 @@ func TestDeadRunsAreClosed(t *testing.T) {
 	if _, err := h.pool.Exec(context.Background(), "INSERT INTO "+h.table("sync_runs")+" (run_id, trigger) VALUES (gen_random_uuid(), 'run')"); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Streams: []string{"brands"}}); res.Status != StatusSucceeded {
 		t.Fatalf("run %s: %v", res.Status, res.Err)
 	}
 	if n := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'running'"); n != 0 {
@@ -795,11 +807,11 @@ func TestCredentials(t *testing.T) {
 	foreign.APIKey = o.ForeignKey
 	h.opts = foreign
 	h.eng = h.engine(nil)
-	res = h.run(Request{Streams: []string{StreamBrands, StreamProjects}})
+	res = h.run(Request{Streams: []string{"brands", "projects"}})
 	if res.Status != StatusFailed || !errors.Is(res.Err, extract.ErrForbidden) {
 		t.Fatalf("foreign key: %s %v", res.Status, res.Err)
 	}
-	for _, task := range []Task{TaskBrands, TaskProjects} {
+	for _, task := range []Task{Task("brands"), Task("projects")} {
 		if !errors.Is(res.StreamErrors[task], extract.ErrForbidden) {
 			t.Errorf("%s: %v, want 403", task, res.StreamErrors[task])
 		}
@@ -839,7 +851,7 @@ func TestFullRefreshAndManualBackfill(t *testing.T) {
 	h := newHarness(t, smallSandbox(), nil)
 	h.run(Request{})
 	before := h.sent.Load()
-	res := h.run(Request{FullRefresh: []string{StreamCommunications}, Streams: []string{StreamCommunications}})
+	res := h.run(Request{FullRefresh: []string{"communications"}, Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded || res.Counts.Written() != 0 {
 		t.Fatalf("full refresh %s wrote %d rows: %v", res.Status, res.Counts.Written(), res.Err)
 	}
@@ -860,7 +872,7 @@ func TestServerIgnoringUpdatedSinceIsNoticed(t *testing.T) {
 	o.Variants = []string{sandbox.VariantIgnoreUpdatedSince}
 	h := newHarness(t, o, nil)
 	for i := range 3 {
-		if res := h.run(Request{Streams: []string{StreamFinance}}); res.Status != StatusSucceeded {
+		if res := h.run(Request{Streams: []string{"finance"}}); res.Status != StatusSucceeded {
 			t.Fatalf("run %d: %s %v", i, res.Status, res.Err)
 		}
 		if i == 0 {
@@ -910,8 +922,8 @@ func TestUndecodableDetailIsRejected(t *testing.T) {
 		return regexp.MustCompile(`"start_date":"[^"]*"`).ReplaceAll(body, []byte(`"start_date":{"when":"soon"}`))
 	})
 	h.serveAPI(proxy)
-	res := h.run(Request{Streams: []string{StreamProjects}})
-	if res.Status != StatusWarning || res.OpenRejects[StreamProjects] != 1 {
+	res := h.run(Request{Streams: []string{"projects"}})
+	if res.Status != StatusWarning || res.OpenRejects["projects"] != 1 {
 		t.Fatalf("run %s: %v, %v open rejects; want warning with 1", res.Status, res.Err, res.OpenRejects)
 	}
 	if n := h.count("SELECT count(*) FROM " + h.table("rejected_records") + " WHERE stream = 'projects.details' AND record_key = '2'"); n != 1 {
@@ -944,7 +956,7 @@ func TestUnfinishedRunIsContinued(t *testing.T) {
 	h := newRealClockHarness(t)
 	sb := h.sb
 	inner := h.eng.store
-	h.eng.store = &crashingStore{warehouseStore: inner, stream: StreamCommunications, after: 1}
+	h.eng.store = &crashingStore{warehouseStore: inner, stream: "communications", after: 1}
 	if res := h.run(Request{}); res.Status != StatusFailed {
 		t.Fatalf("crashing run %s: %v", res.Status, res.Err)
 	}
@@ -955,7 +967,7 @@ func TestUnfinishedRunIsContinued(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, it := range plan.Items {
-		if (it.Task == TaskBrands || it.Task == TaskProjects || it.Task == TaskFinance) && it.Requests != 0 {
+		if s, ok := stream.Lookup(string(it.Task)); ok && len(s.Lists) > 0 && it.Requests != 0 {
 			t.Errorf("plan after the unfinished run still lists %s (%d requests)", it.Task, it.Requests)
 		}
 	}
@@ -986,11 +998,11 @@ type failingPartitionStore struct {
 	partition string
 }
 
-func (f *failingPartitionStore) CommitPage(ctx context.Context, p load.Page) (load.Counts, error) {
-	if p.State != nil && p.State.Partition == f.partition {
+func (f *failingPartitionStore) Commit(ctx context.Context, runID string, p load.Commit) (load.Counts, error) {
+	if stateOf(p) != nil && stateOf(p).Partition == f.partition {
 		return load.Counts{}, errCrash
 	}
-	return f.warehouseStore.CommitPage(ctx, p)
+	return f.warehouseStore.Commit(ctx, runID, p)
 }
 
 // TestFinanceListsCompletedTodayAreNotListedAgain: a run that stopped in the
@@ -1001,13 +1013,13 @@ func TestFinanceListsCompletedTodayAreNotListedAgain(t *testing.T) {
 	h := newRealClockHarness(t)
 	inner := h.eng.store
 	h.eng.store = &failingPartitionStore{warehouseStore: inner, partition: "collections"}
-	res := h.run(Request{Streams: []string{StreamFinance}})
+	res := h.run(Request{Streams: []string{"finance"}})
 	if res.Status == StatusSucceeded {
 		t.Fatalf("run with a failing list: %s", res.Status)
 	}
 	before := h.sb.Stats().ByEndpoint
 	h.eng.store = inner
-	res = h.run(Request{Streams: []string{StreamFinance}})
+	res = h.run(Request{Streams: []string{"finance"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("second run %s: %v", res.Status, res.Err)
 	}
@@ -1058,4 +1070,19 @@ func verifyRequests(res *Result) int {
 		return 0
 	}
 	return res.Verify.Requests
+}
+
+// stateOf is the checkpoint a commit carries (nil when none).
+func stateOf(c load.Commit) *load.Checkpoint {
+	switch p := c.(type) {
+	case *load.ListPage:
+		return p.State
+	case *load.ListEnd:
+		return p.State
+	case *load.DetailPage:
+		return p.State
+	case *load.RangePage:
+		return p.State
+	}
+	return nil
 }

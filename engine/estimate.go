@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // pagesFor is the number of requests a list of n rows costs at 1000 rows a
@@ -22,7 +23,7 @@ func pagesFor(n, perPage int) int {
 // Plan computes today's plan for the streams without sending a request.
 func (e *Engine) Plan(ctx context.Context, streams []string) (Plan, error) {
 	if len(streams) == 0 {
-		streams = AllStreams
+		streams = e.streamNames()
 	}
 	done, err := e.doneByUnfinishedRun(ctx, Request{Streams: streams})
 	if err != nil {
@@ -45,208 +46,117 @@ func (e *Engine) makePlan(ctx context.Context, streams []string, req Request, do
 		return Plan{}, err
 	}
 	var est []Estimate
-	switch backfill := req.Backfill; {
-	case backfill != nil:
-		est = []Estimate{{Task: TaskCommsBackfill, Requests: 1, Unknown: true,
-			Note: fmt.Sprintf("manual backfill %s..%s; the first page tells its size", dateString(backfill.From), dateString(backfill.To))}}
-	case req.Verify != nil:
-		v, err := e.verifyEstimate(ctx, req.Verify)
-		if err != nil {
-			return Plan{}, err
-		}
-		est = []Estimate{v}
-	case req.RefreshNext:
-		v, err := e.refreshEstimate(ctx, true)
-		if err != nil {
-			return Plan{}, err
-		}
-		est = []Estimate{v}
-	default:
-		if est, err = e.estimate(ctx, streams); err != nil {
-			return Plan{}, err
-		}
+	if _, h, _ := e.requestHooks(req); h != nil {
+		est, err = h.estimateRequest(ctx, e, req)
+	} else {
+		est, err = e.estimate(ctx, streams)
+	}
+	if err != nil {
+		return Plan{}, err
 	}
 	for i := range est {
+		est[i].Stream = e.taskStream(est[i].Task)
 		if done[est[i].Task] {
-			est[i] = Estimate{Task: est[i].Task, Note: "completed today by the unfinished run before this one"}
+			est[i] = Estimate{Task: est[i].Task, Stream: est[i].Stream, Note: "completed today by the unfinished run before this one"}
 		}
 	}
 	return MakePlan(day, e.set.DailyQuota, e.set.QuotaReserve, spent, e.set.Priorities, est), nil
 }
 
 // estimate predicts each task's requests from what the warehouse knows:
-// stored row counts, due details, cursors and last totals.
+// stored row counts, due details, cursors and last totals. Every task of
+// the streams gets an estimate (a task without one would not run): a
+// stream's hooks estimate its tasks, the declarations the others.
 func (e *Engine) estimate(ctx context.Context, streams []string) ([]Estimate, error) {
 	var out []Estimate
-	has := func(s string) bool { return slices.Contains(streams, s) }
-	if has(StreamCommunications) {
-		inc, back, err := e.estimateComms(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, inc, back)
-		rf, err := e.refreshEstimate(ctx, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rf)
-		v, err := e.verifyEstimate(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if has(StreamBrands) {
-		n, err := e.store.LiveRows(ctx, "brands", nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Estimate{Task: TaskBrands, Requests: pagesFor(n, 0), Note: fmt.Sprintf("%d brands stored", n)})
-	}
-	if has(StreamProjects) {
-		n, err := e.store.LiveRows(ctx, "projects", nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Estimate{Task: TaskProjects, Requests: pagesFor(n, 0), Note: fmt.Sprintf("%d projects stored", n)})
-	}
-	if has(StreamFinance) {
-		fin, err := e.estimateFinance(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fin)
-	}
-	if has(StreamBrands) || has(StreamProjects) {
-		d := Estimate{Task: TaskDetails}
-		for _, s := range []string{StreamBrands, StreamProjects} {
-			if !has(s) {
-				continue
-			}
-			n, err := e.book.countDue(ctx, e.pool, s, e.set.DetailMaxAge, e.set.Now())
+	for _, s := range e.selected(streams) {
+		if h := hooksNamed(s.Hooks); h != nil {
+			est, err := h.estimate(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			per := 1
-			if s == StreamBrands {
-				per = 2 // detail and contacts
-			}
-			d.Requests += n * per
-			d.Note += fmt.Sprintf("%d %s due ", n, s)
-			stored, err := e.store.LiveRows(ctx, s, nil)
-			if err != nil {
-				return nil, err
-			}
-			if stored == 0 {
-				d.Unknown = true // first sync: the lists tell how many
-			}
+			out = append(out, est...)
+			continue
 		}
-		if d.Unknown {
-			d.Note += "(first sync: the lists tell how many)"
+		est, err := e.estimateLists(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, est)
+	}
+	if ent := e.withEntities(streams); len(ent) > 0 {
+		d, err := e.estimateDetails(ctx, ent)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, d)
+	}
+	for _, t := range tasksOf(e.selected(streams)) {
+		if !slices.ContainsFunc(out, func(est Estimate) bool { return est.Task == t }) {
+			return nil, fmt.Errorf("plan: task %s has no estimate: it would not run", t)
+		}
 	}
 	return out, nil
 }
 
-func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err error) {
-	inc = Estimate{Task: TaskCommsIncrement}
-	back = Estimate{Task: TaskCommsBackfill}
-	st, err := e.store.GetState(ctx, StreamCommunications, partComms)
-	var cs commsState
-	if err == nil {
-		cs.watermark = st.Watermark
-		if len(st.Cursor) > 0 {
-			if err := jsonUnmarshal(st.Cursor, &cs.cur); err != nil {
-				return inc, back, err
-			}
-		}
-	} else if !isNoState(err) {
-		return inc, back, err
-	}
-	remaining := func(rc *rangeCursor) (int, bool) {
-		if rc.LastPage == 0 {
-			return 1, true
-		}
-		return max(rc.LastPage-rc.NextPage+1, 0), false
-	}
-	today := utcDate(e.set.Now())
-	if rc := cs.cur.Increment; rc != nil {
-		n, _ := remaining(rc)
-		inc.Requests += n
-		inc.Note = fmt.Sprintf("resume %s..%s at page %d; ", rc.From, rc.To, rc.NextPage)
-	}
-	bf := cs.cur.Backfill
-	switch {
-	case bf == nil:
-		back.Requests, back.Unknown = 1, true
-		back.Note = fmt.Sprintf("first backfill from %s; the first page tells its size", dateString(e.set.StartDate))
-	case !bf.Done:
-		if bf.End < dateString(today) {
-			inc.Requests++
-			inc.Note += "days after the backfill's end"
-		}
-		if rc := bf.Current; rc != nil {
-			n, unknown := remaining(rc)
-			back.Requests, back.Unknown = n, unknown || bf.DoneUntil < bf.End && rc.To < bf.End
-			back.Note = fmt.Sprintf("window %s..%s from page %d of %d; backfill to %s", rc.From, rc.To, rc.NextPage, rc.LastPage, bf.End)
-		} else {
-			back.Requests, back.Unknown = 1, true
-			if bf.DoneUntil == "" {
-				back.Note = fmt.Sprintf("first window from %s; backfill to %s; the first page tells its size", bf.Start, bf.End)
-			} else {
-				back.Note = fmt.Sprintf("next window after %s; backfill to %s", bf.DoneUntil, bf.End)
-			}
-		}
-	default:
-		if c := cs.cur; c.FullReadOn == dateString(today) && c.LastPerPage > 0 {
-			// Read in full today: the next increment starts at the first
-			// page that can hold new records (skipHeld).
-			n := max(c.LastSkipRequests, 1)
-			inc.Requests += n
-			inc.Note += fmt.Sprintf("from the first page that can hold new records (the lookback window was read in full today); last time %d request(s)", n)
-		} else {
-			// The day's first increment re-reads the lookback window whole.
-			n := max(c.FullReadPages, c.LastIncrementPages, 1)
-			inc.Requests += n
-			inc.Note += fmt.Sprintf("the lookback window read in full, once a day: about %d page(s)", n)
-		}
-		back.Note = "backfill complete"
-	}
-	return inc, back, nil
-}
-
-func (e *Engine) estimateFinance(ctx context.Context) (Estimate, error) {
-	est := Estimate{Task: TaskFinance}
-	tables := []struct {
-		partition, table string
-		scope            map[string]any
-	}{
-		{"budgets", "budgets", nil}, {"invoices", "invoices", nil}, {"collections", "collections", nil}, {"payments", "payments", nil},
-		{"profitability.project", "profitability", map[string]any{"level": "project"}}, {"profitability.brand", "profitability", map[string]any{"level": "brand"}},
-		{"summary", "agency_finance_summary", nil},
-	}
-	for _, t := range tables {
-		n, err := e.store.LiveRows(ctx, t.table, t.scope)
+// estimateLists is the list task of s: per listing, one request per page
+// of its stored rows, or one for an incremental listing read with
+// updated_since now.
+func (e *Engine) estimateLists(ctx context.Context, s *stream.Stream) (Estimate, error) {
+	est := Estimate{Task: Task(s.Name)}
+	for _, l := range s.Lists {
+		t := s.ListTable(l)
+		n, err := e.store.LiveRows(ctx, t.Name, s.ListScope(l))
 		if err != nil {
 			return est, err
 		}
-		incremental := t.partition == "budgets" || t.partition == "invoices" || t.partition == "collections" || t.partition == "payments"
-		if incremental && n > 0 {
-			st, err := e.store.GetState(ctx, StreamFinance, t.partition)
-			if err == nil && st.Watermark != nil {
-				var cur financeCursor
-				_ = jsonUnmarshal(st.Cursor, &cur)
-				if cur.FullAt != nil && !cur.UpdatedSinceIgnored && e.set.Now().Sub(*cur.FullAt) < e.financeFullEvery() {
-					est.Requests++ // an updated_since page
-					continue
-				}
+		if len(s.Lists) == 1 {
+			est.Note = fmt.Sprintf("%d %s stored", n, t.Name)
+		}
+		if l.Incremental && n > 0 {
+			ls, err := e.loadList(ctx, s.Name, l)
+			if err != nil {
+				return est, err
+			}
+			if !e.full(l, ls) {
+				est.Requests++ // an updated_since page
+				continue
 			}
 		}
 		est.Requests += pagesFor(n, 0)
 	}
-	est.Note = "7 lists"
+	if len(s.Lists) > 1 {
+		est.Note = fmt.Sprintf("%d lists", len(s.Lists))
+	}
 	return est, nil
+}
+
+// estimateDetails is the details task: per stream, the entities due, each
+// costing its detail and a request per child list; unknown on a first sync
+// (the lists tell how many).
+func (e *Engine) estimateDetails(ctx context.Context, streams []*stream.Stream) (Estimate, error) {
+	d := Estimate{Task: TaskDetails}
+	for _, s := range streams {
+		n, err := e.book.countDue(ctx, e.pool, s.Name, e.set.DetailMaxAge, e.set.Now())
+		if err != nil {
+			return d, err
+		}
+		per := len(s.EndpointsOf(stream.KindDetail)) + len(s.EndpointsOf(stream.KindChild))
+		d.Requests += n * per
+		d.Note += fmt.Sprintf("%d %s due ", n, s.Name)
+		_, t, _ := s.Entities()
+		stored, err := e.store.LiveRows(ctx, t.Name, nil)
+		if err != nil {
+			return d, err
+		}
+		if stored == 0 {
+			d.Unknown = true // first sync: the lists tell how many
+		}
+	}
+	if d.Unknown {
+		d.Note += "(first sync: the lists tell how many)"
+	}
+	return d, nil
 }
 
 func jsonUnmarshal(b []byte, v any) error {

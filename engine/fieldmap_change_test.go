@@ -86,7 +86,7 @@ func TestFieldMapChangeFetchesNoDetail(t *testing.T) {
 			if want := map[bool]int{false: 0, true: 1}[tc.variant != ""]; rebuilds != want {
 				t.Errorf("%d rebuilds recorded, want %d", rebuilds, want)
 			}
-			rb, err := h.eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}})
+			rb, err := h.eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{"projects"}})
 			if err != nil || rb.Status != StatusSucceeded {
 				t.Fatalf("rebuild: %v %+v", err, rb)
 			}

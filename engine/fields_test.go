@@ -212,14 +212,14 @@ func TestNewFieldAnnouncedOnce(t *testing.T) {
 	o := smallSandbox()
 	h := newHarness(t, o, nil)
 	h.eng.inventorySampling = &[2]int{0, 1}
-	first := h.run(Request{Streams: []string{StreamProjects}})
+	first := h.run(Request{Streams: []string{"projects"}})
 	if len(first.Warnings) != 0 {
 		t.Fatalf("first run warned: %+v", first.Warnings)
 	}
 	o.Variants = []string{sandbox.VariantRenamedFields}
 	h2 := newHarnessOn(t, o, h.pool, h.schema, nil)
 	h2.eng.inventorySampling = &[2]int{0, 1}
-	second := h2.run(Request{Streams: []string{StreamProjects}, FullRefresh: []string{StreamProjects}})
+	second := h2.run(Request{Streams: []string{"projects"}, FullRefresh: []string{"projects"}})
 	var news []string
 	for _, w := range second.Warnings {
 		if w.Kind == inventory.KindNewField {
@@ -233,7 +233,7 @@ func TestNewFieldAnnouncedOnce(t *testing.T) {
 			t.Errorf("second run: no new_field warning for %s (got %v)", want, news)
 		}
 	}
-	third := h2.run(Request{Streams: []string{StreamProjects}, FullRefresh: []string{StreamProjects}})
+	third := h2.run(Request{Streams: []string{"projects"}, FullRefresh: []string{"projects"}})
 	for _, w := range third.Warnings {
 		if w.Kind == inventory.KindNewField {
 			t.Errorf("third run announced %s %s again", w.Stream, w.Field)
@@ -529,7 +529,7 @@ func TestFieldInventoryCost(t *testing.T) {
 	h := newHarness(t, o, nil)
 	core, logs := observer.New(zapcore.InfoLevel)
 	h.eng.log = zap.New(core)
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("run ended %s: %v", res.Status, res.Err)
 	}

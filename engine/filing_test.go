@@ -18,7 +18,7 @@ func TestEmailsFiledFarFromTheirDateAreKnownExceptions(t *testing.T) {
 	mails, start := tenDays()
 	now := start.AddDate(0, 0, 9).Add(23 * time.Hour)
 	h := newDayMailHarness(t, mails, start, now, nil)
-	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Streams: []string{"communications"}}); res.Status != StatusSucceeded {
 		t.Fatalf("first sync: %s %v", res.Status, res.Err)
 	}
 	now = now.Add(14 * time.Hour) // the next day, 13:00
@@ -35,7 +35,7 @@ func TestEmailsFiledFarFromTheirDateAreKnownExceptions(t *testing.T) {
 	}
 	h.srv.mails[204] = now.Add(-30 * time.Minute) // an ordinary one
 	h.srv.mu.Unlock()
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	// The run that meets them is complete and says so once: warning (exit 0).
 	if res.Status != StatusWarning || res.Err != nil {
 		t.Errorf("the run that meets them: %s %v; want warning with the notes", res.Status, res.Err)
@@ -56,7 +56,7 @@ func TestEmailsFiledFarFromTheirDateAreKnownExceptions(t *testing.T) {
 		now = now.Add(step)
 		h.now.Store(now.UnixNano())
 		counts := h.srv.counts.Load()
-		res := h.run(Request{Streams: []string{StreamCommunications}})
+		res := h.run(Request{Streams: []string{"communications"}})
 		if res.Status != StatusSucceeded {
 			t.Fatalf("run %d after them: %s %v", i+1, res.Status, res.Err)
 		}

@@ -139,10 +139,10 @@ func TestRunHistoryHasStreamsDetail(t *testing.T) {
 	var commsRead, rangeRecords int64
 	for task, d := range detail {
 		sum += d.Requests
-		if d.DurationSeconds < 0 || d.Stream != Task(task).Stream() {
+		if d.DurationSeconds < 0 || d.Stream != h.eng.taskStream(Task(task)) {
 			t.Errorf("%s: %+v", task, d)
 		}
-		if Task(task).Stream() == StreamCommunications {
+		if h.eng.taskStream(Task(task)) == "communications" {
 			commsRead += d.RecordsRead
 			for _, r := range d.Ranges {
 				rangeRecords += r.Records
@@ -163,7 +163,7 @@ func TestRunHistoryHasStreamsDetail(t *testing.T) {
 	if !ok || len(bf.Ranges) == 0 || !bf.Ranges[len(bf.Ranges)-1].Complete {
 		t.Errorf("backfill detail %+v", bf)
 	}
-	if d := detail[string(TaskBrands)]; d.RecordsRead != int64(h.count("SELECT count(*) FROM "+h.table("brands"))) || d.Requests == 0 {
+	if d := detail[string(Task("brands"))]; d.RecordsRead != int64(h.count("SELECT count(*) FROM "+h.table("brands"))) || d.Requests == 0 {
 		t.Errorf("brands detail %+v", d)
 	}
 

@@ -78,11 +78,11 @@ func (h *dayMailHarness) addMails(id int64, n int, from time.Time, span time.Dur
 func (h *dayMailHarness) commsRun() (*Result, int64) {
 	h.t.Helper()
 	before := h.srv.requests.Load()
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	return res, h.srv.requests.Load() - before
 }
 
-// TestHourlyIncrementReadsOnlyTheNewPages is issue 13's item 4: a day of
+// TestHourlyIncrementReadsOnlyTheNewPages: a day of
 // 5 000 e-mails already synced (today's first increment re-read the
 // lookback window in full), then +1 h and 200 new e-mails: the hourly run
 // costs at most 2 requests and lands all 200. A deletion in the skipped
@@ -199,7 +199,7 @@ func TestHourlyIncrementCountMismatchIsRepairedOrPartial(t *testing.T) {
 // incrementEstimate is the communications increment's share of today's plan.
 func (h *dayMailHarness) incrementEstimate() Estimate {
 	h.t.Helper()
-	p, err := h.eng.Plan(context.Background(), []string{StreamCommunications})
+	p, err := h.eng.Plan(context.Background(), []string{"communications"})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -9,17 +9,14 @@ import (
 )
 
 // The service has two interfaces, each with its own address and key: the
-// main one (brands, projects, finance, details) and the communications
-// endpoint. A refused key or an unreachable host ends the tasks of its
-// interface only; the other interface's tasks still run and land.
-
-// commsTask reports whether task t asks the communications endpoint (else
-// the main interface).
-func commsTask(t Task) bool { return t.Stream() == StreamCommunications }
+// main one (the lists, details and child lists) and the communications
+// endpoint (the date-windowed list). A refused key or an unreachable host
+// ends the tasks of its interface only; the other interface's tasks still
+// run and land. Engine.commsTask says which interface a task asks.
 
 // interfaceName names the interface of task t for logs and errors.
-func interfaceName(t Task) string {
-	if commsTask(t) {
+func (e *Engine) interfaceName(t Task) string {
+	if e.commsTask(t) {
 		return "communications endpoint"
 	}
 	return "main interface"
@@ -55,8 +52,8 @@ func (r *run) endInterface(t Task, err error) {
 	if r.down == nil {
 		r.down = map[bool]downed{}
 	}
-	if _, ok := r.down[commsTask(t)]; !ok {
-		r.down[commsTask(t)] = downed{task: t, err: err}
+	if _, ok := r.down[r.e.commsTask(t)]; !ok {
+		r.down[r.e.commsTask(t)] = downed{task: t, err: err}
 	}
 }
 
@@ -65,11 +62,11 @@ func (r *run) endInterface(t Task, err error) {
 func (r *run) interfaceDown(t Task) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d, ok := r.down[commsTask(t)]
+	d, ok := r.down[r.e.commsTask(t)]
 	if !ok {
 		return nil
 	}
-	return &notRunError{iface: interfaceName(t), after: d.task}
+	return &notRunError{iface: r.e.interfaceName(t), after: d.task}
 }
 
 // notRunError is the error of a task not run because its interface failed

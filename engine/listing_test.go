@@ -48,7 +48,7 @@ func TestShortListingSoftDeletesNothing(t *testing.T) {
 			// agreeing, deletes it.
 			for m, want := range []int{3, 3, 3, 2} {
 				mode.Store(int32(m))
-				res := h.run(Request{Streams: []string{StreamBrands}})
+				res := h.run(Request{Streams: []string{"brands"}})
 				n := h.count("SELECT count(*) FROM " + h.table(c.table) + " WHERE _deleted_at IS NULL")
 				if m == 2 {
 					if n != want || res.Status != StatusPartial || !strings.Contains(fmt.Sprint(res.Err), "SYNC_MASS_DELETE_SHARE") {

@@ -99,7 +99,7 @@ func (w mailSchema) commsCursor() (commsCursor, error) {
 	var raw []byte
 	var c commsCursor
 	err := w.pool.QueryRow(context.Background(), "SELECT cursor FROM "+w.table("sync_state")+
-		" WHERE stream = $1 AND partition = ''", StreamCommunications).Scan(&raw)
+		" WHERE stream = $1 AND partition = ''", "communications").Scan(&raw)
 	if err != nil {
 		return c, fmt.Errorf("read communications cursor: %w", err)
 	}

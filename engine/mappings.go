@@ -20,7 +20,7 @@ import (
 // records, the mapping its rows were derived under; a run that finds a
 // table of its streams derived under another one re-derives it from raw
 // first (a rebuild: 0 requests, recorded in sync_runs with trigger rebuild),
-// which also re-keys the list hashes of brands and projects in
+// which also re-keys the list hashes of the streams' entities in
 // detail_state, so that the run's listing finds them unchanged and fetches
 // no detail the field map alone would have made due.
 

@@ -39,18 +39,18 @@ func TestEmptyListingWaitsForConfirmation(t *testing.T) {
 		}
 	}))
 	live := func() int { return h.count("SELECT count(*) FROM " + h.table("brands") + " WHERE _deleted_at IS NULL") }
-	if res := h.run(Request{Streams: []string{StreamBrands}}); res.Status != StatusSucceeded || live() != 200 {
+	if res := h.run(Request{Streams: []string{"brands"}}); res.Status != StatusSucceeded || live() != 200 {
 		t.Fatalf("first run %s (%v), %d live brands", res.Status, res.Err, live())
 	}
 	empty.Store(true)
-	res := h.run(Request{Streams: []string{StreamBrands}})
+	res := h.run(Request{Streams: []string{"brands"}})
 	if res.Status != StatusPartial || res.Err == nil || !strings.Contains(res.Err.Error(), "SYNC_MASS_DELETE_SHARE") || live() != 200 {
 		t.Fatalf("an empty listing of 200 brands: run %s (%v), %d live; want partial naming SYNC_MASS_DELETE_SHARE, 200 live", res.Status, res.Err, live())
 	}
 	if n := h.count("SELECT count(*) FROM " + h.table("delete_candidates") + " WHERE table_name = 'brands'"); n != 200 {
 		t.Fatalf("%d delete candidates recorded, want 200", n)
 	}
-	res = h.run(Request{Streams: []string{StreamBrands}})
+	res = h.run(Request{Streams: []string{"brands"}})
 	if res.Status != StatusSucceeded || live() != 0 {
 		t.Fatalf("the agreeing empty listing: run %s (%v), %d live; want succeeded, 0 live", res.Status, res.Err, live())
 	}

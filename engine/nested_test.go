@@ -46,7 +46,7 @@ func TestDeeplyNestedEmailLandsOrIsRejectedAlone(t *testing.T) {
 	t.Cleanup(srv.Close)
 	h.eng, _ = h.wire(wiring{commsURL: srv.URL})
 
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	if modified.Load() == 0 {
 		t.Fatal("no communications page passed the proxy")
 	}

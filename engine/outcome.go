@@ -118,7 +118,7 @@ func (e *Engine) finishRun(ctx context.Context, r *run, res *Result, streams []s
 	r.mu.Lock()
 	res.Notes = slices.Clone(r.notes)
 	r.mu.Unlock()
-	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps)
+	res.Status, res.Err = outcome(r.stopped(), res.StreamErrors, r.gaps, r.e.set.Priorities)
 	if res.Status == StatusSucceeded && len(res.WarningKinds()) > 0 {
 		res.Status = StatusWarning
 	}

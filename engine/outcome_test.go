@@ -58,7 +58,7 @@ func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range rep.Streams {
-			if s.Stream == StreamFinance {
+			if s.Stream == "finance" {
 				return s
 			}
 		}
@@ -76,7 +76,7 @@ func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
 	if _, ok := findWarning(first.Warnings, inventory.KindRejectedStream, "invoices", ""); !ok {
 		t.Errorf("no rejected_stream warning for invoices: %+v", first.Warnings)
 	}
-	if n := first.OpenRejects[StreamFinance]; n != int64(invoices) {
+	if n := first.OpenRejects["finance"]; n != int64(invoices) {
 		t.Errorf("first run: %d open rejects of finance, want the %d invoices", n, invoices)
 	}
 	if st, open, _ := runRow(first.RunID); st != "warning" || open != invoices {
@@ -87,7 +87,7 @@ func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
 	}
 
 	// Unmapped still: no invoice is new, the rejects are still open.
-	second := h.run(Request{Streams: []string{StreamFinance}})
+	second := h.run(Request{Streams: []string{"finance"}})
 	if second.Status != StatusWarning || !slices.Contains(second.WarningKinds(), WarnRejects) {
 		t.Errorf("second run: %s %v, want warning with open rejects", second.Status, second.WarningKinds())
 	}
@@ -96,7 +96,7 @@ func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
 	// first (a rebuild, which retries their rejects), so they land and
 	// their rejects resolve.
 	h.eng = h.engine(func(s *Settings) { s.Streams = mappedStreams(t, renamedEverywhere) })
-	third := h.run(Request{Streams: []string{StreamFinance}})
+	third := h.run(Request{Streams: []string{"finance"}})
 	if third.OpenRejectsTotal() != 0 {
 		t.Errorf("mapped run: %d open rejects, want 0", third.OpenRejectsTotal())
 	}
@@ -116,7 +116,7 @@ func TestRejectedInvoicesEndWarningUntilTheyLand(t *testing.T) {
 	if n := h.count("SELECT count(*) FROM " + h.table("invoices") + " WHERE amount IS NOT NULL AND _deleted_at IS NULL"); n != invoices {
 		t.Errorf("%d invoices landed, want %d", n, invoices)
 	}
-	fourth := h.run(Request{Streams: []string{StreamFinance}})
+	fourth := h.run(Request{Streams: []string{"finance"}})
 	if fourth.Status != StatusSucceeded {
 		t.Errorf("the run after: %s (%s), want succeeded", fourth.Status, fourth.WarningSummary())
 	}
@@ -141,7 +141,7 @@ func TestRejectsResolvedByAFullRefresh(t *testing.T) {
 	if err := h.sb.SetBadRecordRate(0); err != nil {
 		t.Fatal(err)
 	}
-	res := h.run(Request{FullRefresh: []string{StreamFinance, StreamCommunications}})
+	res := h.run(Request{FullRefresh: []string{"finance", "communications"}})
 	if res.Status != StatusSucceeded || res.RejectsResolved != open || res.OpenRejectsTotal() != 0 {
 		t.Fatalf("full refresh: %s (%s), resolved %d of %d open", res.Status, res.WarningSummary(), res.RejectsResolved, open)
 	}

@@ -10,39 +10,16 @@ import (
 )
 
 // Task is a unit of work the planner allots requests to. Tasks run in
-// priority order; each belongs to one stream.
+// priority order; each belongs to a stream (the details task to every
+// stream with entities). The declarations make the tasks: each stream's
+// list task (named as the stream), the details task, and the tasks of a
+// stream's hooks (decl.go).
 type Task string
-
-// The tasks, in their default priority order.
-const (
-	TaskCommsIncrement Task = "communications-increment" // e-mails since the watermark
-	TaskBrands         Task = "brands"                   // the brands list (snapshot, soft deletes)
-	TaskProjects       Task = "projects"                 // the projects list (snapshot, soft deletes)
-	TaskFinance        Task = "finance"                  // budgets, invoices, collections, payments, profitability, summary
-	TaskDetails        Task = "details"                  // brand details and contacts, project details, stalest first
-	TaskCommsBackfill  Task = "communications-backfill"  // history from AGENCY_COMMS_START_DATE
-	TaskCommsRefresh   Task = "communications-refresh"   // re-read the days of the history read longest ago, a nightly share of SYNC_COMMS_REFRESH_AGE
-	TaskVerify         Task = "verify"                   // reconcile the whole history with the service, once a day after the backfill
-)
-
-// DefaultPriorities is the default order of the tasks.
-var DefaultPriorities = []Task{TaskCommsIncrement, TaskBrands, TaskProjects, TaskFinance, TaskDetails, TaskCommsBackfill, TaskCommsRefresh, TaskVerify}
-
-// Stream returns the stream a task belongs to.
-func (t Task) Stream() string {
-	switch t {
-	case TaskCommsIncrement, TaskCommsBackfill, TaskCommsRefresh, TaskVerify:
-		return StreamCommunications
-	case TaskDetails:
-		return "brands,projects"
-	default:
-		return string(t)
-	}
-}
 
 // Estimate is what a task is expected to cost.
 type Estimate struct {
 	Task     Task
+	Stream   string // the stream(s) the task belongs to, comma-separated
 	Requests int    // expected requests; for an open-ended task, what is known so far
 	Unknown  bool   // the cost is not known yet (a first backfill before its first page)
 	Note     string // how the figure was reached
@@ -162,7 +139,7 @@ func (p Plan) Print(w io.Writer) {
 		if it.After != "" && it.Allotted > 0 {
 			note = strings.TrimSpace(note + fmt.Sprintf(" (less what %s takes beyond its estimate)", it.After))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Task, it.Task.Stream(), est, allotted, waits, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.Task, it.Stream, est, allotted, waits, note)
 	}
 	tw.Flush()
 	for _, rd := range p.Rederive {

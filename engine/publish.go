@@ -50,7 +50,7 @@ func (e *Engine) PublishFreshness(ctx context.Context) error {
 		seen[f.Stream] = true
 		e.metrics.LastSuccess.WithLabelValues(f.Stream).Set(float64(f.LastSuccessAt.UnixNano()) / 1e9)
 	}
-	for _, s := range AllStreams {
+	for _, s := range e.streamNames() {
 		if !seen[s] {
 			e.metrics.LastSuccess.DeleteLabelValues(s)
 		}

@@ -81,7 +81,7 @@ type rebuildStore interface {
 	StoredRecords(ctx context.Context, table string, after []string, limit int) ([]transform.Stored, error)
 	RejectedRecords(ctx context.Context, table string, afterID int64, limit int) ([]load.RejectedRecord, error)
 	KeysStored(ctx context.Context, table string, keys [][]any) ([]bool, error)
-	CommitRebuild(ctx context.Context, p load.Page, resolved []int64) (load.Counts, int64, error)
+	CommitRebuild(ctx context.Context, runID string, p load.RebuildPage, resolved []int64) (load.Counts, int64, error)
 	DeleteState(ctx context.Context, stream, partition string) error
 }
 
@@ -104,13 +104,13 @@ func (e *Engine) Rebuild(ctx context.Context, req RebuildRequest) (*RebuildResul
 	if !ok {
 		return nil, errors.New("rebuild: the warehouse store cannot read stored records")
 	}
-	streams := req.Streams
+	streams, names := req.Streams, e.streamNames()
 	if len(streams) == 0 {
-		streams = AllStreams
+		streams = names
 	}
 	for _, s := range streams {
-		if !slices.Contains(AllStreams, s) {
-			return nil, fmt.Errorf("rebuild: %w %q (want %s)", ErrUnknownStream, s, strings.Join(AllStreams, ","))
+		if !slices.Contains(names, s) {
+			return nil, fmt.Errorf("rebuild: %w %q (want %s)", ErrUnknownStream, s, strings.Join(names, ","))
 		}
 	}
 	batch := req.BatchSize
@@ -313,12 +313,13 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 	return rb.e.store.SetTableMappings(ctx, []load.TableMapping{{Table: t.Name, Mapping: tableMapping(s, t), FieldMap: tableFieldMap(s, t)}})
 }
 
-// listHashes returns the list hashes of stored brands or projects (a table
-// with details) under the declarations of s, from their list records: what
+// listHashes returns the list hashes of stored entities (the table of s's
+// entity list) under the declarations of s, from their list records: what
 // the next listing computes for them when nothing changed. nil for other
 // tables.
 func listHashes(s *stream.Stream, t *stream.Table, recs []transform.Stored) []load.ListedEntity {
-	if t.DetailReject == "" || len(t.Endpoints) == 0 {
+	l, et, ok := s.Entities()
+	if !ok || et.Name != t.Name {
 		return nil
 	}
 	raw, key := rawColumn(t), t.Key()[0].Name
@@ -328,7 +329,7 @@ func listHashes(s *stream.Stream, t *stream.Table, recs []transform.Stored) []lo
 			listed = append(listed, stream.Record{Key: r.Key[key], Raw: rec})
 		}
 	}
-	b := transform.Records(transform.Input{Stream: s, Endpoint: t.Endpoints[0]}, listed)
+	b := transform.Records(transform.Input{Stream: s, Endpoint: l.Endpoint}, listed)
 	hashes := transform.ListHashes(&b, t.Name)
 	out := make([]load.ListedEntity, len(hashes))
 	for i, h := range hashes {
@@ -393,15 +394,11 @@ func (rb *rebuild) retryRejects(ctx context.Context, s *stream.Stream, t *stream
 	return nil
 }
 
-// streamOf is the stream whose declarations hold t (detail_state.stream of
-// brands and projects).
+// streamOf is the stream whose declarations hold t (the detail_state
+// stream of its entities).
 func (rb *rebuild) streamOf(t *stream.Table) string {
-	for _, name := range AllStreams {
-		if s := rb.e.declared(name); s != nil {
-			if _, ok := s.Table(t.Name); ok {
-				return name
-			}
-		}
+	if _, s, ok := rb.e.tableOf(t.Name); ok {
+		return s.Name
 	}
 	return ""
 }
@@ -438,7 +435,7 @@ func (rb *rebuild) commit(ctx context.Context, t *stream.Table, b transform.Batc
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	c, n, err := rb.rs.CommitRebuild(cctx, load.Page{Stream: load.RebuildStream, RunID: rb.runID, Batch: b,
+	c, n, err := rb.rs.CommitRebuild(cctx, rb.runID, load.RebuildPage{Batch: b,
 		State: &load.Checkpoint{Partition: t.Name, Cursor: cursor}, Rekeyed: rekeyed, RekeyStream: rb.streamOf(t)}, resolved)
 	if err != nil {
 		return c, n, err

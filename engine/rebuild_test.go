@@ -28,8 +28,8 @@ type cancellingStore struct {
 	cancel  context.CancelFunc
 }
 
-func (c *cancellingStore) CommitRebuild(ctx context.Context, p load.Page, resolved []int64) (load.Counts, int64, error) {
-	counts, n, err := c.Store.CommitRebuild(ctx, p, resolved)
+func (c *cancellingStore) CommitRebuild(ctx context.Context, runID string, p load.RebuildPage, resolved []int64) (load.Counts, int64, error) {
+	counts, n, err := c.Store.CommitRebuild(ctx, runID, p, resolved)
 	if c.commits.Add(1) == c.after {
 		c.cancel()
 	}
@@ -56,7 +56,7 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 	o := smallSandbox()
 	o.Variants = []string{sandbox.VariantRenamedFields}
 	h := newHarness(t, o, nil)
-	if res := h.run(Request{Streams: []string{StreamProjects}}); res.Status != StatusWarning {
+	if res := h.run(Request{Streams: []string{"projects"}}); res.Status != StatusWarning {
 		t.Fatalf("run: %s %v, want warning (the renamed fields are NULL)", res.Status, res.Err)
 	}
 	projects := h.count(fmt.Sprintf("SELECT count(*) FROM %s", pgx.Identifier{h.schema, "projects"}.Sanitize()))
@@ -71,7 +71,7 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 	defer cancel()
 	store := eng.store.(*load.Store)
 	eng.store = &cancellingStore{Store: store, after: 2, cancel: cancel}
-	res, err := eng.Rebuild(ctx, RebuildRequest{Streams: []string{StreamProjects}, BatchSize: 5})
+	res, err := eng.Rebuild(ctx, RebuildRequest{Streams: []string{"projects"}, BatchSize: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +90,13 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rebuilds) != 1 || rep.Rebuilds[0].Table != "projects" || rep.Rebuilds[0].Stream != StreamProjects ||
+	if len(rep.Rebuilds) != 1 || rep.Rebuilds[0].Table != "projects" || rep.Rebuilds[0].Stream != "projects" ||
 		rep.Rebuilds[0].Stage != RebuildStageRecords || rep.Rebuilds[0].LastProgress.IsZero() {
 		t.Fatalf("status after the interruption: rebuilds %+v, want projects waiting at its stored records", rep.Rebuilds)
 	}
 
 	eng.store = store
-	res, err = eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}, BatchSize: 5})
+	res, err = eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{"projects"}, BatchSize: 5})
 	if err != nil || res.Status != StatusSucceeded {
 		t.Fatalf("resumed rebuild: %v %+v", err, res)
 	}
@@ -125,7 +125,7 @@ func TestRebuildResumesAfterInterruption(t *testing.T) {
 		Cursor: json.RawMessage(`{"mapping":"another","after":["zzz"]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}})
+	res, err = eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{"projects"}})
 	if err != nil || res.Tables["projects"].Resumed || res.Tables["projects"].Read != int64(projects) {
 		t.Errorf("rebuild after a cursor of another map: %+v, %v", res.Tables["projects"], err)
 	}
@@ -149,7 +149,7 @@ func TestRebuildRecoversRejectedRecords(t *testing.T) {
 			`"cc":false,"bcc":false}}`, subject, id, lastName))
 	}
 	// The stored e-mail 2703, landed earlier with its subject.
-	comms, _ := stream.Lookup(StreamCommunications)
+	comms, _ := stream.Lookup("communications")
 	landed := transform.Records(transform.Input{Stream: comms, Endpoint: stream.EndpointCommunications},
 		[]stream.Record{{Key: "2703", Raw: email(2703, `"Ofertă (trimisă)"`, `"Radu"`)}})
 	if len(landed.Rejects) != 0 {
@@ -163,14 +163,14 @@ func TestRebuildRecoversRejectedRecords(t *testing.T) {
 		transform.NewReject(stream.RejectCommunications, "2704", email(2704, "false", "false"), errors.New("subject is missing")),
 	}
 	landed.Rejects = rejects
-	if _, err := store.CommitPage(ctx, load.Page{Batch: landed}); err != nil {
+	if _, err := store.Commit(ctx, "", &load.RangePage{Batch: landed}); err != nil {
 		t.Fatal(err)
 	}
 	q := func(sql string) string {
 		return strings.ReplaceAll(sql, "S.", pgx.Identifier{h.schema}.Sanitize()+".")
 	}
 
-	res, err := h.eng.Rebuild(ctx, RebuildRequest{Streams: []string{StreamCommunications}})
+	res, err := h.eng.Rebuild(ctx, RebuildRequest{Streams: []string{"communications"}})
 	if err != nil || res.Status != StatusSucceeded {
 		t.Fatalf("rebuild: %v %+v", err, res)
 	}
@@ -205,11 +205,11 @@ func TestRebuildRecoversRejectedRecords(t *testing.T) {
 func TestRebuildRefusesToMoveKeys(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
-	if res := h.run(Request{Streams: []string{StreamProjects}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Streams: []string{"projects"}}); res.Status != StatusSucceeded {
 		t.Fatalf("run: %s %v", res.Status, res.Err)
 	}
 	eng := h.engine(func(s *Settings) { s.Streams = mappedStreams(t, "projects.project_id=brand_id") })
-	res, err := eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{StreamProjects}})
+	res, err := eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{"projects"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 		if err != nil {
 			return f, err
 		}
-		c, err := r.commit(ctx, load.Page{Stream: StreamCommunications, Batch: batch})
+		c, err := r.commit(ctx, &load.RangePage{Stream: r.e.mailStream(), Batch: batch})
 		if err != nil {
 			return f, fmt.Errorf("re-fetch communications of %s: %w", name, err)
 		}

@@ -41,7 +41,7 @@ func (r *run) markRead(ctx context.Context, from, to string) error {
 
 // backfillDone says whether the history's backfill is complete.
 func (e *Engine) backfillDone(ctx context.Context) (bool, error) {
-	st, err := e.store.GetState(ctx, StreamCommunications, partComms)
+	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
 	switch {
 	case errors.Is(err, load.ErrNoState):
 		return false, nil
@@ -189,7 +189,7 @@ func (e *Engine) refreshEstimate(ctx context.Context, force bool) (Estimate, err
 	}
 	today := utcDate(e.set.Now())
 	st := &refreshState{Seeded: dateString(today)}
-	switch s, err := e.store.GetState(ctx, StreamCommunications, partRefresh); {
+	switch s, err := e.store.GetState(ctx, e.mailStream(), partRefresh); {
 	case errors.Is(err, load.ErrNoState):
 	case err != nil:
 		return est, err
@@ -247,7 +247,7 @@ type RefreshStatus struct {
 }
 
 func (e *Engine) refreshStatus(ctx context.Context) (*RefreshStatus, error) {
-	s, err := e.store.GetState(ctx, StreamCommunications, partRefresh)
+	s, err := e.store.GetState(ctx, e.mailStream(), partRefresh)
 	switch {
 	case errors.Is(err, load.ErrNoState):
 		return nil, nil

@@ -5,49 +5,43 @@ import (
 	"time"
 )
 
-// listPartitions are the sync_state partitions a list task completes.
-var listPartitions = map[Task]struct {
-	stream     string
-	partitions []string
-}{
-	TaskBrands:   {StreamBrands, []string{"list"}},
-	TaskProjects: {StreamProjects, []string{"list"}},
-	TaskFinance:  {StreamFinance, []string{"budgets", "invoices", "collections", "payments", "profitability.project", "profitability.brand", "summary"}},
-}
-
 // doneByUnfinishedRun lists the list tasks that the previous run completed
 // when that run did not finish (it crashed, failed or ran out of budget) and
 // began on the current quota day: the next run continues where it stopped
-// instead of listing again what it has just listed. Communications and
-// details resume from their own cursors and are never skipped. A full
+// instead of listing again what it has just listed. The details and the
+// tasks of a stream's hooks resume from their own cursors and are never
+// skipped. A full
 // refresh or a manual backfill skips nothing.
 func (e *Engine) doneByUnfinishedRun(ctx context.Context, req Request) (map[Task]bool, error) {
 	parts, err := e.listsDoneByUnfinishedRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return tasksDone(parts), nil
+	return e.tasksDone(parts), nil
 }
 
-// tasksDone are the list tasks all of whose lists are in parts (as
+// tasksDone are the list tasks all of whose listings are in parts (as
 // listsDoneByUnfinishedRun gives them).
-func tasksDone(parts map[string]bool) map[Task]bool {
+func (e *Engine) tasksDone(parts map[string]bool) map[Task]bool {
 	done := map[Task]bool{}
-	for task, lp := range listPartitions {
+	for _, s := range e.set.Streams {
+		if len(s.Lists) == 0 {
+			continue
+		}
 		n := 0
-		for _, p := range lp.partitions {
-			if parts[lp.stream+"/"+p] {
+		for _, l := range s.Lists {
+			if parts[s.Name+"/"+l.Partition] {
 				n++
 			}
 		}
-		done[task] = n == len(lp.partitions)
+		done[Task(s.Name)] = n == len(s.Lists)
 	}
 	return done
 }
 
 // listsDoneByUnfinishedRun is doneByUnfinishedRun list by list, as
-// "stream/partition": a run killed in the middle of the finance lists does
-// not cost the next run the lists it had completed.
+// "stream/partition": a run killed in the middle of a stream's listings does
+// not cost the next run the listings it had completed.
 func (e *Engine) listsDoneByUnfinishedRun(ctx context.Context, req Request) (map[string]bool, error) {
 	done := map[string]bool{}
 	if req.Backfill != nil || len(req.FullRefresh) > 0 {
@@ -71,13 +65,20 @@ func (e *Engine) listsDoneByUnfinishedRun(ctx context.Context, req Request) (map
 	if started.IsZero() {
 		return done, nil
 	}
-	for _, lp := range listPartitions {
-		parts, err := e.store.PartitionsSucceededSince(ctx, lp.stream, lp.partitions, started)
+	for _, s := range e.set.Streams {
+		if len(s.Lists) == 0 {
+			continue
+		}
+		partitions := make([]string, len(s.Lists))
+		for i, l := range s.Lists {
+			partitions[i] = l.Partition
+		}
+		parts, err := e.store.PartitionsSucceededSince(ctx, s.Name, partitions, started)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range parts {
-			done[lp.stream+"/"+p] = true
+			done[s.Name+"/"+p] = true
 		}
 	}
 	return done, nil

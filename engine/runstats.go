@@ -26,15 +26,16 @@ type runStats struct {
 	tasks   map[Task]*load.TaskDetail
 }
 
-// begin starts task t; spent is the run's requests so far.
-func (s *runStats) begin(t Task, spent int, now time.Time) {
+// begin starts task t of stream (the stream(s) it belongs to); spent is
+// the run's requests so far.
+func (s *runStats) begin(t Task, stream string, spent int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tasks == nil {
 		s.tasks = map[Task]*load.TaskDetail{}
 	}
 	if s.tasks[t] == nil {
-		s.tasks[t] = &load.TaskDetail{Stream: t.Stream()}
+		s.tasks[t] = &load.TaskDetail{Stream: stream}
 	}
 	s.cur, s.started, s.spent0 = t, now, spent
 }
@@ -117,11 +118,12 @@ func (s *runStats) detail() map[string]load.TaskDetail {
 }
 
 // pageRecords is the number of service records a page carries: the listed
-// or detailed entities, brand contacts, e-mails, and the rejected records.
+// or detailed entities, the records of child lists, e-mails, and the
+// rejected records.
 func pageRecords(b *transform.Batch) int64 { return int64(b.Records()) }
 
-// fieldWatch gathers what a run's records say about the service's shapes
-// (issue 16): the field inventory of each record's raw JSON, noted where
+// fieldWatch gathers what a run's records say about the service's shapes:
+// the field inventory of each record's raw JSON, noted where
 // records are transformed (sampled, see inventory.Observer), and per
 // inventory stream the records committed, the rows and NULLs of each mapped
 // column (transform.Coverage) and the rejects by reason class, counted from
@@ -159,19 +161,14 @@ func newFieldWatch(decls []*stream.Stream, sampling *[2]int) *fieldWatch {
 	return &fieldWatch{decls: decls, inv: inv, streams: map[string]*watchedStream{}}
 }
 
-// InventoryStream names the records of an endpoint in the field inventory
-// (source_fields.stream, sync_runs.warnings[].stream): a list's or a
-// detail's shape, as the sandbox's truth names them.
-func InventoryStream(endpoint string) string {
-	switch endpoint {
-	case stream.EndpointBrand:
-		return "brand_details"
-	case stream.EndpointBrandContacts:
-		return "contacts"
-	case stream.EndpointProject:
-		return "project_details"
-	case stream.EndpointAgencySummary:
-		return "summary"
+// inventory names the records of endpoint in the field inventory
+// (source_fields.stream, sync_runs.warnings[].stream): its declared
+// stream.Endpoint.InventoryName.
+func (w *fieldWatch) inventory(endpoint string) string {
+	for _, s := range w.decls {
+		if ep, ok := s.Endpoint(endpoint); ok {
+			return ep.InventoryName()
+		}
 	}
 	return endpoint
 }
@@ -179,22 +176,22 @@ func InventoryStream(endpoint string) string {
 // recordTable is the table of whole records that an endpoint's records fill
 // (its wrapper is the records' wrapper); nil when none.
 func recordTable(decl *stream.Stream, endpoint string) *stream.Table {
-	for _, t := range decl.Tables() {
-		if t.Parent == "" && t.Elements == nil && t.FillsFrom(endpoint) {
-			return t
-		}
-	}
-	return nil
+	return decl.RecordTable(endpoint)
 }
 
-// task tells the watch which task comes: the verification re-reads days the
-// run may have synced already, whose records are then neither observed nor
-// counted again.
-func (w *fieldWatch) task(t Task) {
+// task tells the watch which task comes: a task that re-reads records the
+// run may have read already (rereads, its records named as names in the
+// inventory) neither observes nor counts them again once the run counted
+// any.
+func (w *fieldWatch) task(rereads bool, names []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := w.streams[InventoryStream(stream.EndpointCommunications)]
-	w.again = t == TaskVerify && c != nil && c.records > 0
+	w.again = false
+	for _, name := range names {
+		if c := w.streams[name]; rereads && c != nil && c.records > 0 {
+			w.again = true
+		}
+	}
 }
 
 // rereads says whether the records from now on are re-reads of records the
@@ -217,7 +214,7 @@ func (w *fieldWatch) observe(decl *stream.Stream, endpoint string, recs []stream
 	if w.again {
 		return
 	}
-	obs := w.inv.Observer(InventoryStream(endpoint))
+	obs := w.inv.Observer(w.inventory(endpoint))
 	for i := range recs {
 		raw := recs[i].Raw
 		obs.ObserveMembers(func(yield func(string, gjson.Result) bool) {
@@ -271,7 +268,7 @@ func (w *fieldWatch) rejectTable(rs string) string {
 
 // stream returns the watched stream of endpoint of decl.
 func (w *fieldWatch) stream(decl *stream.Stream, endpoint string) *watchedStream {
-	name := InventoryStream(endpoint)
+	name := w.inventory(endpoint)
 	ws := w.streams[name]
 	if ws == nil {
 		ws = &watchedStream{decl: decl, endpoint: endpoint, rows: map[string]int64{}, nulls: map[string]int64{},
@@ -281,21 +278,21 @@ func (w *fieldWatch) stream(decl *stream.Stream, endpoint string) *watchedStream
 	return ws
 }
 
-// count adds a committed page to the streams its tables and rejects belong
-// to: its records (rows of whole-record tables, and rejects), the rows and
-// NULLs of its tables, its rejects by reason.
-func (w *fieldWatch) count(p *load.Page) {
+// count adds a committed page's batch b to the streams its tables and
+// rejects belong to (detail: the page carries an entity's detail): its
+// records (rows of whole-record tables, and rejects), the rows and NULLs of
+// its tables, its rejects by reason.
+func (w *fieldWatch) count(b *transform.Batch, detail bool) {
 	if w == nil {
 		return
 	}
 	start := time.Now()
-	detail := p.DetailFetched != nil
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.again {
 		return
 	}
-	for name, tr := range p.Batch.Tables {
+	for name, tr := range b.Tables {
 		decl, ep := w.endpointOf(name, detail)
 		if decl == nil {
 			continue
@@ -305,19 +302,19 @@ func (w *fieldWatch) count(p *load.Page) {
 			ws.records += int64(len(tr.Rows))
 		}
 	}
-	for table, n := range p.Batch.Coverage.Rows {
+	for table, n := range b.Coverage.Rows {
 		if decl, ep := w.endpointOf(table, detail); decl != nil {
 			w.stream(decl, ep).rows[table] += int64(n)
 		}
 	}
-	for col, n := range p.Batch.Coverage.Nulls {
+	for col, n := range b.Coverage.Nulls {
 		table, _, _ := strings.Cut(col, ".")
 		if decl, ep := w.endpointOf(table, detail); decl != nil {
 			w.stream(decl, ep).nulls[col] += int64(n)
 		}
 	}
-	for i := range p.Batch.Rejects {
-		rj := &p.Batch.Rejects[i]
+	for i := range b.Rejects {
+		rj := &b.Rejects[i]
 		decl, ep := w.endpointOf(w.rejectTable(rj.Stream), detail)
 		if decl == nil {
 			continue

@@ -4,17 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/spool"
 	"github.com/agencysync/agencysync/transform"
 )
 
-// pageSpool keeps each communications page and each brand or project detail
-// from the moment its answer is in until its commit, in a file of its own: a
+// pageSpool keeps each communications page and each entity's detail and
+// child lists from the moment its answer is in until its commit, in a file of its own: a
 // worker killed while loading page n, with page n+1 already fetched, resumes
 // from both files instead of asking for them again, so a crash loses at most
 // the request in flight — prefetching costs no request. The files live in a private folder (0700,
@@ -101,12 +99,11 @@ func (p *spooledPage) AppendJSON(buf []byte) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// spooledDetail is a transformed brand or project detail, as spooled.
+// spooledDetail is a transformed entity — its detail and child lists — as
+// spooled.
 type spooledDetail struct {
-	Batch         transform.Batch
-	Contacts      bool
-	ContactsShort bool
-	ContactsEnd   *extract.ListEnd `json:",omitempty"`
+	Batch    transform.Batch
+	Children []childList `json:",omitempty"`
 }
 
 // AppendJSON appends d as encoding/json writes it (get reads it so), the
@@ -116,14 +113,12 @@ func (d *spooledDetail) AppendJSON(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode spooled detail: %w", err)
 	}
-	buf = strconv.AppendBool(append(buf, `,"Contacts":`...), d.Contacts)
-	buf = strconv.AppendBool(append(buf, `,"ContactsShort":`...), d.ContactsShort)
-	if d.ContactsEnd != nil {
-		end, err := json.Marshal(d.ContactsEnd)
+	if len(d.Children) > 0 {
+		children, err := json.Marshal(d.Children)
 		if err != nil {
 			return nil, fmt.Errorf("encode spooled detail: %w", err)
 		}
-		buf = append(append(buf, `,"ContactsEnd":`...), end...)
+		buf = append(append(buf, `,"Children":`...), children...)
 	}
 	return append(buf, '}'), nil
 }
@@ -133,19 +128,9 @@ func appendInt(buf []byte, key string, n int64) []byte {
 	return strconv.AppendInt(append(buf, key...), n, 10)
 }
 
-// pageKey is the key of a communications page: the range's request and
-// the page number.
-func (s *pageSpool) pageKey(set Settings, from, to string, page int) string {
-	ids := make([]string, len(set.UserIDs))
-	for i, id := range set.UserIDs {
-		ids[i] = strconv.FormatInt(id, 10)
-	}
-	return spool.Key("communications", s.schema, strconv.FormatInt(set.DomainID, 10), strings.Join(ids, ","),
-		set.BrandURL, set.WithMessage, from, to, strconv.Itoa(page))
-}
-
-// detailKey is the key of a brand's or project's detail: the entity and
-// the hash of its list entry (a changed entity is another key).
+// detailKey is the key of an entity of stream's detail and child lists:
+// the entity and the hash of its list entry (a changed entity is another
+// key).
 func (s *pageSpool) detailKey(stream, id, hash string) string {
 	return spool.Key("detail", s.schema, stream, id, hash)
 }

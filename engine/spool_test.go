@@ -26,7 +26,7 @@ func TestPageSpool(t *testing.T) {
 	}
 	sp := openSpool(dir, "s", zap.NewNop()).prepare()
 	set := Settings{DomainID: 1, UserIDs: []int64{1, 2}, WithMessage: "0"}
-	rk := sp.pageKey(set, "2024-01-01", "2024-01-31", 3)
+	rk := sp.pageKey("communications", set, "2024-01-01", "2024-01-31", 3)
 	p := &spooledPage{Number: 3, PerPage: 1000, Total: 2500, LastPage: 3, Rows: 500,
 		Batch: tableBatch("emails", []any{int64(7), nil, nil, nil, nil, "Q3 plan", nil, false, nil, nil, nil,
 			time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC), json.RawMessage(`{}`)})}
@@ -45,10 +45,10 @@ func TestPageSpool(t *testing.T) {
 	other.UserIDs = []int64{1}
 	t2 := openSpool(dir, "t", zap.NewNop()).prepare()
 	for name, k := range map[string]string{
-		"page 2":       sp.pageKey(set, "2024-01-01", "2024-01-31", 2),
-		"other users":  sp.pageKey(other, "2024-01-01", "2024-01-31", 3),
-		"other dates":  sp.pageKey(set, "2024-01-01", "2024-02-29", 3),
-		"other schema": t2.pageKey(set, "2024-01-01", "2024-01-31", 3),
+		"page 2":       sp.pageKey("communications", set, "2024-01-01", "2024-01-31", 2),
+		"other users":  sp.pageKey("communications", other, "2024-01-01", "2024-01-31", 3),
+		"other dates":  sp.pageKey("communications", set, "2024-01-01", "2024-02-29", 3),
+		"other schema": t2.pageKey("communications", set, "2024-01-01", "2024-01-31", 3),
 		"a detail":     sp.detailKey("brands", "3", "h"),
 	} {
 		if sp.get(k, &spooledPage{}) {
@@ -58,9 +58,9 @@ func TestPageSpool(t *testing.T) {
 	// A detail, keyed by its list entry's hash.
 	team := tableBatch("project_team_members")
 	team.Tables["project_team_members"].Parents = []any{"42"}
-	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Contacts: true, Batch: team})
+	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Children: []childList{{Endpoint: "brand_contacts"}}, Batch: team})
 	var d spooledDetail
-	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || !d.Contacts || len(d.Batch.Rows("project_team_members").Parents) != 1 ||
+	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || len(d.Children) != 1 || len(d.Batch.Rows("project_team_members").Parents) != 1 ||
 		sp.get(sp.detailKey("projects", "42", "h2"), &d) {
 		t.Errorf("detail back: %+v", d)
 	}
@@ -201,7 +201,7 @@ func TestSpoolRoundTripIsExact(t *testing.T) {
 			b, _ := json.Marshal(out)
 			t.Errorf("mode %d: round trip changed the batch\n in %s\nout %s", mode, a, b)
 		}
-		d := &spooledDetail{Batch: fillBatch(mode), Contacts: true}
+		d := &spooledDetail{Batch: fillBatch(mode), Children: []childList{{Endpoint: "brand_contacts", Short: mode == 1}}}
 		sp.put("d", d)
 		dout := &spooledDetail{}
 		if !sp.get("d", dout) || !reflect.DeepEqual(d, dout) {
@@ -227,9 +227,9 @@ func TestSpooledBytesMatchEncodingJSON(t *testing.T) {
 				Batch: b},
 			&spooledPage{Number: 3, PerPage: 50, Total: -1, LastPage: 3, Rows: 20, Paged: mode == 1,
 				IDs: []int64{9, 1 << 62, 3}, FirstID: 3, LastID: 1 << 62, HasIDs: true, Batch: b},
-			&spooledDetail{Batch: b, Contacts: mode == 1, ContactsShort: mode == 2},
-			&spooledDetail{Batch: b, Contacts: true, ContactsEnd: &extract.ListEnd{Proven: mode == 0, Reason: "the \"page\" parameter",
-				Suggest: "offset", Cap: mode, Rows: 3}},
+			&spooledDetail{Batch: b, Children: []childList{{Endpoint: "brand_contacts", Short: mode == 2}}},
+			&spooledDetail{Batch: b, Children: []childList{{Endpoint: "brand_contacts", End: &extract.ListEnd{Proven: mode == 0, Reason: "the \"page\" parameter",
+				Suggest: "offset", Cap: mode, Rows: 3}}, {Endpoint: "other"}}},
 			&spooledDetail{})
 	}
 	for i, v := range values {

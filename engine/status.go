@@ -10,6 +10,7 @@ import (
 
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // StreamStatus is one stream's health, for `agencysync status`.
@@ -18,7 +19,7 @@ type StreamStatus struct {
 	Watermark   *time.Time `json:"watermark,omitempty"`
 	LastSuccess *time.Time `json:"last_success,omitempty"` // sync_freshness.last_success_at (load.Store.Freshness)
 	LagSeconds  *float64   `json:"lag_seconds,omitempty"`  // sync_freshness.lag, rounded to the second
-	Rows        int64      `json:"rows"`                   // rows of its main table, soft-deleted excluded
+	Rows        int64      `json:"rows"`                   // rows of its main table (stream.Stream.Main), soft-deleted excluded
 	Rejected    int64      `json:"rejected"`               // open rejects of the stream (rejected_records)
 	InProgress  bool       `json:"in_progress"`            // a range or listing waits to be resumed
 }
@@ -82,41 +83,21 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 	}
 	plan := MakePlan(day, e.set.DailyQuota, e.set.QuotaReserve, spent, nil, nil)
 	rep := &StatusReport{Schema: e.set.Schema, QuotaDay: day.Format(time.DateOnly), QuotaSpent: spent, QuotaLeft: plan.Budget}
-	main := map[string]string{StreamBrands: "brands", StreamProjects: "projects", StreamFinance: "invoices", StreamCommunications: "emails"}
 	fresh, err := e.store.Freshness(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range AllStreams {
-		ss := StreamStatus{Stream: s}
-		for _, f := range fresh {
-			if f.Stream != s {
-				continue
-			}
-			ss.Watermark, ss.LastSuccess = f.Watermark, f.LastSuccessAt
-			if f.Lag != nil {
-				lag := math.Round(f.Lag.Seconds())
-				ss.LagSeconds = &lag
-			}
-		}
-		if ss.InProgress, err = e.store.StreamInProgress(ctx, s); err != nil {
-			return nil, err
-		}
-		n, err := e.store.LiveRows(ctx, main[s], nil)
+	for _, s := range e.set.Streams {
+		ss, err := e.streamStatus(ctx, s, fresh)
 		if err != nil {
 			return nil, err
 		}
-		ss.Rows = int64(n)
-		if ss.Rejected, err = e.store.RejectedCount(ctx, s); err != nil {
-			return nil, err
-		}
 		rep.Streams = append(rep.Streams, ss)
-	}
-	if rep.Verify, err = e.verifyStatus(ctx); err != nil {
-		return nil, err
-	}
-	if rep.Refresh, err = e.refreshStatus(ctx); err != nil {
-		return nil, err
+		if h := hooksNamed(s.Hooks); h != nil {
+			if err := h.status(ctx, e, rep); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if rep.Runs, err = e.store.RecentRuns(ctx, lastRuns); err != nil {
 		return nil, err
@@ -124,7 +105,7 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 	if rep.Rebuilds, err = e.pendingRebuilds(ctx); err != nil {
 		return nil, err
 	}
-	if rep.Rederive, _, err = e.stale(ctx, AllStreams); err != nil {
+	if rep.Rederive, _, err = e.stale(ctx, e.streamNames()); err != nil {
 		return nil, err
 	}
 	id, ws, err := e.store.LastRunWarnings(ctx)
@@ -139,6 +120,34 @@ func (e *Engine) Status(ctx context.Context, lastRuns int) (*StatusReport, error
 		rep.Warnings = &RunWarnings{RunID: id, Warnings: ws}
 	}
 	return rep, nil
+}
+
+// streamStatus is stream s's line of the status: its freshness (from
+// fresh), whether a range or listing waits, the rows of its main table and
+// its open rejects.
+func (e *Engine) streamStatus(ctx context.Context, s *stream.Stream, fresh []load.StreamFreshness) (StreamStatus, error) {
+	ss := StreamStatus{Stream: s.Name}
+	for _, f := range fresh {
+		if f.Stream != s.Name {
+			continue
+		}
+		ss.Watermark, ss.LastSuccess = f.Watermark, f.LastSuccessAt
+		if f.Lag != nil {
+			lag := math.Round(f.Lag.Seconds())
+			ss.LagSeconds = &lag
+		}
+	}
+	var err error
+	if ss.InProgress, err = e.store.StreamInProgress(ctx, s.Name); err != nil {
+		return ss, err
+	}
+	n, err := e.store.LiveRows(ctx, s.Main, nil)
+	if err != nil {
+		return ss, err
+	}
+	ss.Rows = int64(n)
+	ss.Rejected, err = e.store.RejectedCount(ctx, s.Name)
+	return ss, err
 }
 
 // pendingRebuilds lists the rebuild cursors left in sync_state, by table.
@@ -157,12 +166,8 @@ func (e *Engine) pendingRebuilds(ctx context.Context) ([]RebuildPending, error) 
 		if cur.Rejects {
 			p.Stage = RebuildStageRejected
 		}
-		for _, name := range AllStreams {
-			if s := e.declared(name); s != nil {
-				if _, ok := s.Table(st.Partition); ok {
-					p.Stream = name
-				}
-			}
+		if _, s, ok := e.tableOf(st.Partition); ok {
+			p.Stream = s.Name
 		}
 		out = append(out, p)
 	}

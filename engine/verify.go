@@ -613,7 +613,7 @@ func rejectEmailAt(payload json.RawMessage) (time.Time, bool) {
 
 // loadVerify reads the "verify" partition's state.
 func (e *Engine) loadVerify(ctx context.Context) (*verifyState, error) {
-	st, err := e.store.GetState(ctx, StreamCommunications, partVerify)
+	st, err := e.store.GetState(ctx, e.mailStream(), partVerify)
 	vs := &verifyState{}
 	switch {
 	case errors.Is(err, load.ErrNoState):
@@ -643,7 +643,7 @@ func (r *run) saveVerify(ctx context.Context, update func(*verifyState)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
 	defer cancel()
-	return r.e.store.SetState(sctx, StreamCommunications, r.id, load.Checkpoint{Partition: partVerify, Cursor: b})
+	return r.e.store.SetState(sctx, r.e.mailStream(), r.id, load.Checkpoint{Partition: partVerify, Cursor: b})
 }
 
 // historyRange is the whole history: AGENCY_COMMS_START_DATE to today in
@@ -680,7 +680,7 @@ func (e *Engine) fillRange(rg Range) (Range, error) {
 // the next run while the last one did not prove equality.
 func (e *Engine) verifyDue(ctx context.Context) (bool, string, error) {
 	cs := &commsState{}
-	st, err := e.store.GetState(ctx, StreamCommunications, partComms)
+	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
 	switch {
 	case errors.Is(err, load.ErrNoState):
 	case err != nil:

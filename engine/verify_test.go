@@ -326,7 +326,7 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
 	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
-	res := h.run(Request{Streams: []string{StreamCommunications}})
+	res := h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("first run: %s %v", res.Status, res.Err)
 	}
@@ -338,7 +338,7 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 	}
 	verifyPlan := func() Estimate {
 		t.Helper()
-		p, err := h.eng.Plan(context.Background(), []string{StreamCommunications})
+		p, err := h.eng.Plan(context.Background(), []string{"communications"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +358,7 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 	if e := verifyPlan(); e.Requests != 1 {
 		t.Errorf("verify not planned a day later: %+v", e)
 	}
-	res = h.run(Request{Streams: []string{StreamCommunications}})
+	res = h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("second run: %s %v", res.Status, res.Err)
 	}
@@ -369,7 +369,7 @@ func TestClosingRangeIsReconciled(t *testing.T) {
 	h.srv.remove(29) // 2025-06-10
 	counts = h.srv.counts.Load()
 	h.now.Store(start.AddDate(0, 0, 10).Add(13 * time.Hour).UnixNano())
-	res = h.run(Request{Streams: []string{StreamCommunications}})
+	res = h.run(Request{Streams: []string{"communications"}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("third run: %s %v", res.Status, res.Err)
 	}
@@ -486,10 +486,10 @@ func TestVerifyCountsRejectedRecordsAsHeld(t *testing.T) {
 	o := smallSandbox()
 	o.BadRecordRate = 0.02
 	h := newHarness(t, o, nil)
-	res := h.run(Request{Streams: []string{StreamCommunications}})
-	if res.Status != StatusWarning || res.Counts.Rejected == 0 || res.OpenRejects[StreamCommunications] != res.Counts.Rejected {
+	res := h.run(Request{Streams: []string{"communications"}})
+	if res.Status != StatusWarning || res.Counts.Rejected == 0 || res.OpenRejects["communications"] != res.Counts.Rejected {
 		t.Fatalf("first sync: %s %v, %d rejected (want some), %d open; want warning with every reject open",
-			res.Status, res.Err, res.Counts.Rejected, res.OpenRejects[StreamCommunications])
+			res.Status, res.Err, res.Counts.Rejected, res.OpenRejects["communications"])
 	}
 	// Rejects whose email_at is unreadable cannot be counted by day until
 	// their day is re-fetched once: the first closing pays for that.
@@ -539,7 +539,7 @@ func TestManualBackfillDoesNotVerifyTheHistory(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
 	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
-	if res := h.run(Request{Streams: []string{StreamCommunications}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Streams: []string{"communications"}}); res.Status != StatusSucceeded {
 		t.Fatalf("first run: %s %v", res.Status, res.Err)
 	}
 	h.now.Store(start.AddDate(0, 0, 10).Add(12 * time.Hour).UnixNano())

@@ -254,7 +254,7 @@ func (c *Client) judge(cl *call, resp *http.Response, body []byte, onOK func([]b
 	var ae *APIError
 	if errors.As(err, &ae) {
 		c.redactAPIError(ae)
-		ae.Setting = c.keySetting(cl)
+		ae.Setting, ae.Comms = c.keySetting(cl), cl.comms
 		ae.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // gzipBomb is a gzip stream (concatenated members) inflating to a JSON
@@ -149,7 +151,7 @@ func TestLargeBodiesInFlightAllLand(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			q := url.Values{"gzip": {fmt.Sprint(i % 2)}}
-			p, err := c.ListPage(context.Background(), EndpointBrands, q, 1, 1000)
+			p, err := c.ListPage(context.Background(), stream.EndpointBrands, q, 1, 1000)
 			switch {
 			case err != nil:
 				errs[i] = err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // TestDeclaredCharsetsAreDecoded: a page whose Content-Type declares
@@ -69,7 +71,7 @@ func TestDeclaredCharsetsAreDecoded(t *testing.T) {
 	})
 	o := fastOptions(srv.URL, "")
 	o.MaxBodyBytes = 1 << 20
-	if _, err := newClient(t, o).ListPage(context.Background(), EndpointBrands, nil, 1, 1000); !errors.Is(err, ErrResponseTooLarge) {
+	if _, err := newClient(t, o).ListPage(context.Background(), stream.EndpointBrands, nil, 1, 1000); !errors.Is(err, ErrResponseTooLarge) {
 		t.Errorf("a body over the cap once decoded: %v", err)
 	}
 }

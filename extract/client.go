@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,115 +24,12 @@ import (
 	"github.com/agencysync/agencysync/stream"
 )
 
-// Endpoint names, as used in errors, RequestInfo and logs.
-const (
-	EndpointBrands         = "brands"
-	EndpointBrand          = "brand"
-	EndpointBrandContacts  = "brand_contacts"
-	EndpointProjects       = "projects"
-	EndpointProject        = "project"
-	EndpointBudgets        = "budgets"
-	EndpointInvoices       = "invoices"
-	EndpointCollections    = "collections"
-	EndpointPayments       = "payments"
-	EndpointProfitability  = "profitability"
-	EndpointAgencySummary  = "agency_summary"
-	EndpointCommunications = "communications"
-)
-
-// Paths are the endpoint paths. BaseURL + path for the main interface (the
-// paths carry the /v1 segment), CommsURL + Communications for the
-// communications endpoint. "{id}" is replaced by the escaped identifier. An
-// empty field takes its default from DefaultPaths.
-type Paths struct {
-	Brands         string // GET list; default /v1/brands
-	Brand          string // GET detail; default /v1/brands/{id}
-	BrandContacts  string // GET list; default /v1/brands/{id}/contacts
-	Projects       string // GET list; default /v1/projects
-	Project        string // GET detail; default /v1/projects/{id}
-	Budgets        string // GET list; default /v1/finance/budgets
-	Invoices       string // GET list; default /v1/finance/invoices
-	Collections    string // GET list; default /v1/finance/collections
-	Payments       string // GET list; default /v1/finance/payments
-	Profitability  string // GET list with ?level=; default /v1/finance/profitability
-	AgencySummary  string // GET list; default /v1/finance/summary
-	Communications string // POST; default /workflow/tools/communications-emails
-}
-
-// DefaultPaths are the canonical paths of the design's API assumptions.
-var DefaultPaths = Paths{
-	Brands:         "/v1/brands",
-	Brand:          "/v1/brands/{id}",
-	BrandContacts:  "/v1/brands/{id}/contacts",
-	Projects:       "/v1/projects",
-	Project:        "/v1/projects/{id}",
-	Budgets:        "/v1/finance/budgets",
-	Invoices:       "/v1/finance/invoices",
-	Collections:    "/v1/finance/collections",
-	Payments:       "/v1/finance/payments",
-	Profitability:  "/v1/finance/profitability",
-	AgencySummary:  "/v1/finance/summary",
-	Communications: "/workflow/tools/communications-emails",
-}
-
-// pathKind is how an endpoint of Paths is asked.
-type pathKind int
-
-const (
-	pathList   pathKind = iota // pages of a list of the main interface
-	pathObject                 // one object of the main interface
-	pathPost                   // the communications interface's POST
-)
-
-// kindOf is how endpoint, one of Paths', is asked.
-func kindOf(endpoint string) pathKind {
-	switch endpoint {
-	case EndpointBrand, EndpointProject:
-		return pathObject
-	case EndpointCommunications:
-		return pathPost
-	}
-	return pathList
-}
-
-// fields maps each endpoint to its field of p.
-func (p *Paths) fields() map[string]*string {
-	return map[string]*string{
-		EndpointBrands:         &p.Brands,
-		EndpointBrand:          &p.Brand,
-		EndpointBrandContacts:  &p.BrandContacts,
-		EndpointProjects:       &p.Projects,
-		EndpointProject:        &p.Project,
-		EndpointBudgets:        &p.Budgets,
-		EndpointInvoices:       &p.Invoices,
-		EndpointCollections:    &p.Collections,
-		EndpointPayments:       &p.Payments,
-		EndpointProfitability:  &p.Profitability,
-		EndpointAgencySummary:  &p.AgencySummary,
-		EndpointCommunications: &p.Communications,
-	}
-}
-
-// withDefaults fills p's empty fields from DefaultPaths.
-func (p Paths) withDefaults() Paths {
-	def := DefaultPaths
-	defs := def.fields()
-	for ep, f := range p.fields() {
-		if *f == "" {
-			*f = *defs[ep]
-		}
-	}
-	return p
-}
-
-// path is the path of endpoint when it is one asked as kind.
-func (p *Paths) path(endpoint string, kind pathKind) (string, bool) {
-	f, ok := p.fields()[endpoint]
-	if !ok || kindOf(endpoint) != kind {
-		return "", false
-	}
-	return *f, true
-}
+// Paths maps an endpoint's name (stream.Endpoint.Name) to the path it is
+// asked at, overriding its declared one (AGENCY_PATHS): BaseURL + path for
+// the main interface (the paths carry the /v1 segment), CommsURL + path for
+// the communications endpoint. "{id}" is replaced by the escaped
+// identifier.
+type Paths map[string]string
 
 // Options configure a Client. Zero values take the documented defaults.
 type Options struct {
@@ -150,12 +49,14 @@ type Options struct {
 	// ExecutionID is sent as X-Workflow-Execution-Id (the sync run's id);
 	// omitted when empty. See WithExecutionID.
 	ExecutionID string
-	// Paths of every endpoint; empty fields take DefaultPaths.
+	// Paths override the declared paths of the endpoints they name (nil:
+	// every endpoint at its declared path).
 	Paths Paths
 	// Streams are the stream declarations in force (stream.ApplyPaging
-	// under AGENCY_PAGING): each list pages as its endpoint's Pagination
-	// says, and the communications endpoint asks at most its Max rows a
-	// page. Nil: stream.All().
+	// under AGENCY_PAGING): the endpoints the client asks, at their declared
+	// paths (or Paths'); each list pages as its endpoint's Pagination says,
+	// and the communications endpoint asks at most its Max rows a page.
+	// Nil: stream.All().
 	Streams []*stream.Stream
 	// RateLimit is the pace in requests per second (default 10): requests are
 	// evenly spaced, never in bursts (burst 1).
@@ -271,7 +172,7 @@ type QuotaRefunder interface {
 // RequestInfo describes one sent request (one attempt) for metrics and logs.
 // It never carries a key.
 type RequestInfo struct {
-	Endpoint string // endpoint name (Endpoint* constants)
+	Endpoint string // endpoint name (stream.Endpoint.Name)
 	Method   string // GET or POST
 	Page     int    // page asked for; 0 for single-object endpoints
 	Attempt  int    // 1 for the first try
@@ -367,7 +268,9 @@ type Client struct {
 	apiKey, commsKey     string
 	workflowID, wfHeader string
 	executionID          string
-	paths                Paths
+	endpoints            map[string]stream.Endpoint // by name, at the paths in force
+	window               stream.Endpoint            // the date-windowed list of the communications interface
+	probePath            string                     // the path the clock probe asks (the first list)
 	perPage              int
 	timeout              time.Duration
 	maxAttempts          int
@@ -385,7 +288,6 @@ type Client struct {
 	budget               *RequestBudget
 	redactor             *logging.Redactor
 	quotaOut             *quotaLatch // shared by the copies, but for WithBudget's
-	paging               map[string]stream.Pagination
 	memo                 *PagingMemo
 	names                SettingNames
 	mem                  *memBudget // the bodies' memory, shared by the copies
@@ -450,7 +352,6 @@ func New(opts Options) (*Client, error) {
 		workflowID:   opts.WorkflowID,
 		wfHeader:     opts.WorkflowIDHeader,
 		executionID:  opts.ExecutionID,
-		paths:        opts.Paths.withDefaults(),
 		perPage:      opts.PerPage,
 		timeout:      opts.Timeout,
 		maxAttempts:  opts.MaxAttempts,
@@ -463,12 +364,14 @@ func New(opts Options) (*Client, error) {
 		clock:        opts.Clock,
 		log:          opts.Logger,
 		quotaOut:     &quotaLatch{},
-		paging:       pagingOf(opts.Streams),
 		memo:         NewPagingMemo(nil),
 		names:        opts.Names.withDefaults(),
 	}
 	if opts.BaseURL == "" && opts.CommsURL == "" {
 		return nil, fmt.Errorf("create client: %w: neither BaseURL nor CommsURL is set", ErrNotConfigured)
+	}
+	if err := c.declare(opts.Streams, opts.Paths); err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
 	}
 	var err error
 	if opts.BaseURL != "" {
@@ -621,21 +524,39 @@ func (c *Client) WithBudget(b *RequestBudget) *Client {
 	return &cp
 }
 
-// pagingOf is the pagination of each endpoint that pages, by name, as
-// streams declare it (nil: stream.All()).
-func pagingOf(streams []*stream.Stream) map[string]stream.Pagination {
+// declare takes the endpoints of streams (nil: stream.All()) at the paths
+// in force: the declared ones, or those paths names.
+func (c *Client) declare(streams []*stream.Stream, paths Paths) error {
 	if streams == nil {
 		streams = stream.All()
 	}
-	out := map[string]stream.Pagination{}
+	c.endpoints = map[string]stream.Endpoint{}
 	for _, s := range streams {
 		for _, ep := range s.Endpoints {
-			if ep.Paging != stream.PagingDetail {
-				out[ep.Name] = ep.Pagination
+			if p, ok := paths[ep.Name]; ok && p != "" {
+				ep.Path = p
+			}
+			c.endpoints[ep.Name] = ep
+			switch {
+			case ep.Kind() == stream.KindWindow:
+				c.window = ep
+			case ep.Kind() == stream.KindList && c.probePath == "":
+				c.probePath = ep.Path
 			}
 		}
 	}
-	return out
+	for _, name := range slices.Sorted(maps.Keys(paths)) {
+		if _, ok := c.endpoints[name]; !ok {
+			return fmt.Errorf("path of %q: no such endpoint: %w", name, ErrNotConfigured)
+		}
+	}
+	return nil
+}
+
+// endpoint returns the endpoint named name if it is of one of kinds.
+func (c *Client) endpoint(name string, kinds ...stream.Kind) (stream.Endpoint, bool) {
+	ep, ok := c.endpoints[name]
+	return ep, ok && slices.Contains(kinds, ep.Kind())
 }
 
 // WithPagingMemo returns a copy of c whose listings read and record what
@@ -904,7 +825,7 @@ func (c *Client) redactAPIError(e *APIError) {
 // statusError builds the *APIError of a non-2xx answer.
 func (c *Client) statusError(cl *call, resp *http.Response, body []byte) error {
 	now := time.Now()
-	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode, Setting: c.keySetting(cl)}
+	e := &APIError{Endpoint: cl.endpoint, Page: cl.page, Status: resp.StatusCode, Setting: c.keySetting(cl), Comms: cl.comms}
 	if eb := parseErrorBody(body); eb != nil {
 		e.Message, e.Details, e.Fields = eb.Message, eb.Details, eb.Fields
 	}

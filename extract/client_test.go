@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agencysync/agencysync/internal/testkit/loopback"
+	"github.com/agencysync/agencysync/stream"
 )
 
 func TestEveryEndpoint(t *testing.T) {
@@ -58,41 +59,41 @@ func TestEveryEndpoint(t *testing.T) {
 			t.Errorf("%s: %d records, err %v", name, n, err)
 		}
 	}
-	brands, err := collect(t, c.Brands(ctx))
+	brands, err := collect(t, c.List(ctx, stream.EndpointBrands, ListQuery{}))
 	one("brands", len(brands[0].Records), err)
 	if b := brands[0].Records[0]; string(b.Raw) != `{"brand_info":`+brand+`}` || b.Key != "" {
 		t.Errorf("brand %s key %q", b.Raw, b.Key)
 	}
-	bd, err := c.Brand(ctx, "1")
+	bd, err := c.Detail(ctx, stream.EndpointBrand, "1")
 	if err != nil || bd.Key != "1" || string(bd.Raw) != bodies["/v1/brands/1"] {
 		t.Errorf("brand detail %s %v", bd.Raw, err)
 	}
-	contacts, err := collect(t, c.BrandContacts(ctx, "1"))
+	contacts, err := collect(t, c.List(ctx, stream.EndpointBrandContacts, ListQuery{ID: "1"}))
 	one("contacts", len(contacts[0].Records), err)
-	projects, err := collect(t, c.Projects(ctx, ProjectQuery{BrandID: "1", UpdatedSince: since}))
+	projects, err := collect(t, c.List(ctx, stream.EndpointProjects, ListQuery{Params: map[string]string{"brand_id": "1"}, UpdatedSince: since}))
 	one("projects", len(projects[0].Records), err)
 	if p := projects[0].Records[0]; !strings.Contains(bodies["/v1/projects"], string(p.Raw)) || gjson.GetBytes(p.Raw, "project_info.budget.amount").Str != "10.00" {
 		t.Errorf("project %s", p.Raw)
 	}
-	pd, err := c.Project(ctx, "7")
+	pd, err := c.Detail(ctx, stream.EndpointProject, "7")
 	if err != nil || pd.Key != "7" || string(pd.Raw) != bodies["/v1/projects/7"] {
 		t.Errorf("project detail %s %v", pd.Raw, err)
 	}
-	fq := FinanceQuery{UpdatedSince: since}
-	bu, err := collect(t, c.Budgets(ctx, fq))
+	fq := ListQuery{UpdatedSince: since}
+	bu, err := collect(t, c.List(ctx, stream.EndpointBudgets, fq))
 	one("budgets", len(bu[0].Records), err)
-	in, err := collect(t, c.Invoices(ctx, fq))
+	in, err := collect(t, c.List(ctx, stream.EndpointInvoices, fq))
 	one("invoices", len(in[0].Records), err)
-	co, err := collect(t, c.Collections(ctx, fq))
+	co, err := collect(t, c.List(ctx, stream.EndpointCollections, fq))
 	one("collections", len(co[0].Records), err)
-	pa, err := collect(t, c.Payments(ctx, fq))
+	pa, err := collect(t, c.List(ctx, stream.EndpointPayments, fq))
 	one("payments", len(pa[0].Records), err)
-	pr, err := collect(t, c.Profitability(ctx, "project"))
+	pr, err := collect(t, c.List(ctx, stream.EndpointProfitability, ListQuery{Params: map[string]string{"level": "project"}}))
 	one("profitability", len(pr[0].Records), err)
 	if r := pr[0].Records[0]; gjson.GetBytes(r.Raw, "level").Exists() || gjson.GetBytes(r.Raw, "entity_id").Int() != 7 {
 		t.Errorf("profitability row not as received: %s", r.Raw)
 	}
-	su, err := collect(t, c.AgencySummary(ctx))
+	su, err := collect(t, c.List(ctx, stream.EndpointAgencySummary, ListQuery{}))
 	one("summary", len(su[0].Records), err)
 	cm, err := collect(t, c.Communications(ctx, CommsQuery{DomainID: 9, UserIDs: []int64{1, 2}, BrandURL: "https://acme.example",
 		DateStart: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), DateEnd: time.Date(2024, 3, 31, 0, 0, 0, 0, time.UTC)}))
@@ -165,10 +166,10 @@ func TestCustomPathsAndWorkflowHeader(t *testing.T) {
 	})
 	comms, crec := serve(t, commsDataset(0, 0))
 	o := fastOptions(main.URL+"/api/", comms.URL)
-	o.Paths = Paths{BrandContacts: "/v1/clients/{id}/people", Communications: "/hooks/mail"}
+	o.Paths = Paths{stream.EndpointBrandContacts: "/v1/clients/{id}/people", stream.EndpointCommunications: "/hooks/mail"}
 	o.WorkflowID, o.WorkflowIDHeader, o.ExecutionID = "wf-7", "X-Tool-Workflow", "exec-1"
 	c := newClient(t, o)
-	if _, err := collect(t, c.BrandContacts(context.Background(), "a/b")); err != nil {
+	if _, err := collect(t, c.List(context.Background(), stream.EndpointBrandContacts, ListQuery{ID: "a/b"})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CommunicationsPage(context.Background(), CommsQuery{WithMessage: "1", PerPage: 50}, 3); err != nil {
@@ -191,7 +192,7 @@ func TestPagingFollowsServer(t *testing.T) {
 	brands := func(t *testing.T, h http.HandlerFunc) ([]*Page, *recorder) {
 		t.Helper()
 		srv, rec := serve(t, h)
-		pages, err := collect(t, newClient(t, fastOptions(srv.URL, "")).Brands(context.Background()))
+		pages, err := collect(t, newClient(t, fastOptions(srv.URL, "")).List(context.Background(), stream.EndpointBrands, ListQuery{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +246,7 @@ func TestPagingFollowsServer(t *testing.T) {
 			writeJSON(w, 200, `[]`)
 		})
 		c := newClient(t, fastOptions(srv.URL, ""))
-		pages, err := collect(t, c.Budgets(context.Background(), FinanceQuery{}))
+		pages, err := collect(t, c.List(context.Background(), stream.EndpointBudgets, ListQuery{}))
 		if err != nil || len(pages) != 2 || rec.count() != 2 || pages[0].Paged {
 			t.Fatalf("pages %d requests %d err %v", len(pages), rec.count(), err)
 		}
@@ -271,7 +272,7 @@ func TestPagingFollowsServer(t *testing.T) {
 		o := fastOptions(srv.URL, "")
 		o.PerPage = 2
 		c := newClient(t, o)
-		pages, err := collect(t, c.Payments(context.Background(), FinanceQuery{}))
+		pages, err := collect(t, c.List(context.Background(), stream.EndpointPayments, ListQuery{}))
 		if err != nil || len(pages) != 3 || rec.count() != 3 || string(pages[1].Records[1].Raw) != `{"id":4}` {
 			t.Fatalf("pages %d requests %d err %v", len(pages), rec.count(), err)
 		}
@@ -281,7 +282,7 @@ func TestPagingFollowsServer(t *testing.T) {
 		o := fastOptions(srv.URL, "")
 		o.PerPage = 2
 		c := newClient(t, o)
-		pages, err := collect(t, c.Invoices(context.Background(), FinanceQuery{}))
+		pages, err := collect(t, c.List(context.Background(), stream.EndpointInvoices, ListQuery{}))
 		if err != nil || rec.count() != 2 || len(pages) != 2 || len(pages[1].Records) != 0 {
 			t.Fatalf("err %v after %d requests, %d pages", err, rec.count(), len(pages))
 		}
@@ -297,7 +298,7 @@ func TestPagingFollowsServer(t *testing.T) {
 		o := fastOptions(srv.URL, "")
 		o.PerPage = 1
 		c := newClient(t, o)
-		pages, err := collect(t, c.Collections(context.Background(), FinanceQuery{}))
+		pages, err := collect(t, c.List(context.Background(), stream.EndpointCollections, ListQuery{}))
 		if err != nil || len(pages) != 2 {
 			t.Fatalf("err %v, %d pages", err, len(pages))
 		}
@@ -310,7 +311,7 @@ func TestPagingFollowsServer(t *testing.T) {
 	t.Run("breaking out stops requests", func(t *testing.T) {
 		srv, rec := serve(t, listDataset(5000, 0))
 		c := newClient(t, fastOptions(srv.URL, ""))
-		for p, err := range c.Brands(context.Background()) {
+		for p, err := range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 			if err != nil || len(p.Records) != 1000 {
 				t.Fatal(err)
 			}
@@ -362,7 +363,7 @@ func TestTypedErrors(t *testing.T) {
 			o := fastOptions(srv.URL, "")
 			o.MaxAttempts = 3
 			cl := newClient(t, o)
-			_, err := collect(t, cl.Invoices(context.Background(), FinanceQuery{}))
+			_, err := collect(t, cl.List(context.Background(), stream.EndpointInvoices, ListQuery{}))
 			if !errors.Is(err, c.kind) {
 				t.Fatalf("err %v, want %v", err, c.kind)
 			}
@@ -378,7 +379,7 @@ func TestTypedErrors(t *testing.T) {
 					t.Errorf("reset %v retry after %v", ae.ResetAt, ae.RetryAfter)
 				}
 			}
-			if errors.As(err, &ae) && (ae.Endpoint != EndpointInvoices || ae.Page != 1) {
+			if errors.As(err, &ae) && (ae.Endpoint != stream.EndpointInvoices || ae.Page != 1) {
 				t.Errorf("api error names %q page %d", ae.Endpoint, ae.Page)
 			}
 		})
@@ -397,7 +398,7 @@ func TestTruncatedBodyRetried(t *testing.T) {
 		writeJSON(w, 200, `{"data":[{"id":1}],"total":1}`)
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
-	pages, err := collect(t, c.Budgets(context.Background(), FinanceQuery{}))
+	pages, err := collect(t, c.List(context.Background(), stream.EndpointBudgets, ListQuery{}))
 	if err != nil || len(pages) != 1 || rec.count() != 2 {
 		t.Fatalf("err %v pages %d requests %d", err, len(pages), rec.count())
 	}
@@ -414,7 +415,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 		writeJSON(w, 200, `[]`)
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
-	if _, err := collect(t, c.Payments(context.Background(), FinanceQuery{})); err != nil {
+	if _, err := collect(t, c.List(context.Background(), stream.EndpointPayments, ListQuery{})); err != nil {
 		t.Fatal(err)
 	}
 	reqs := rec.requests()
@@ -434,7 +435,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	o.MaxRetryWait = time.Second
 	c2 := newClient(t, o)
 	start := time.Now()
-	_, err := collect(t, c2.Payments(context.Background(), FinanceQuery{}))
+	_, err := collect(t, c2.List(context.Background(), stream.EndpointPayments, ListQuery{}))
 	var ae *APIError
 	if !errors.Is(err, ErrServer) || !errors.As(err, &ae) || ae.RetryAfter != 10*time.Minute || rec2.count() != 1 || time.Since(start) > time.Second {
 		t.Errorf("err %v after %d requests", err, rec2.count())
@@ -498,7 +499,7 @@ func TestPacingNeverExceedsRate(t *testing.T) {
 				if i%2 == 0 {
 					_, err = c.CommunicationsPage(context.Background(), CommsQuery{}, 1)
 				} else {
-					_, err = collect(t, c.AgencySummary(context.Background()))
+					_, err = collect(t, c.List(context.Background(), stream.EndpointAgencySummary, ListQuery{}))
 				}
 				if err != nil {
 					t.Error(err)
@@ -530,7 +531,7 @@ func TestSeparateCommsLimiter(t *testing.T) {
 		o.RateLimit, o.CommsRateLimit = 1, commsRate
 		c := newClient(t, o)
 		start := time.Now()
-		if _, err := collect(t, c.AgencySummary(context.Background())); err != nil {
+		if _, err := collect(t, c.List(context.Background(), stream.EndpointAgencySummary, ListQuery{})); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.CommunicationsPage(context.Background(), CommsQuery{}, 1); err != nil {
@@ -661,7 +662,7 @@ func TestInsecureHTTPRefused(t *testing.T) {
 		t.Errorf("no URLs: %v", err)
 	}
 	c := newClient(t, Options{CommsURL: "https://comms.example.com"})
-	if _, err := collect(t, c.Brands(context.Background())); !errors.Is(err, ErrNotConfigured) {
+	if _, err := collect(t, c.List(context.Background(), stream.EndpointBrands, ListQuery{})); !errors.Is(err, ErrNotConfigured) {
 		t.Errorf("brands without BaseURL: %v", err)
 	}
 }
@@ -713,15 +714,15 @@ func TestKeysNeverInErrorsOrLogs(t *testing.T) {
 	}
 	c, cd := mk(srv.URL), mk(dead)
 	var errs []error
-	_, err := collect(t, c.Brands(context.Background()))
+	_, err := collect(t, c.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	errs = append(errs, err)
-	_, err = c.Brand(context.Background(), "1")
+	_, err = c.Detail(context.Background(), stream.EndpointBrand, "1")
 	errs = append(errs, err)
-	_, err = c.Project(context.Background(), "1")
+	_, err = c.Detail(context.Background(), stream.EndpointProject, "1")
 	errs = append(errs, err)
 	_, err = c.CommunicationsPage(context.Background(), CommsQuery{}, 1)
 	errs = append(errs, err)
-	_, err = collect(t, cd.Brands(context.Background()))
+	_, err = collect(t, cd.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	errs = append(errs, err)
 	_, err = cd.CommunicationsPage(context.Background(), CommsQuery{}, 1)
 	errs = append(errs, err)
@@ -785,14 +786,14 @@ func TestContextCancelStopsAtOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cl := newClient(t, c.opts())
 			if c.warm {
-				if _, err := collect(t, cl.AgencySummary(context.Background())); err != nil {
+				if _, err := collect(t, cl.List(context.Background(), stream.EndpointAgencySummary, ListQuery{})); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(150*time.Millisecond, cancel)
 			start := time.Now()
-			_, err := collect(t, cl.AgencySummary(ctx))
+			_, err := collect(t, cl.List(ctx, stream.EndpointAgencySummary, ListQuery{}))
 			if d := time.Since(start); d > 700*time.Millisecond {
 				t.Errorf("returned %v after the call, want at once after the cancel at 150ms", d)
 			}
@@ -816,7 +817,7 @@ func TestTimeoutRetriedThenTyped(t *testing.T) {
 	o := fastOptions(srv.URL, "")
 	o.Timeout, o.MaxAttempts = 50*time.Millisecond, 3
 	c := newClient(t, o)
-	_, err := c.Project(context.Background(), "1")
+	_, err := c.Detail(context.Background(), stream.EndpointProject, "1")
 	var ne *NetworkError
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrNetwork) || errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout {
 		t.Fatalf("err %v", err)
@@ -831,7 +832,7 @@ func TestBudgetExhaustedBeforeSending(t *testing.T) {
 	c := newClient(t, fastOptions(srv.URL, ""))
 	b := NewBudget(2)
 	cb := c.WithBudget(b)
-	pages, err := collect(t, cb.Brands(context.Background()))
+	pages, err := collect(t, cb.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	if !errors.Is(err, ErrBudgetExhausted) || len(pages) != 2 {
 		t.Fatalf("err %v after %d pages", err, len(pages))
 	}
@@ -848,7 +849,7 @@ func TestBudgetExhaustedBeforeSending(t *testing.T) {
 	b2 := NewBudget(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.WithBudget(b2).Project(ctx, "1"); !errors.Is(err, context.Canceled) || b2.Remaining() != 1 {
+	if _, err := c.WithBudget(b2).Detail(ctx, stream.EndpointProject, "1"); !errors.Is(err, context.Canceled) || b2.Remaining() != 1 {
 		t.Errorf("err %v remaining %d", err, b2.Remaining())
 	}
 	var nilBudget *RequestBudget
@@ -887,7 +888,7 @@ func TestCounterCountsRetriesAndHookSeesAttempts(t *testing.T) {
 	o.Hook = func(ri RequestInfo) { mu.Lock(); infos = append(infos, ri); mu.Unlock() }
 	c := newClient(t, o)
 	b := NewBudget(10)
-	if _, err := collect(t, c.WithBudget(b).Budgets(context.Background(), FinanceQuery{})); err != nil {
+	if _, err := collect(t, c.WithBudget(b).List(context.Background(), stream.EndpointBudgets, ListQuery{})); err != nil {
 		t.Fatal(err)
 	}
 	if led.n.Load() != 3 || rec.count() != 3 || b.Spent() != 3 {
@@ -897,7 +898,7 @@ func TestCounterCountsRetriesAndHookSeesAttempts(t *testing.T) {
 		t.Fatalf("hook calls %d", len(infos))
 	}
 	for i, ri := range infos {
-		if ri.Attempt != i+1 || ri.Endpoint != EndpointBudgets || ri.Method != "GET" || ri.Page != 1 || ri.Duration <= 0 || ri.Bytes == 0 {
+		if ri.Attempt != i+1 || ri.Endpoint != stream.EndpointBudgets || ri.Method != "GET" || ri.Page != 1 || ri.Duration <= 0 || ri.Bytes == 0 {
 			t.Errorf("info %d: %+v", i, ri)
 		}
 		wantStatus, wantClass := 500, "server"
@@ -912,7 +913,7 @@ func TestCounterCountsRetriesAndHookSeesAttempts(t *testing.T) {
 	refuse := &countingLedger{fail: errors.New("ledger: daily quota spent")}
 	o.Counter = refuse
 	before := rec.count()
-	_, err := newClient(t, o).Project(context.Background(), "1")
+	_, err := newClient(t, o).Detail(context.Background(), stream.EndpointProject, "1")
 	if err == nil || !strings.Contains(err.Error(), "count request: ledger: daily quota spent") || rec.count() != before {
 		t.Errorf("err %v, requests %d", err, rec.count()-before)
 	}
@@ -937,25 +938,25 @@ func TestDetailErrors(t *testing.T) {
 		}
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
-	if p, err := c.Project(context.Background(), "1"); err != nil || p.Key != "1" || string(p.Raw) != `{"id":"1","start_date":"not a date"}` {
+	if p, err := c.Detail(context.Background(), stream.EndpointProject, "1"); err != nil || p.Key != "1" || string(p.Raw) != `{"id":"1","start_date":"not a date"}` {
 		t.Errorf("project 1: %v %s", err, p.Raw)
 	}
-	if p, err := c.Project(context.Background(), "2"); err != nil || p.Key != "2" || string(p.Raw) != `{"name":"no id"}` {
+	if p, err := c.Detail(context.Background(), stream.EndpointProject, "2"); err != nil || p.Key != "2" || string(p.Raw) != `{"name":"no id"}` {
 		t.Errorf("project 2: %v %s", err, p.Raw)
 	}
-	if _, err := c.Project(context.Background(), "3"); !errors.Is(err, ErrUnexpectedShape) || !strings.Contains(err.Error(), "fetch project 3: ") {
+	if _, err := c.Detail(context.Background(), stream.EndpointProject, "3"); !errors.Is(err, ErrUnexpectedShape) || !strings.Contains(err.Error(), "fetch project 3: ") {
 		t.Errorf("project 3: %v", err)
 	}
-	if _, err := c.Project(context.Background(), "4"); !errors.Is(err, ErrErrorResponse) {
+	if _, err := c.Detail(context.Background(), stream.EndpointProject, "4"); !errors.Is(err, ErrErrorResponse) {
 		t.Errorf("project 4: %v", err)
 	}
 	if n := rec.count(); n != 4 {
 		t.Errorf("%d requests, want 4 (none retried)", n)
 	}
-	if _, err := c.Brand(context.Background(), "9"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "fetch brand 9: ") {
+	if _, err := c.Detail(context.Background(), stream.EndpointBrand, "9"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "fetch brand 9: ") {
 		t.Errorf("err %v", err)
 	}
-	if _, err := c.Brand(context.Background(), ""); err == nil {
+	if _, err := c.Detail(context.Background(), stream.EndpointBrand, ""); err == nil {
 		t.Error("empty id accepted")
 	}
 }

@@ -121,7 +121,7 @@ func (c *ServiceClock) observe(date, sent, received time.Time) {
 // tell. It returns
 // ErrNoServiceClock when the answer has no usable Date header.
 func (c *Client) ProbeClock(ctx context.Context) error {
-	if c.clock == nil || c.base == "" {
+	if c.clock == nil || c.base == "" || c.probePath == "" {
 		return ErrNoServiceClock
 	}
 	sl, err := c.pacer.wait(ctx)
@@ -131,7 +131,7 @@ func (c *Client) ProbeClock(ctx context.Context) error {
 	defer sl.release(time.Time{}, 0)
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.base+c.paths.Brands+"?per_page=1", nil)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.base+c.probePath+"?per_page=1", nil)
 	if err != nil {
 		return fmt.Errorf("probe service clock: %s", c.redact(err.Error()))
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 func TestServiceClockObserve(t *testing.T) {
@@ -75,11 +77,11 @@ func TestClientLearnsServiceClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := NewServiceClock(nil)
 			c, err := New(Options{BaseURL: srv.URL, APIKey: "key-0123456789", Clock: clock,
-				Paths: Paths{Brands: tc.path}, MaxAttempts: 1})
+				Paths: Paths{stream.EndpointBrands: tc.path}, MaxAttempts: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, err := range c.Brands(context.Background()) {
+			for _, err := range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // nested is a JSON value nested levels deep: objects, or arrays.
@@ -78,7 +80,7 @@ func TestDeeplyNestedListRecordAndDetail(t *testing.T) {
 		}
 	})
 	c := newClient(t, fastOptions(srv.URL, ""))
-	pages, err := collect(t, c.Brands(context.Background()))
+	pages, err := collect(t, c.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	if err != nil {
 		t.Fatalf("brands: %v", err)
 	}
@@ -89,7 +91,7 @@ func TestDeeplyNestedListRecordAndDetail(t *testing.T) {
 	if n := rec.count(); n != 1 {
 		t.Fatalf("%d requests for the brands list, want 1", n)
 	}
-	_, err = c.Project(context.Background(), "7")
+	_, err = c.Detail(context.Background(), stream.EndpointProject, "7")
 	var re *RecordError
 	if !errors.As(err, &re) || !errors.Is(err, ErrTooDeep) || re.Key != "7" {
 		t.Fatalf("project detail: %v, want a *RecordError of ErrTooDeep", err)

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // TestEchoedKeysNeverReachTheRecords: a service that echoes the API key in
@@ -35,14 +37,14 @@ func TestEchoedKeysNeverReachTheRecords(t *testing.T) {
 	c := newClient(t, fastOptions(srv.URL, srv.URL))
 	ctx := context.Background()
 
-	p, err := c.ListPage(ctx, EndpointBrands, nil, 1, 1000)
+	p, err := c.ListPage(ctx, stream.EndpointBrands, nil, 1, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Records) != 3 {
 		t.Fatalf("%d records, want 3", len(p.Records))
 	}
-	detail, err := c.Object(ctx, EndpointBrand, ID("1"))
+	detail, err := c.Object(ctx, stream.EndpointBrand, ID("1"))
 	if err != nil {
 		t.Fatal(err)
 	}

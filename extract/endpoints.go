@@ -14,17 +14,19 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
-// ProjectQuery filters the projects list. Zero fields are not sent.
-type ProjectQuery struct {
-	BrandID      ID        // brand_id
-	UpdatedSince time.Time // updated_since, sent as the UTC calendar date YYYY-MM-DD
-}
-
-// FinanceQuery filters the finance lists. Zero fields are not sent.
-type FinanceQuery struct {
-	UpdatedSince time.Time // updated_since, sent as the UTC calendar date YYYY-MM-DD
+// ListQuery is what a list is asked with. Zero fields are not sent.
+type ListQuery struct {
+	// ID is the entity a list asked per entity (stream.KindChild) is asked
+	// for: it fills the path's "{id}".
+	ID ID
+	// Params are further query parameters (profitability's level).
+	Params map[string]string
+	// UpdatedSince is sent as updated_since, the UTC calendar date YYYY-MM-DD.
+	UpdatedSince time.Time
 }
 
 // CommsQuery is the request body of the communications endpoint. Zero fields
@@ -40,83 +42,44 @@ type CommsQuery struct {
 	PerPage     int       // per_page; default Options.PerPage, at most 1000
 }
 
-// Brands lists the account's brands.
-func (c *Client) Brands(ctx context.Context) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointBrands, c.paths.Brands, nil)
-}
-
-// Brand fetches one brand's detail ({"brand_info", "general_info",
-// "metadata"} as the service answers it). The Record's Key is id.
-func (c *Client) Brand(ctx context.Context, id ID) (Record, error) {
-	return c.detail(ctx, EndpointBrand, c.paths.Brand, id)
-}
-
-// BrandContacts lists a brand's contact persons.
-func (c *Client) BrandContacts(ctx context.Context, brandID ID) iter.Seq2[*Page, error] {
-	if brandID == "" {
-		return failed(fmt.Errorf("list %s: empty brand id", EndpointBrandContacts))
+// List lists the records of the list endpoint ep of the main interface (a
+// list, or a list asked per entity: q.ID) page by page, as its declared
+// paging says.
+func (c *Client) List(ctx context.Context, ep string, q ListQuery) iter.Seq2[*Page, error] {
+	e, ok := c.endpoint(ep, stream.KindList, stream.KindChild)
+	switch {
+	case !ok:
+		return failed(fmt.Errorf("list %s: not a list endpoint of the main interface", ep))
+	case strings.Contains(e.Path, "{id}") && q.ID == "":
+		return failed(fmt.Errorf("list %s: empty id", ep))
 	}
-	return listPages(c, ctx, EndpointBrandContacts, fillID(c.paths.BrandContacts, brandID), nil)
-}
-
-// Projects lists projects, optionally of one brand and changed since a date.
-func (c *Client) Projects(ctx context.Context, q ProjectQuery) iter.Seq2[*Page, error] {
 	v := url.Values{}
-	if q.BrandID != "" {
-		v.Set("brand_id", string(q.BrandID))
+	for k, val := range q.Params {
+		if val == "" {
+			return failed(fmt.Errorf("list %s: empty %s", ep, k))
+		}
+		v.Set(k, val)
 	}
 	setSince(v, q.UpdatedSince)
-	return listPages(c, ctx, EndpointProjects, c.paths.Projects, v)
+	return listPages(c, ctx, ep, fillID(e.Path, q.ID), v)
 }
 
-// Project fetches one project's detail (team, deliverables, history). The
-// Record's Key is id.
-func (c *Client) Project(ctx context.Context, id ID) (Record, error) {
-	return c.detail(ctx, EndpointProject, c.paths.Project, id)
-}
-
-// Budgets lists budget records.
-func (c *Client) Budgets(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointBudgets, c.paths.Budgets, sinceValues(q.UpdatedSince))
-}
-
-// Invoices lists invoices.
-func (c *Client) Invoices(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointInvoices, c.paths.Invoices, sinceValues(q.UpdatedSince))
-}
-
-// Collections lists collections.
-func (c *Client) Collections(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointCollections, c.paths.Collections, sinceValues(q.UpdatedSince))
-}
-
-// Payments lists payments.
-func (c *Client) Payments(ctx context.Context, q FinanceQuery) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointPayments, c.paths.Payments, sinceValues(q.UpdatedSince))
-}
-
-// Profitability lists profitability rows of one level: "project" or "brand".
-// The rows are as received: one that does not name its level is of the
-// level asked for.
-func (c *Client) Profitability(ctx context.Context, level string) iter.Seq2[*Page, error] {
-	if level == "" {
-		return failed(fmt.Errorf("list %s: empty level (want \"project\" or \"brand\")", EndpointProfitability))
+// Detail fetches one entity of the detail endpoint ep (as the service
+// answers it, e.g. a brand's {"brand_info", "general_info", "metadata"}).
+// The Record's Key is id.
+func (c *Client) Detail(ctx context.Context, ep string, id ID) (Record, error) {
+	e, ok := c.endpoint(ep, stream.KindDetail)
+	if !ok {
+		return Record{}, fmt.Errorf("fetch %s: not a detail endpoint", ep)
 	}
-	v := url.Values{}
-	v.Set("level", level)
-	return listPages(c, ctx, EndpointProfitability, c.paths.Profitability, v)
-}
-
-// AgencySummary lists the agency-wide aggregates, one row per month.
-func (c *Client) AgencySummary(ctx context.Context) iter.Seq2[*Page, error] {
-	return listPages(c, ctx, EndpointAgencySummary, c.paths.AgencySummary, nil)
+	return c.detail(ctx, ep, e.Path, id)
 }
 
 // Communications lists the e-mails of q's users page by page, from
 // q.StartPage on.
 func (c *Client) Communications(ctx context.Context, q CommsQuery) iter.Seq2[*Page, error] {
 	return func(yield func(*Page, error) bool) {
-		pg := &pager{endpoint: EndpointCommunications, page: max(q.StartPage, 1), per: c.commsPerPage(q)}
+		pg := &pager{endpoint: c.window.Name, page: max(q.StartPage, 1), per: c.commsPerPage(q)}
 		pg.each(c, yield, func(page, per int) (*Page, uint64, error) {
 			return c.commsPage(ctx, q, page, per)
 		})
@@ -134,7 +97,7 @@ func (c *Client) commsPerPage(q CommsQuery) int {
 	if q.PerPage > 0 && q.PerPage <= 1000 {
 		return q.PerPage
 	}
-	return min(c.perPage, c.pagination(EndpointCommunications).Max)
+	return min(c.perPage, c.pagination(c.window.Name).Max)
 }
 
 // commsBody is the JSON body of the communications request.
@@ -150,8 +113,11 @@ type commsBody struct {
 }
 
 func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*Page, uint64, error) {
-	what := fmt.Sprintf("fetch %s page %d", EndpointCommunications, page)
-	if c.comms == "" {
+	what := fmt.Sprintf("fetch %s page %d", c.window.Name, page)
+	switch {
+	case c.window.Name == "":
+		return nil, 0, fmt.Errorf("%s: no date-windowed list is declared", what)
+	case c.comms == "":
 		return nil, 0, fmt.Errorf("%s: %w: CommsURL is not set", what, ErrNotConfigured)
 	}
 	b := commsBody{
@@ -172,8 +138,8 @@ func (c *Client) commsPage(ctx context.Context, q CommsQuery, page, per int) (*P
 		return nil, 0, fmt.Errorf("%s: encode body: %w", what, err)
 	}
 	cl := &call{
-		endpoint: EndpointCommunications, method: http.MethodPost,
-		url: c.comms + c.paths.Communications, body: body, comms: true, page: page, what: what,
+		endpoint: c.window.Name, method: http.MethodPost,
+		url: c.comms + c.window.Path, body: body, comms: true, page: page, what: what,
 	}
 	return c.fetchPage(ctx, cl, per)
 }
@@ -331,7 +297,11 @@ func (c *Client) detail(ctx context.Context, ep, path string, id ID) (Record, er
 	return out, nil
 }
 
+// fillID puts id into path's "{id}" (escaped; path as it is for "").
 func fillID(path string, id ID) string {
+	if id == "" {
+		return path
+	}
 	return strings.ReplaceAll(path, "{id}", url.PathEscape(string(id)))
 }
 
@@ -339,12 +309,6 @@ func setSince(v url.Values, t time.Time) {
 	if !t.IsZero() {
 		v.Set("updated_since", t.UTC().Format(time.DateOnly))
 	}
-}
-
-func sinceValues(t time.Time) url.Values {
-	v := url.Values{}
-	setSince(v, t)
-	return v
 }
 
 // failed is an iterator that yields one error.

@@ -108,6 +108,9 @@ type APIError struct {
 	// Setting names the setting of the key the request carried
 	// (Options.Names), for a refused key's message; "" leaves it out.
 	Setting string
+	// Comms: the request went to the communications interface (its key is
+	// X-Workflow-Key).
+	Comms bool
 }
 
 // FieldError is one field a validation error refused, with the server's
@@ -154,9 +157,9 @@ func (e *APIError) Error() string {
 	switch e.Kind {
 	case ErrUnauthorized:
 		switch {
-		case e.Endpoint == EndpointCommunications && e.Setting != "":
+		case e.Comms && e.Setting != "":
 			b.WriteString(": the communications key (" + e.Setting + ", sent as X-Workflow-Key) was refused; check the configured communications key")
-		case e.Endpoint == EndpointCommunications:
+		case e.Comms:
 			b.WriteString(": the communications key (X-Workflow-Key) was refused; check the configured communications key")
 		case e.Setting != "":
 			b.WriteString(": the API key (" + e.Setting + ") was refused; check the API token under \"My Account\" in the platform, or regenerate it there and configure the new one (regenerating revokes the old key at once)")

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // fakeService is a tiny stand-in for the service: two pages of brands and a
@@ -38,15 +39,15 @@ func fakeService() *httptest.Server {
 	return httptest.NewServer(mux)
 }
 
-// List brands page by page.
-func ExampleClient_Brands() {
+// List a declared list (the brands) page by page.
+func ExampleClient_List() {
 	srv := fakeService()
 	defer srv.Close()
 	c, err := extract.New(extract.Options{BaseURL: srv.URL, APIKey: "secret-key"})
 	if err != nil {
 		panic(err)
 	}
-	for page, err := range c.Brands(context.Background()) {
+	for page, err := range c.List(context.Background(), stream.EndpointBrands, extract.ListQuery{}) {
 		if err != nil {
 			fmt.Println("error:", err)
 			return
@@ -100,7 +101,7 @@ func ExampleAPIError() {
 	if err != nil {
 		panic(err)
 	}
-	for _, err := range c.Brands(context.Background()) {
+	for _, err := range c.List(context.Background(), stream.EndpointBrands, extract.ListQuery{}) {
 		var ae *extract.APIError
 		if errors.Is(err, extract.ErrUnauthorized) && errors.As(err, &ae) {
 			fmt.Println("status", ae.Status, "-", ae.Message)
@@ -121,7 +122,7 @@ func ExampleClient_WithBudget() {
 		panic(err)
 	}
 	budget := extract.NewBudget(1)
-	for page, err := range c.WithBudget(budget).Brands(context.Background()) {
+	for page, err := range c.WithBudget(budget).List(context.Background(), stream.EndpointBrands, extract.ListQuery{}) {
 		if errors.Is(err, extract.ErrBudgetExhausted) {
 			fmt.Println(err)
 			break

@@ -10,13 +10,13 @@ import (
 )
 
 // ListPage fetches page `page` (1-based) of a list endpoint of the main
-// interface (an Endpoint* name), perPage rows asked, with the extra query
+// interface (a declared endpoint's name), perPage rows asked, with the extra query
 // parameters q (for brand_contacts, q's "id" fills the path's {id} and is
 // not sent as a parameter), and splits it generically (SplitPage): records
 // as received, the envelope named, the paging fields answered. Pacing,
 // budget, quota counting, retries and typed errors are those of every call.
 func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, page, perPage int) (*Page, error) {
-	path, v, err := c.listRequest(endpoint, q)
+	path, v, err := c.listPath(endpoint, q)
 	if err != nil {
 		return nil, err
 	}
@@ -24,10 +24,21 @@ func (c *Client) ListPage(ctx context.Context, endpoint string, q url.Values, pa
 	return p, err
 }
 
-// listRequest resolves a list endpoint of the main interface to its path
-// and query: q's "id" fills the path's {id} and is not sent as a parameter.
-func (c *Client) listRequest(endpoint string, q url.Values) (string, url.Values, error) {
-	path, ok := c.paths.path(endpoint, pathList)
+// Object fetches a detail endpoint for id and returns the object as
+// received (SplitObject).
+func (c *Client) Object(ctx context.Context, endpoint string, id ID) (json.RawMessage, error) {
+	e, ok := c.endpoint(endpoint, stream.KindDetail)
+	if !ok {
+		return nil, fmt.Errorf("fetch %s: not a single-object endpoint", endpoint)
+	}
+	rec, err := c.detail(ctx, endpoint, e.Path, id)
+	return rec.Raw, err
+}
+
+// listPath is the path of list endpoint ep with q's "id" in it, and q's
+// other parameters.
+func (c *Client) listPath(endpoint string, q url.Values) (string, url.Values, error) {
+	e, ok := c.endpoint(endpoint, stream.KindList, stream.KindChild)
 	if !ok {
 		return "", nil, fmt.Errorf("fetch %s: not a list endpoint of the main interface", endpoint)
 	}
@@ -40,21 +51,7 @@ func (c *Client) listRequest(endpoint string, q url.Values) (string, url.Values,
 			v[k] = vs
 		}
 	}
-	if id := q.Get("id"); id != "" {
-		path = fillID(path, ID(id))
-	}
-	return path, v, nil
-}
-
-// Object fetches a single-object endpoint (EndpointBrand, EndpointProject)
-// for id and returns the object as received (SplitObject).
-func (c *Client) Object(ctx context.Context, endpoint string, id ID) (json.RawMessage, error) {
-	path, ok := c.paths.path(endpoint, pathObject)
-	if !ok {
-		return nil, fmt.Errorf("fetch %s: not a single-object endpoint", endpoint)
-	}
-	rec, err := c.detail(ctx, endpoint, path, id)
-	return rec.Raw, err
+	return fillID(e.Path, ID(q.Get("id"))), v, nil
 }
 
 // CommunicationsRecords fetches page `page` (1-based) of the communications
@@ -81,7 +78,7 @@ type PageAsk struct {
 // page the answer named (a Link header or the body). Pacing, budget, quota
 // counting, retries and typed errors are those of every call.
 func (c *Client) AskPage(ctx context.Context, endpoint string, q url.Values, ask PageAsk) (*Page, error) {
-	path, v, err := c.listRequest(endpoint, q)
+	path, v, err := c.listPath(endpoint, q)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // TestSplitPageNamesEnvelope: SplitPage says which envelope a page came in
@@ -75,7 +75,7 @@ func TestGenericFetchesAgainstSandboxVariants(t *testing.T) {
 			counter := &countingCounter{}
 			cl := sandboxClient(t, s, func(o *Options) { o.Counter = counter })
 			ctx := context.Background()
-			p, err := cl.ListPage(ctx, EndpointProjects, nil, 1, 1)
+			p, err := cl.ListPage(ctx, stream.EndpointProjects, nil, 1, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestGenericFetchesAgainstSandboxVariants(t *testing.T) {
 			if id == "" {
 				id = p.Records[0].Key
 			}
-			obj, err := cl.Object(ctx, EndpointProject, ID(id))
+			obj, err := cl.Object(ctx, stream.EndpointProject, ID(id))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestGenericFetchesAgainstSandboxVariants(t *testing.T) {
 				t.Fatalf("project %s detail: id %q, team %v", id, got, gjson.GetBytes(obj, "team").Exists())
 			}
 			q := url.Values{"level": {"brand"}}
-			if p, err = cl.ListPage(ctx, EndpointProfitability, q, 1, 1); err != nil || p.Rows() != 1 {
+			if p, err = cl.ListPage(ctx, stream.EndpointProfitability, q, 1, 1); err != nil || p.Rows() != 1 {
 				t.Fatalf("profitability level=brand: %v, %v", p, err)
 			}
 			if lvl := gjson.GetBytes(p.Records[0].Raw, "level").String(); lvl != "brand" {
@@ -126,49 +126,55 @@ func TestGenericFetchErrors(t *testing.T) {
 	if _, err := cl.ListPage(ctx, "tasks", nil, 1, 1); err == nil || !strings.Contains(err.Error(), "tasks") {
 		t.Fatalf("unknown endpoint: %v", err)
 	}
-	if _, err := cl.Object(ctx, EndpointBrands, "1"); err == nil {
+	if _, err := cl.Object(ctx, stream.EndpointBrands, "1"); err == nil {
 		t.Fatal("Object of a list endpoint: no error")
 	}
 	if st := s.Stats(); st.Requests != 0 {
 		t.Fatalf("%d requests sent for unknown endpoints", st.Requests)
 	}
 	bad := sandboxClient(t, s, func(o *Options) { o.APIKey = "sandbox-revoked-key" })
-	if _, err := bad.ListPage(ctx, EndpointBrands, nil, 1, 1); !errors.Is(err, ErrUnauthorized) {
+	if _, err := bad.ListPage(ctx, stream.EndpointBrands, nil, 1, 1); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("revoked key: %v, want ErrUnauthorized", err)
 	}
 }
 
-// TestPathsByEndpoint: each endpoint reads its own field of Paths (the field
-// named as the endpoint), empty fields take DefaultPaths', ListPage's lookup
-// knows only the lists and Object's only the two details.
+// TestPathsByEndpoint: every declared endpoint is asked at its declared
+// path unless Paths names it; a path for an endpoint no stream declares is
+// refused; ListPage's lookup knows only the lists and Object's only the
+// details.
 func TestPathsByEndpoint(t *testing.T) {
-	p := Paths{Brands: "/x/brands", Project: "/x/projects/{id}"}.withDefaults()
-	want := DefaultPaths
-	want.Brands, want.Project = "/x/brands", "/x/projects/{id}"
-	if p != want {
-		t.Fatalf("withDefaults: %+v, want %+v", p, want)
-	}
-	fields := p.fields()
-	pv := reflect.ValueOf(&p).Elem()
-	if len(fields) != pv.NumField() {
-		t.Fatalf("%d endpoints for %d fields", len(fields), pv.NumField())
-	}
-	for ep, f := range fields {
-		name := ""
-		for w := range strings.SplitSeq(ep, "_") {
-			name += strings.ToUpper(w[:1]) + w[1:]
-		}
-		if fv := pv.FieldByName(name); !fv.IsValid() || fv.Addr().Interface() != f {
-			t.Errorf("endpoint %s does not read Paths.%s", ep, name)
-		}
-		_, list := p.path(ep, pathList)
-		_, object := p.path(ep, pathObject)
-		isObject := ep == EndpointBrand || ep == EndpointProject
-		if list != (!isObject && ep != EndpointCommunications) || object != isObject {
-			t.Errorf("endpoint %s: list %v, object %v", ep, list, object)
+	override := map[stream.Kind]string{}
+	paths := Paths{}
+	for _, s := range stream.All() {
+		for _, ep := range s.Endpoints {
+			if _, ok := override[ep.Kind()]; !ok {
+				override[ep.Kind()] = ep.Name
+				paths[ep.Name] = "/x/" + ep.Name
+			}
 		}
 	}
-	if got, ok := p.path(EndpointProject, pathObject); !ok || got != "/x/projects/{id}" {
-		t.Errorf("project path %q %v", got, ok)
+	c, err := New(Options{BaseURL: "http://127.0.0.1:1", CommsURL: "http://127.0.0.1:2", Paths: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stream.All() {
+		for _, ep := range s.Endpoints {
+			want := ep.Path
+			if p, ok := paths[ep.Name]; ok {
+				want = p
+			}
+			if got := c.endpoints[ep.Name].Path; got != want {
+				t.Errorf("endpoint %s asked at %q, want %q", ep.Name, got, want)
+			}
+			_, list := c.endpoint(ep.Name, stream.KindList, stream.KindChild)
+			_, object := c.endpoint(ep.Name, stream.KindDetail)
+			if list != (ep.Kind() == stream.KindList || ep.Kind() == stream.KindChild) || object != (ep.Kind() == stream.KindDetail) {
+				t.Errorf("endpoint %s (%s): list %v, object %v", ep.Name, ep.Kind(), list, object)
+			}
+		}
+	}
+	if _, err := New(Options{BaseURL: "http://127.0.0.1:1", Paths: Paths{"no_such_endpoint": "/x"}}); !errors.Is(err, ErrNotConfigured) ||
+		!strings.Contains(err.Error(), "no_such_endpoint") {
+		t.Errorf("a path for an undeclared endpoint: %v", err)
 	}
 }

@@ -128,8 +128,8 @@ func listPages(c *Client, ctx context.Context, ep, path string, q url.Values) it
 
 // pagination is the pagination in force of endpoint ep.
 func (c *Client) pagination(ep string) stream.Pagination {
-	if p, ok := c.paging[ep]; ok {
-		return p
+	if e, ok := c.endpoints[ep]; ok && e.Kind() != stream.KindDetail {
+		return e.Pagination
 	}
 	return stream.StyleDefaults(stream.StylePage)
 }

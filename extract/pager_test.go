@@ -99,7 +99,7 @@ func (cv *convention) handler(t *testing.T) http.HandlerFunc {
 // as pg asks (PerPage per, default 1000).
 func listWith(t *testing.T, c *Client, cv convention) (ids []int, pages []*Page) {
 	t.Helper()
-	for p, err := range c.Brands(context.Background()) {
+	for p, err := range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
@@ -247,7 +247,7 @@ func TestNextPageOnAnotherHostIsRefused(t *testing.T) {
 	})
 	c := pagedClient(t, srv.URL, stream.StyleDefaults(stream.StyleCursor), 0)
 	var err error
-	for _, err = range c.Brands(context.Background()) {
+	for _, err = range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 		if err != nil {
 			break
 		}

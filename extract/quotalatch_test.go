@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Once the service refused a request for the daily quota, requests that
@@ -23,7 +25,7 @@ func TestDailyQuotaStopsTheRequestsAboutToLeave(t *testing.T) {
 	defer srv.Close()
 	c := newClient(t, fastOptions(srv.URL, srv.URL))
 	for i := range 3 {
-		_, err := c.Brand(context.Background(), ID("7"))
+		_, err := c.Detail(context.Background(), stream.EndpointBrand, ID("7"))
 		if !errors.Is(err, ErrDailyQuota) {
 			t.Fatalf("call %d: %v, want the daily quota", i, err)
 		}
@@ -34,10 +36,10 @@ func TestDailyQuotaStopsTheRequestsAboutToLeave(t *testing.T) {
 	// A copy with the same budget (the run's logger) shares what the
 	// service said; a copy with a budget of its own (the next run) asks the
 	// service again.
-	if _, err := c.WithLogger(nil).Brand(context.Background(), ID("7")); !errors.Is(err, ErrDailyQuota) || served.Load() != 1 {
+	if _, err := c.WithLogger(nil).Detail(context.Background(), stream.EndpointBrand, ID("7")); !errors.Is(err, ErrDailyQuota) || served.Load() != 1 {
 		t.Errorf("copy: %v after %d requests", err, served.Load())
 	}
-	if _, err := c.WithBudget(NewBudget(5)).Brand(context.Background(), ID("7")); !errors.Is(err, ErrDailyQuota) || served.Load() != 2 {
+	if _, err := c.WithBudget(NewBudget(5)).Detail(context.Background(), stream.EndpointBrand, ID("7")); !errors.Is(err, ErrDailyQuota) || served.Load() != 2 {
 		t.Errorf("next run: %v after %d requests, want the service asked again", err, served.Load())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agencysync/agencysync/internal/testkit/leak"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // keyAlphabet: what real keys are made of (letters, digits and the
@@ -222,7 +223,7 @@ func FuzzRedactErrorBody(f *testing.F) {
 			t.Fatal(err)
 		}
 		var texts []string
-		for page, err := range c.Brands(context.Background()) {
+		for page, err := range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 			if err != nil {
 				texts = append(texts, err.Error())
 				continue

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // TestTransportResendsAreCounted: when a reused keep-alive connection dies
@@ -44,7 +46,7 @@ func TestTransportResendsAreCounted(t *testing.T) {
 	budget := NewBudget(10)
 	c = c.WithBudget(budget)
 	for range 2 {
-		for _, err := range c.Brands(context.Background()) {
+		for _, err := range c.List(context.Background(), stream.EndpointBrands, ListQuery{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -151,8 +151,8 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 	t.Helper()
 	ctx := context.Background()
 	sn, rej := seen{}, map[string]map[string]bool{}
-	for _, id := range drain(t, sn, rej, "brands", "", c.Brands(ctx)) {
-		bd, err := c.Brand(ctx, id)
+	for _, id := range drain(t, sn, rej, "brands", "", c.List(ctx, stream.EndpointBrands, ListQuery{})) {
+		bd, err := c.Detail(ctx, stream.EndpointBrand, id)
 		if err != nil {
 			t.Fatalf("brand %s: %v", id, err)
 		}
@@ -160,21 +160,21 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 			t.Errorf("brand detail %s: key %q, brand_info.id %s", id, bd.Key, got.Raw)
 		}
 		sn.add("brand_details", bd.Key)
-		drain(t, sn, rej, "contacts", "", c.BrandContacts(ctx, id))
+		drain(t, sn, rej, "contacts", "", c.List(ctx, stream.EndpointBrandContacts, ListQuery{ID: id}))
 	}
-	projectIDs := drain(t, sn, rej, "projects", "", c.Projects(ctx, ProjectQuery{}))
+	projectIDs := drain(t, sn, rej, "projects", "", c.List(ctx, stream.EndpointProjects, ListQuery{}))
 	for _, id := range projectIDs[:min(3, len(projectIDs))] {
-		if p, err := c.Project(ctx, id); err != nil || recordKey("projects", "", Record{Raw: p.Raw}) != string(id) {
+		if p, err := c.Detail(ctx, stream.EndpointProject, id); err != nil || recordKey("projects", "", Record{Raw: p.Raw}) != string(id) {
 			t.Fatalf("project %s: %v", id, err)
 		}
 	}
-	drain(t, sn, rej, "budgets", "", c.Budgets(ctx, FinanceQuery{}))
-	drain(t, sn, rej, "invoices", "", c.Invoices(ctx, FinanceQuery{}))
-	drain(t, sn, rej, "collections", "", c.Collections(ctx, FinanceQuery{}))
-	drain(t, sn, rej, "payments", "", c.Payments(ctx, FinanceQuery{}))
-	drain(t, sn, rej, "profitability", "project", c.Profitability(ctx, "project"))
-	drain(t, sn, rej, "profitability", "brand", c.Profitability(ctx, "brand"))
-	drain(t, sn, rej, "summary", "", c.AgencySummary(ctx))
+	drain(t, sn, rej, "budgets", "", c.List(ctx, stream.EndpointBudgets, ListQuery{}))
+	drain(t, sn, rej, "invoices", "", c.List(ctx, stream.EndpointInvoices, ListQuery{}))
+	drain(t, sn, rej, "collections", "", c.List(ctx, stream.EndpointCollections, ListQuery{}))
+	drain(t, sn, rej, "payments", "", c.List(ctx, stream.EndpointPayments, ListQuery{}))
+	drain(t, sn, rej, "profitability", "project", c.List(ctx, stream.EndpointProfitability, ListQuery{Params: map[string]string{"level": "project"}}))
+	drain(t, sn, rej, "profitability", "brand", c.List(ctx, stream.EndpointProfitability, ListQuery{Params: map[string]string{"level": "brand"}}))
+	drain(t, sn, rej, "summary", "", c.List(ctx, stream.EndpointAgencySummary, ListQuery{}))
 	var all []int64
 	for u := 1; u <= users; u++ {
 		all = append(all, int64(u))
@@ -335,13 +335,13 @@ func TestSandboxRateNeverExceeded(t *testing.T) {
 	})
 	c := sandboxClient(t, s, func(o *Options) { o.RateLimit, o.SpacingMargin = 0, 0 }) // the defaults: 10/s
 	ctx := context.Background()
-	pid := firstID(t, "projects", c.Projects(ctx, ProjectQuery{}))
+	pid := firstID(t, "projects", c.List(ctx, stream.EndpointProjects, ListQuery{}))
 	for i := range 99 {
 		var err error
 		if i%2 == 0 {
 			_, err = c.CommunicationsPage(ctx, CommsQuery{UserIDs: []int64{1}, PerPage: 5}, 1)
 		} else {
-			_, err = c.Project(ctx, pid)
+			_, err = c.Detail(ctx, stream.EndpointProject, pid)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -356,10 +356,10 @@ func TestSandboxRateNeverExceeded(t *testing.T) {
 func TestSandboxDailyQuotaStops(t *testing.T) {
 	s := startSandbox(t, func(o *sandbox.Options) { o.NoLimits = false; o.Rate = 1000; o.DailyQuota = 3 })
 	c := sandboxClient(t, s, nil)
-	bid := firstID(t, "brands", c.Brands(context.Background()))
+	bid := firstID(t, "brands", c.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	var err error
 	for i := 1; i < 5; i++ {
-		if _, err = c.Brand(context.Background(), bid); err != nil {
+		if _, err = c.Detail(context.Background(), stream.EndpointBrand, bid); err != nil {
 			if i != 3 {
 				t.Fatalf("request %d: %v", i+1, err)
 			}
@@ -377,19 +377,19 @@ func TestSandboxDailyQuotaStops(t *testing.T) {
 func TestSandboxAuthErrors(t *testing.T) {
 	s := startSandbox(t, func(o *sandbox.Options) { o.ForeignKey = "foreign-agency-key-000" })
 	bad := sandboxClient(t, s, func(o *Options) { o.APIKey, o.CommsKey = "wrong-key-123456", "wrong-key-654321" })
-	if _, err := collect(t, bad.Brands(context.Background())); !errors.Is(err, ErrUnauthorized) {
+	if _, err := collect(t, bad.List(context.Background(), stream.EndpointBrands, ListQuery{})); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("brands with a wrong key: %v", err)
 	}
 	if _, err := bad.CommunicationsPage(context.Background(), CommsQuery{UserIDs: []int64{1}}, 1); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("communications with a wrong key: %v", err)
 	}
 	c := sandboxClient(t, s, nil)
-	bid := firstID(t, "brands", c.Brands(context.Background()))
+	bid := firstID(t, "brands", c.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	foreign := sandboxClient(t, s, func(o *Options) { o.APIKey = "foreign-agency-key-000" })
-	if _, err := foreign.Brand(context.Background(), bid); !errors.Is(err, ErrForbidden) {
+	if _, err := foreign.Detail(context.Background(), stream.EndpointBrand, bid); !errors.Is(err, ErrForbidden) {
 		t.Errorf("foreign key: %v", err)
 	}
-	if _, err := c.Brand(context.Background(), ID(strconv.Itoa(999999))); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Detail(context.Background(), stream.EndpointBrand, ID(strconv.Itoa(999999))); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing brand: %v", err)
 	}
 	if _, err := c.CommunicationsPage(context.Background(), CommsQuery{}, 1); !errors.Is(err, ErrBadRequest) || !bytes.Contains([]byte(err.Error()), []byte("user_id")) {
@@ -421,7 +421,7 @@ func TestSandboxValidation422(t *testing.T) {
 	if !errors.Is(err, ErrValidation) || !errors.As(err, &ae) || ae.Status != 422 || len(ae.Fields) != 1 || ae.Fields[0].Field != "user_id" {
 		t.Fatalf("communications without users: %v (%+v)", err, ae)
 	}
-	_, err = collect(t, c.Profitability(context.Background(), "galaxy"))
+	_, err = collect(t, c.List(context.Background(), stream.EndpointProfitability, ListQuery{Params: map[string]string{"level": "galaxy"}}))
 	if !errors.As(err, &ae) || !errors.Is(err, ErrValidation) || len(ae.Fields) != 1 || ae.Fields[0].Field != "level" {
 		t.Fatalf("profitability of a bad level: %v", err)
 	}
@@ -477,10 +477,10 @@ func TestSandboxPagingVariantsNeverSilentlyShort(t *testing.T) {
 				stream string
 				seq    func(func(*Page, error) bool)
 			}{
-				{"brands", c.Brands(ctx)}, {"projects", c.Projects(ctx, ProjectQuery{})},
-				{"budgets", c.Budgets(ctx, FinanceQuery{})}, {"invoices", c.Invoices(ctx, FinanceQuery{})},
-				{"collections", c.Collections(ctx, FinanceQuery{})}, {"payments", c.Payments(ctx, FinanceQuery{})},
-				{"summary", c.AgencySummary(ctx)},
+				{"brands", c.List(ctx, stream.EndpointBrands, ListQuery{})}, {"projects", c.List(ctx, stream.EndpointProjects, ListQuery{})},
+				{"budgets", c.List(ctx, stream.EndpointBudgets, ListQuery{})}, {"invoices", c.List(ctx, stream.EndpointInvoices, ListQuery{})},
+				{"collections", c.List(ctx, stream.EndpointCollections, ListQuery{})}, {"payments", c.List(ctx, stream.EndpointPayments, ListQuery{})},
+				{"summary", c.List(ctx, stream.EndpointAgencySummary, ListQuery{})},
 			} {
 				keys := map[string]bool{}
 				var end *ListEnd

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/internal/testkit/loopback"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // refundingLedger counts requests and takes back those never sent, as the
@@ -72,7 +73,7 @@ func TestUnreachableHostNotBilledNorRetriedLong(t *testing.T) {
 				setting = "AGENCY_COMMS_URL"
 				_, err = collect(t, c.WithBudget(b).Communications(context.Background(), CommsQuery{DomainID: 1, UserIDs: []int64{1}}))
 			} else {
-				_, err = c.WithBudget(b).Project(context.Background(), "1")
+				_, err = c.WithBudget(b).Detail(context.Background(), stream.EndpointProject, "1")
 			}
 			if !errors.Is(err, ErrUnreachable) || !errors.Is(err, ErrNetwork) || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err %v, want ErrUnreachable", err)
@@ -120,7 +121,7 @@ func TestUnreachableHostNotBilledNorRetriedLong(t *testing.T) {
 		o.Counter, o.MaxAttempts = led, 4
 		c := newClient(t, o)
 		b := NewBudget(100)
-		_, err = c.WithBudget(b).Project(context.Background(), "1")
+		_, err = c.WithBudget(b).Detail(context.Background(), stream.EndpointProject, "1")
 		if !errors.Is(err, ErrNetwork) || errors.Is(err, ErrUnreachable) {
 			t.Fatalf("err %v: want a network error that is not ErrUnreachable", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // laravel422 is a PHP framework's answer to a bad parameter.
@@ -47,7 +49,7 @@ func TestValidationErrorNamesTheFieldNeverRetried(t *testing.T) {
 			o.MaxAttempts = 4
 			cl := newClient(t, o)
 			since := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-			_, err := collect(t, cl.Invoices(context.Background(), FinanceQuery{UpdatedSince: since}))
+			_, err := collect(t, cl.List(context.Background(), stream.EndpointInvoices, ListQuery{UpdatedSince: since}))
 			var ae *APIError
 			if !errors.Is(err, ErrValidation) || !errors.As(err, &ae) || ae.Status != 422 {
 				t.Fatalf("err %v, want an *APIError of ErrValidation", err)
@@ -92,7 +94,7 @@ func TestValidationErrorRedacted(t *testing.T) {
 		writeJSON(w, 422, `{"message":"bad `+key+`","errors":{"key_`+key+`":["value `+key+` refused"]}}`)
 	})
 	cl := newClient(t, fastOptions(srv.URL, ""))
-	_, err := collect(t, cl.Brands(context.Background()))
+	_, err := collect(t, cl.List(context.Background(), stream.EndpointBrands, ListQuery{}))
 	var ae *APIError
 	if !errors.As(err, &ae) || !errors.Is(err, ErrValidation) {
 		t.Fatalf("err %v", err)

@@ -18,9 +18,8 @@ const defaultAnalyzeMinRows = 1000
 // and by at least three times as many rows as it held when last analysed:
 // a table filled by a first sync is analysed at 1 000, 4 000, 16 000, …
 // rows, a handful of times however large it grows (six times for a million
-// e-mails; each ANALYZE reads a sample of at most 30 000 rows: 0.3 s at
-// 100 000 e-mails on the test machine), and has statistics when the sync
-// ends. The planner scales the row counts of
+// e-mails; each ANALYZE reads a sample of at most 30 000 rows, a fraction
+// of a second), and has statistics when the sync ends. The planner scales the row counts of
 // statistics taken at a quarter of the size by the table's current pages,
 // so they stay usable in between. The
 // write path does not need them (its statements are planned to be fast

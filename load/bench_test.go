@@ -200,7 +200,7 @@ func (r *rawCopier) copy(ctx context.Context, pool *pgxpool.Pool, batch *transfo
 	})
 }
 
-// BenchmarkLoadEmails loads the same 1000-e-mail pages through CommitPage
+// BenchmarkLoadEmails loads the same 1000-e-mail pages through Commit
 // (normalized, indexed, logged tables; a checkpoint per page) and by raw
 // COPY into unlogged index-free tables, page by page alternately, and
 // reports both rates and their ratio (target ≥ 0.5). The sub-benchmarks
@@ -249,7 +249,7 @@ func benchmarkLoadEmails(b *testing.B, syncCommit bool) {
 			at := batch.Column("emails", "email_at")
 			last := at[len(at)-1].(time.Time)
 			cp := &Checkpoint{Watermark: &last, Cursor: json.RawMessage(fmt.Sprintf(`{"page":%d}`, n+2))}
-			if _, err := store.CommitPage(ctx, Page{Stream: "communications", Batch: batch, State: cp}); err != nil {
+			if _, err := store.commitPage(ctx, page{stream: "communications", batch: batch, state: cp}); err != nil {
 				b.Fatalf("commit page: %v", err)
 			}
 			normalized += time.Since(start)
@@ -331,7 +331,7 @@ func BenchmarkReloadUnchanged(b *testing.B) {
 				batch := gen.page(n)
 				b.StartTimer()
 				start := time.Now()
-				if _, err := store.CommitPage(ctx, Page{Stream: "communications", Batch: batch}); err != nil {
+				if _, err := store.commitPage(ctx, page{stream: "communications", batch: batch}); err != nil {
 					b.Fatalf("commit page: %v", err)
 				}
 				elapsed += time.Since(start)

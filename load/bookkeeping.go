@@ -19,7 +19,7 @@ import (
 // decides; the statements are here.
 
 // ResetStream forgets the state of stream (every partition of sync_state),
-// and for brands and projects the hashes their details were fetched with,
+// and the hashes its entities' details were fetched with (detail_state),
 // so its next sync starts from scratch (a full refresh). Warehouse rows
 // stay; the refresh rewrites only what changed.
 func (s *Store) ResetStream(ctx context.Context, stream string) error {
@@ -127,7 +127,8 @@ FROM %s WHERE stream = $1`, s.id("sync_state"))
 }
 
 // RejectedCount counts the rejected records of stream and of its
-// sub-streams ("brands" counts "brands.contacts" too).
+// sub-streams (stream "s" counts "s.details", "s.contacts" too: a
+// declaration names its reject streams so).
 func (s *Store) RejectedCount(ctx context.Context, stream string) (int64, error) {
 	var n int64
 	q := "SELECT count(*) FROM " + s.id("rejected_records") + " WHERE stream = $1 OR stream LIKE $1 || '.%'"

@@ -23,7 +23,7 @@ func TestLiveRowsAndRejects(t *testing.T) {
 		{Stream: "brands.contacts", Key: "c9", Payload: json.RawMessage(`{}`), Error: "no id"},
 		{Stream: "communications", Key: "5", Payload: json.RawMessage(`{}`), Error: "bad date"},
 	}
-	commit(t, s, Page{Batch: b})
+	commit(t, s, page{batch: b})
 	execSQL(t, pool, "UPDATE "+qualified(schema, "brands")+" SET _deleted_at = now() WHERE brand_id = '43'")
 	ctx := t.Context()
 	for _, c := range []struct {
@@ -81,8 +81,8 @@ func TestStreamResetAndProgress(t *testing.T) {
 	if got, _ := s.StreamInProgress(ctx, "communications"); got {
 		t.Error("a finished backfill is in progress")
 	}
-	commit(t, s, Page{Stream: "brands", Batch: fullBatch(), Listed: []ListedEntity{{ID: "42", Hash: "h42"}, {ID: "43", Hash: "h43"}},
-		DetailFetched: &FetchedDetail{ID: "42", Hash: "h42", At: time.Now()}})
+	commit(t, s, page{stream: "brands", batch: fullBatch(), listed: []ListedEntity{{ID: "42", Hash: "h42"}, {ID: "43", Hash: "h43"}},
+		detailTable: "brands", fetched: &FetchedDetail{ID: "42", Hash: "h42", At: time.Now()}})
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE stream = 'brands' AND detail_hash IS NOT NULL"); n != 1 {
 		t.Fatalf("%d fetched details, want 1", n)
 	}
@@ -105,7 +105,7 @@ func TestMarkUnlistedWithTheListing(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	s.massShare = 1 // a tiny table whose listing drops a third or more: no mass delete here
-	commit(t, s, Page{Stream: "brands", Batch: fullBatch(), Listed: []ListedEntity{{ID: "42", Hash: "a"}, {ID: "43", Hash: "b"}}})
+	commit(t, s, page{stream: "brands", batch: fullBatch(), listed: []ListedEntity{{ID: "42", Hash: "a"}, {ID: "43", Hash: "b"}}})
 	l, err := s.NewListing("brands", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +122,11 @@ func TestMarkUnlistedWithTheListing(t *testing.T) {
 	if only43.Rows("brands") == nil {
 		t.Fatalf("fixture changed: no brand 43 in %v", brands.Rows)
 	}
-	commit(t, s, Page{Stream: "brands", Batch: only43, Listing: l, Listed: []ListedEntity{{ID: "43", Hash: "b"}}})
-	commit(t, s, Page{Stream: "brands", Listing: l, EndsListing: true, MarkUnlisted: true})
+	commit(t, s, page{stream: "brands", batch: only43, sees: l, listed: []ListedEntity{{ID: "43", Hash: "b"}}})
+	commit(t, s, page{stream: "brands", ends: []*Listing{l}, unlisted: &Unlisted{Table: "brands", Children: []string{"brand_contacts"}}})
 	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "detail_state")+" WHERE listed") // 43
 	// No contact of the deleted brand 42 is still live.
 	assertCount(t, pool, 0, "SELECT count(*) FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NULL")
-	if _, err := s.CommitPage(context.Background(), Page{Stream: "finance", MarkUnlisted: true}); !errors.Is(err, ErrNoDetails) {
-		t.Errorf("MarkUnlisted on finance: %v, want ErrNoDetails", err)
-	}
 }
 
 // TestRunsBookkeeping: dead runs closed, unfinished runs since the last

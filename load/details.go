@@ -10,9 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DetailState is the bookkeeping of brand and project details (table
-// detail_state): which list entries changed since their detail was fetched,
-// and which unchanged details are due for their staggered refresh.
+// DetailState is the bookkeeping of the details and child lists of the
+// entities of a list (table detail_state, by stream and entity id): which
+// list entries changed since their detail was fetched, and which unchanged
+// details are due for their staggered refresh.
 //
 // Refresh policy. A detail is due when
 //   - its list entry changed: the hash of the entry's detail-owned fields
@@ -89,8 +90,8 @@ const dueWhere = `stream = $1 AND listed AND (detail_hash IS DISTINCT FROM list_
 	OR detail_synced_at <= $5
 	OR detail_synced_at < $4::timestamptz - ((($2::bigint - seq) % $3::bigint + $3) % $3) * interval '1 day')`
 
-// ListedEntity is one brand or project as listed: its id and the hash of
-// the list fields that belong to its detail.
+// ListedEntity is one entity as listed: its id and the hash of the list
+// fields that belong to its detail (stream.Table.DetailFields).
 type ListedEntity struct {
 	ID   string
 	Hash string
@@ -188,36 +189,50 @@ WHERE stream = $1 AND entity_id = $2`, d.table), stream, id, hash, at)
 	return nil
 }
 
-// ErrNoDetails is returned for a stream without detail bookkeeping.
-var ErrNoDetails = errors.New("stream has no details")
+// unlistedTables is Unlisted as markUnlisted runs it: each table
+// qualified, with the column holding the entity's id.
+type unlistedTables struct {
+	entities, key string
+	children      [][2]string // table, column
+}
 
-// markUnlisted marks as unlisted the entities of stream (brands or
-// projects) the warehouse soft-deleted — after a complete listing's
+// unlistedOf resolves u against the Store's tables (an unknown table, or a
+// child table without a column taking the entity's id, is left out: the
+// stream's declaration was checked at start-up).
+func (s *Store) unlistedOf(u *Unlisted) unlistedTables {
+	out := unlistedTables{}
+	if t, ok := s.byName[u.Table]; ok {
+		out.entities, out.key = t.target.Sanitize(), pgx.Identifier{t.key[0].name}.Sanitize()
+	}
+	for _, name := range u.Children {
+		if t, ok := s.byName[name]; ok && t.paramKey != "" {
+			out.children = append(out.children, [2]string{t.target.Sanitize(), pgx.Identifier{t.paramKey}.Sanitize()})
+		}
+	}
+	return out
+}
+
+// markUnlisted marks as unlisted the entities of stream the warehouse
+// soft-deleted in u's entity table — after a complete listing's
 // MarkDeleted, in the same transaction — so their details are no longer
-// fetched; the contacts of a deleted brand are soft-deleted with it (they
-// come back with its next detail).
-func (d *DetailState) markUnlisted(ctx context.Context, tx pgx.Tx, stream string) error {
-	var table, key string
-	switch stream {
-	case "brands":
-		table, key = "brands", "brand_id"
-	case "projects":
-		table, key = "projects", "project_id"
-	default:
-		return fmt.Errorf("record unlisted %s: %w", stream, ErrNoDetails)
+// fetched; the rows of their child lists are soft-deleted with them (they
+// come back with the entity's next detail).
+func (d *DetailState) markUnlisted(ctx context.Context, tx pgx.Tx, stream string, u unlistedTables) error {
+	if u.entities == "" {
+		return nil
 	}
 	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET listed = false, _synced_at = now()
 FROM %s AS x WHERE d.stream = $1 AND d.listed AND x.%s = d.entity_id AND x._deleted_at IS NOT NULL`,
-		d.table, pgx.Identifier{d.schema, table}.Sanitize(), pgx.Identifier{key}.Sanitize()), stream)
+		d.table, u.entities, u.key), stream)
 	if err != nil {
 		return fmt.Errorf("record unlisted %s: %w", stream, err)
 	}
-	if stream == "brands" {
+	for _, c := range u.children {
 		_, err = tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS c SET _deleted_at = now(), _synced_at = now()
-FROM %s AS b WHERE b.brand_id = c.brand_id AND b._deleted_at IS NOT NULL AND c._deleted_at IS NULL`,
-			pgx.Identifier{d.schema, "brand_contacts"}.Sanitize(), pgx.Identifier{d.schema, "brands"}.Sanitize()))
+FROM %s AS x WHERE x.%s = c.%s AND x._deleted_at IS NOT NULL AND c._deleted_at IS NULL`,
+			c[0], u.entities, u.key, c[1]))
 		if err != nil {
-			return fmt.Errorf("soft-delete contacts of deleted brands: %w", err)
+			return fmt.Errorf("soft-delete the child rows of deleted %s: %w", stream, err)
 		}
 	}
 	return nil

@@ -24,7 +24,7 @@ import (
 //     the count of a request that was never sent (over-counting is safe).
 //   - Store.FinishRun: synchronous, so a run that reports its end (exit
 //     status, summary) has everything it wrote on disk.
-//   - Store.CommitPage: asynchronous unless Config.SyncCommit. A page's rows
+//   - Store.Commit: asynchronous unless Config.SyncCommit. A page's rows
 //     and the checkpoint that says they are stored commit together, so a
 //     crash that loses a page loses its checkpoint too and the next run
 //     fetches the page again (its request was counted). A later request's

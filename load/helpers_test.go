@@ -48,9 +48,9 @@ func newStore(t testing.TB) (*Store, *pgxpool.Pool, string) {
 	return s, pool, schema
 }
 
-func commit(t testing.TB, s *Store, p Page) Counts {
+func commit(t testing.TB, s *Store, p page) Counts {
 	t.Helper()
-	c, err := s.CommitPage(context.Background(), p)
+	c, err := s.commitPage(context.Background(), p)
 	if err != nil {
 		t.Fatalf("commit page: %v", err)
 	}
@@ -97,7 +97,7 @@ func versions(t testing.TB, pool *pgxpool.Pool, schema, table string) map[string
 }
 
 func specByName(t testing.TB, name string) *spec {
-	for _, s := range specs {
+	for _, s := range specsOf(stream.All()) {
 		if s.name == name {
 			return s
 		}
@@ -261,4 +261,12 @@ func rowsBatch(t testing.TB, table string, rows ...[]any) transform.Batch {
 		t.Fatalf("no table %s", table)
 	}
 	return transform.Batch{Tables: map[string]*transform.TableRows{table: {Table: tb, Rows: rows}}}
+}
+
+// endsIf is the listings a page ends: l when last, else none.
+func endsIf(l *Listing, last bool) []*Listing {
+	if last {
+		return []*Listing{l}
+	}
+	return nil
 }

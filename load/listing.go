@@ -25,9 +25,11 @@ var ErrIncompleteListing = errors.New("listing saw a rejected record without key
 var ErrShortListing = fmt.Errorf("listing saw fewer rows than the service announced (%w)", ErrIncompleteListing)
 
 // Listing collects the keys seen by one complete listing of a soft-deletable
-// table (brands, projects, brand_contacts of one brand, the finance lists),
+// table (a list's table, or one entity's rows of a list asked per entity),
 // across its pages. Rejected records with a key count as seen: a record the
-// warehouse could not load is not a deleted one.
+// warehouse could not load is not a deleted one. The Store owns its state:
+// a committed ListPage adds its rows and announced total, a ListEnd or a
+// DetailPage ends it; its owner only reads it.
 type Listing struct {
 	spec     *spec
 	scope    []scopeValue
@@ -44,8 +46,8 @@ type scopeValue struct {
 
 // NewListing starts a listing of table. scope restricts it to the rows whose
 // columns equal the given values, e.g. {"brand_id": "42"} for one brand's
-// contacts or {"level": "project"} for project-level profitability; nil
-// means the whole table.
+// rows of a list asked per entity or {"level": "project"} for
+// project-level profitability; nil means the whole table.
 func (s *Store) NewListing(table string, scope map[string]any) (*Listing, error) {
 	t, ok := s.byName[table]
 	if !ok || !t.softDelete {
@@ -62,7 +64,8 @@ func (s *Store) NewListing(table string, scope map[string]any) (*Listing, error)
 	return l, nil
 }
 
-// String names the listing, e.g. "brand_contacts[brand_id=42]".
+// String names the listing: its table, and its scope in brackets
+// ("profitability[level=brand]").
 func (l *Listing) String() string {
 	if len(l.scope) == 0 {
 		return l.spec.name
@@ -77,9 +80,9 @@ func (l *Listing) String() string {
 // Seen returns the number of distinct keys seen so far.
 func (l *Listing) Seen() int { return len(l.seen) }
 
-// Expect records the total number of rows the service announced for the
+// expect records the total number of rows the service announced for the
 // listing (a page's total); the largest one counts. 0 announces nothing.
-func (l *Listing) Expect(total int) { l.expected = max(l.expected, total) }
+func (l *Listing) expect(total int) { l.expected = max(l.expected, total) }
 
 // Expected is the largest total announced (0 when none was).
 func (l *Listing) Expected() int { return l.expected }
@@ -89,10 +92,9 @@ func (l *Listing) Expected() int { return l.expected }
 // soft-delete.
 func (l *Listing) Short() bool { return len(l.seen)+l.unkeyed < l.expected }
 
-// See records the keys of b's rows of the listing's table, and of b's rejects
-// of the table's stream. CommitPage calls it for a page's Listing once the
-// page has committed.
-func (l *Listing) See(b *transform.Batch) {
+// see records the keys of b's rows of the listing's table, and of b's
+// rejects of the table's stream, once the page carrying them committed.
+func (l *Listing) see(b *transform.Batch) {
 	if rows, err := l.spec.rows(b); err == nil {
 		for _, r := range rows {
 			var k rowKey
@@ -120,7 +122,7 @@ func (l *Listing) See(b *transform.Batch) {
 func (l *Listing) with(b *transform.Batch) *Listing {
 	c := &Listing{spec: l.spec, scope: l.scope, seen: maps.Clone(l.seen), rejected: maps.Clone(l.rejected),
 		unkeyed: l.unkeyed, expected: l.expected}
-	c.See(b)
+	c.see(b)
 	return c
 }
 
@@ -142,12 +144,11 @@ func (l *Listing) with(b *transform.Batch) *Listing {
 // keys and the seen ones, then updated through the primary key. EXCEPT is
 // computed by hashing or sorting both inputs once, whatever the planner
 // believes about their sizes, so the statement does not depend on
-// statistics. The NOT EXISTS (… unnest …) it replaces was planned, on a table
-// filled seconds earlier and never analysed, as a nested-loop anti-join that
-// re-scanned the seen keys for every stored row: 90 s instead of 19 ms at
-// 20 000 rows in EXPLAIN ANALYZE on the test machine (a finance sync of 200
-// brands × 20 projects failed on its 10 s page timeout and now completes in
-// 1.9 s). TestStatementsPlanWithoutStatistics checks the plan's shape.
+// statistics: an anti-join (NOT EXISTS … unnest …) may be planned, on a
+// table filled seconds earlier and never analysed, as a nested loop that
+// re-scans the seen keys for every stored row, thousands of times slower
+// at 20 000 rows. TestStatementsPlanWithoutStatistics checks the plan's
+// shape.
 func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, *HeldDeletion, error) {
 	return s.markDeleted(ctx, tx, l, "")
 }
@@ -155,7 +156,7 @@ func (s *Store) MarkDeleted(ctx context.Context, tx pgx.Tx, l *Listing) (int64, 
 // HeldDeletion is a listing whose unseen rows were too many to mark at
 // once (see MarkDeleted).
 type HeldDeletion struct {
-	// Listing names the listing, e.g. "brands" or "brand_contacts[brand_id=42]".
+	// Listing names the listing (Listing.String).
 	Listing string
 	// Table is the listing's table.
 	Table string

@@ -46,16 +46,15 @@ WHERE c.table_schema = $1`, schema)
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The data tables of the warehouse contract, each written by the generic path.
-	model := []string{"brands", "brand_financial_snapshots", "brand_contacts", "projects", "project_team_members",
-		"project_deliverables", "project_history", "budgets", "invoices", "collections", "payments", "profitability",
-		"agency_finance_summary", "emails", "users", "email_recipients"}
-	var specNames []string
-	for _, s := range specs {
-		specNames = append(specNames, s.name)
-	}
-	if slices.Sort(model); !slices.Equal(model, slices.Sorted(slices.Values(specNames))) {
-		t.Errorf("specs %v, want one per model table %v", specNames, model)
+	// Every table of the schema but the Store's own bookkeeping is a
+	// declared table, written by the generic path.
+	specs := specsOf(stream.All())
+	bookkeeping := []string{"goose_db_version", "api_quota_usage", "delete_candidates", "detail_state", "paging_state", "rejected_records",
+		"service_clock", "source_fields", "sync_runs", "sync_state", "table_mappings"}
+	for table := range got {
+		if !slices.Contains(bookkeeping, table) && !slices.ContainsFunc(specs, func(s *spec) bool { return s.name == table }) {
+			t.Errorf("table %s of the schema is declared by no stream", table)
+		}
 	}
 	for _, s := range specs {
 		cols := got[s.name]
@@ -89,7 +88,7 @@ func TestFirstLoadThenUnchangedReload(t *testing.T) {
 		t.Fatalf("fixture rejects: %+v", batch.Rejects)
 	}
 
-	first := commit(t, s, Page{Stream: "all", Batch: batch})
+	first := commit(t, s, page{stream: "all", batch: batch})
 	want := map[string]int64{"brands": 2, "brand_financial_snapshots": 1, "brand_contacts": 2, "projects": 1,
 		"project_team_members": 2, "project_deliverables": 2, "project_history": 2, "budgets": 1, "invoices": 1,
 		"collections": 1, "payments": 1, "profitability": 2, "agency_finance_summary": 1, "emails": 2,
@@ -107,7 +106,7 @@ func TestFirstLoadThenUnchangedReload(t *testing.T) {
 	for table := range want {
 		before[table] = versions(t, pool, schema, table)
 	}
-	again := commit(t, s, Page{Stream: "all", Batch: fullBatch()})
+	again := commit(t, s, page{stream: "all", batch: fullBatch()})
 	if again.Written() != 0 || len(again.Tables) != 0 {
 		t.Errorf("unchanged re-load wrote %+v, want nothing", again.Tables)
 	}
@@ -121,7 +120,7 @@ func TestFirstLoadThenUnchangedReload(t *testing.T) {
 func TestStoredValuesExact(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	commit(t, s, Page{Batch: fullBatch()})
+	commit(t, s, page{batch: fullBatch()})
 	checks := []struct{ sql, want string }{
 		{"SELECT amount::text FROM %s.invoices", "12345678901234567890.125"},
 		{"SELECT total_budget::text || ' ' || collected::text || ' ' || currency FROM %s.brands WHERE brand_id = '42'", "125000.50 79999.99 RON"},
@@ -153,7 +152,7 @@ func TestStoredValuesExact(t *testing.T) {
 func TestChangedRowsUpdate(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	commit(t, s, Page{Batch: fullBatch()})
+	commit(t, s, page{batch: fullBatch()})
 	beforeEmails := versions(t, pool, schema, "emails")
 	beforeUsers := versions(t, pool, schema, "users")
 	beforeInvoices := versions(t, pool, schema, "invoices")
@@ -169,7 +168,7 @@ func TestChangedRowsUpdate(t *testing.T) {
 	}))
 	setValue(t, &b, "users", 0, "phone", "0744 000 111") // ana
 	time.Sleep(2 * time.Millisecond)                     // let now() differ from the first load's
-	c := commit(t, s, Page{Batch: b})
+	c := commit(t, s, page{batch: b})
 
 	want := map[string]TableCounts{"emails": {Updated: 1}, "users": {Updated: 1}, "invoices": {Inserted: 1, Updated: 1}}
 	if !maps.Equal(c.Tables, want) {
@@ -198,7 +197,7 @@ func TestChangedRowsUpdate(t *testing.T) {
 func TestChildrenReplacedExactly(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
-	commit(t, s, Page{Batch: fullBatch()})
+	commit(t, s, page{batch: fullBatch()})
 	before := versions(t, pool, schema, "email_recipients")
 
 	// 2702 loses its cc and bcc and gains ana in cc; the rest is unchanged.
@@ -215,7 +214,7 @@ func TestChildrenReplacedExactly(t *testing.T) {
 		History: []fixture.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"}},
 		Raw:     json.RawMessage(`{"id":"7","v":2}`),
 	}}))
-	c := commit(t, s, Page{Batch: b})
+	c := commit(t, s, page{batch: b})
 
 	// The e-mail's raw record changed with its recipients, so its row is
 	// updated too.
@@ -249,14 +248,14 @@ func TestChildrenReplacedExactly(t *testing.T) {
 	loose := rowsBatch(t, "project_team_members",
 		[]any{"7", "12", int64(12), "Ana-Maria Popescu", "Lead"},
 		[]any{"7", "23", nil, "Irina Munteanu", "Copy"})
-	c = commit(t, s, Page{Batch: loose})
+	c = commit(t, s, page{batch: loose})
 	if c.Tables["project_team_members"] != (TableCounts{Inserted: 1, Updated: 1}) {
 		t.Errorf("loose children: %+v", c.Tables)
 	}
 	assertText(t, pool, "12:Lead,23:Copy", "SELECT string_agg(user_id || ':' || role, ',' ORDER BY user_id) FROM "+qualified(schema, "project_team_members"))
 
 	// A list-only project load leaves the children alone.
-	c = commit(t, s, Page{Batch: recordjson.Projects([]fixture.Project{{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Raw: json.RawMessage(`{"id":"7"}`)}})})
+	c = commit(t, s, page{batch: recordjson.Projects([]fixture.Project{{ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Raw: json.RawMessage(`{"id":"7"}`)}})})
 	if c.Tables["project_team_members"].Written() != 0 {
 		t.Errorf("list load touched the team: %+v", c.Tables)
 	}
@@ -277,8 +276,8 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2")}), Listing: l})
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b3")}), Listing: l, EndsListing: true})
+	commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2")}), sees: l})
+	commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b3")}), ends: []*Listing{l}})
 	if d := deleted(); d != "" {
 		t.Fatalf("deleted after the first listing: %s", d)
 	}
@@ -288,11 +287,11 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	l, _ = s.NewListing("budgets", nil)
 	bad := budget("b3")
 	bad.Amount = "n/a"
-	page := recordjson.Budgets([]fixture.Budget{budget("b1"), bad})
-	if len(page.Rejects) != 1 {
-		t.Fatalf("rejects = %+v", page.Rejects)
+	pg := recordjson.Budgets([]fixture.Budget{budget("b1"), bad})
+	if len(pg.Rejects) != 1 {
+		t.Fatalf("rejects = %+v", pg.Rejects)
 	}
-	c := commit(t, s, Page{Stream: "finance", Batch: page, Listing: l, EndsListing: true})
+	c := commit(t, s, page{stream: "finance", batch: pg, ends: []*Listing{l}})
 	if d := deleted(); d != "b2" {
 		t.Errorf("deleted = %q, want b2", d)
 	}
@@ -303,22 +302,22 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 
 	// Another listing without b2 leaves its deletion time alone.
 	l, _ = s.NewListing("budgets", nil)
-	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b3")}), Listing: l, EndsListing: true})
+	c = commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b3")}), ends: []*Listing{l}})
 	if v := versions(t, pool, schema, "budgets")["b2"]; v != b2Deleted || c.Written() != 0 {
 		t.Errorf("second deletion rewrote b2 (%v → %v) or wrote %+v", b2Deleted, v, c.Tables)
 	}
 
 	// b2 comes back: undeleted, never removed in between.
-	c = commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b2")})})
+	c = commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b2")})})
 	if d := deleted(); d != "" || c.Tables["budgets"].Updated != 1 {
 		t.Errorf("after b2 came back: deleted = %q, counts %+v", d, c.Tables)
 	}
 
 	// A reject without a key makes the listing unable to tell: no deletions.
 	l, _ = s.NewListing("budgets", nil)
-	page = recordjson.Budgets([]fixture.Budget{budget("b1")})
-	page.Rejects = append(page.Rejects, transform.RecordErrors(stream.RejectBudgets, []extract.RecordError{{Endpoint: "budgets", Raw: json.RawMessage(`{}`), Err: errors.New("bad")}})...)
-	c = commit(t, s, Page{Stream: "finance", Batch: page, Listing: l, EndsListing: true})
+	pg = recordjson.Budgets([]fixture.Budget{budget("b1")})
+	pg.Rejects = append(pg.Rejects, transform.RecordErrors(stream.RejectBudgets, []extract.RecordError{{Endpoint: "budgets", Raw: json.RawMessage(`{}`), Err: errors.New("bad")}})...)
+	c = commit(t, s, page{stream: "finance", batch: pg, ends: []*Listing{l}})
 	if d := deleted(); d != "" || len(c.SkippedDeletions) != 1 {
 		t.Errorf("unkeyed reject: deleted = %q, skipped = %v", d, c.SkippedDeletions)
 	}
@@ -333,12 +332,12 @@ func TestSoftDeleteAndUndelete(t *testing.T) {
 	var both transform.Batch
 	both.Append(recordjson.Contacts("42", []fixture.Contact{contact("c1"), contact("c2")}))
 	both.Append(recordjson.Contacts("43", []fixture.Contact{contact("c9")}))
-	commit(t, s, Page{Batch: both})
+	commit(t, s, page{batch: both})
 	l, err = s.NewListing("brand_contacts", map[string]any{"brand_id": "42"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, Page{Batch: recordjson.Contacts("42", []fixture.Contact{contact("c1")}), Listing: l, EndsListing: true})
+	commit(t, s, page{batch: recordjson.Contacts("42", []fixture.Contact{contact("c1")}), ends: []*Listing{l}})
 	// Only 42/c2 is deleted.
 	assertText(t, pool, "42/c2", "SELECT string_agg(brand_id || '/' || contact_id, ',') FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NOT NULL")
 	if _, err := s.NewListing("email_recipients", nil); err == nil {
@@ -353,12 +352,12 @@ func TestShortListingDeletesNothing(t *testing.T) {
 	t.Parallel()
 	s, pool, schema := newStore(t)
 	l, _ := s.NewListing("budgets", nil)
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b3")}), Listing: l, EndsListing: true})
+	commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b3")}), ends: []*Listing{l}})
 
 	l, _ = s.NewListing("budgets", nil)
-	l.Expect(3)
-	l.Expect(2) // the largest total counts
-	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b1")}), Listing: l, EndsListing: true})
+	l.expect(3)
+	l.expect(2) // the largest total counts
+	c := commit(t, s, page{stream: "finance", batch: recordjson.Budgets([]fixture.Budget{budget("b1"), budget("b2"), budget("b1")}), ends: []*Listing{l}})
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL"); n != 0 || len(c.SkippedDeletions) != 1 {
 		t.Fatalf("short listing: %d deleted, skipped %v", n, c.SkippedDeletions)
 	}
@@ -378,8 +377,8 @@ func TestRejectsUpserted(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := communication(9, "x", nil, nil, nil, nil) // no sender
-	page := recordjson.Communications([]fixture.Communication{bad, bad, communication(10, "ok", []fixture.Participant{ana(nil)}, nil, nil, nil)})
-	c := commit(t, s, Page{Stream: "communications", RunID: runID, Batch: page})
+	pg := recordjson.Communications([]fixture.Communication{bad, bad, communication(10, "ok", []fixture.Participant{ana(nil)}, nil, nil, nil)})
+	c := commit(t, s, page{stream: "communications", runID: runID, batch: pg})
 	if c.Rejected != 2 || c.Tables["emails"].Inserted != 1 {
 		t.Errorf("counts = %+v", c)
 	}
@@ -388,7 +387,7 @@ func TestRejectsUpserted(t *testing.T) {
 	first := queryText(t, pool, "SELECT last_seen_at::text FROM "+rr+" WHERE record_key = '9'")
 
 	// Rejects made by hand are stored whatever their payload.
-	c = commit(t, s, Page{Stream: "communications", Batch: transform.Batch{Rejects: []transform.Reject{
+	c = commit(t, s, page{stream: "communications", batch: transform.Batch{Rejects: []transform.Reject{
 		{Stream: "communications", Key: "page-7", Payload: json.RawMessage(`<html>502</html>`), Error: "not JSON"},
 		transform.NewReject("communications", "", json.RawMessage(`{"s":"a\u0000b"}`), errors.New("NUL")),
 	}}})
@@ -398,7 +397,7 @@ func TestRejectsUpserted(t *testing.T) {
 	// The payload is kept as the bytes, a JSON string.
 	assertText(t, pool, "<html>502</html>", "SELECT payload #>> '{}' FROM "+rr+" WHERE record_key = 'page-7'")
 	time.Sleep(2 * time.Millisecond)
-	commit(t, s, Page{Stream: "communications", Batch: recordjson.Communications([]fixture.Communication{bad})})
+	commit(t, s, page{stream: "communications", batch: recordjson.Communications([]fixture.Communication{bad})})
 	// After the second rejection.
 	assertText(t, pool, "3 true true true", "SELECT occurrences || ' ' || (last_seen_at > $1::timestamptz) || ' ' || (first_seen_at < last_seen_at) || ' ' || (last_run_id = $2::uuid) FROM "+rr+" WHERE record_key = '9'", first, runID)
 }
@@ -410,9 +409,9 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 	batch := fullBatch()
 	batch.Rejects = append(batch.Rejects, transform.Reject{Stream: "communications", Key: "1", Payload: json.RawMessage(`{}`), Error: "x"})
 	boom := errors.New("injected failure after the rows")
-	_, err := s.CommitPage(ctx, Page{
-		Stream: "communications", Batch: batch,
-		State: &Checkpoint{Watermark: ptr(time.Now()), Cursor: json.RawMessage(`{"page":2}`)},
+	_, err := s.commitPage(ctx, page{
+		stream: "communications", batch: batch,
+		state: &Checkpoint{Watermark: ptr(time.Now()), Cursor: json.RawMessage(`{"page":2}`)},
 		then: func(ctx context.Context, tx pgx.Tx) error {
 			// The rows are there inside the transaction…
 			var n int64
@@ -423,7 +422,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 		},
 	})
 	if !errors.Is(err, boom) {
-		t.Fatalf("CommitPage = %v, want the injected failure", err)
+		t.Fatalf("commit = %v, want the injected failure", err)
 	}
 	// …and gone after the failure.
 	for _, table := range append(s.Tables(), "rejected_records", "sync_state") {
@@ -433,7 +432,7 @@ func TestFailedPageLeavesNothing(t *testing.T) {
 		t.Errorf("GetState = %v, want ErrNoState", err)
 	}
 	// The same connection and staging tables work for the retry.
-	c := commit(t, s, Page{Stream: "communications", Batch: fullBatch()})
+	c := commit(t, s, page{stream: "communications", batch: fullBatch()})
 	if c.Tables["emails"].Inserted != 2 {
 		t.Errorf("retry counts = %+v", c.Tables)
 	}
@@ -444,7 +443,7 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	s, pool, schema := newStore(t)
 	users := qualified(schema, "users")
 	// Page 1: ana only sends (from lists carry no ids).
-	commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+	commit(t, s, page{batch: recordjson.Communications([]fixture.Communication{
 		communication(1, "a", []fixture.Participant{ana(nil)}, []fixture.Participant{ioana()}, nil, nil)})})
 	if got := queryText(t, pool, "SELECT platform_user_id::text FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'"); got != "<NULL>" {
 		t.Fatalf("platform_user_id = %s", got)
@@ -452,7 +451,7 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	// Page 2: ana receives, keyed 12; her phone is unknown in that appearance.
 	noPhone := ana(ptr(int64(12)))
 	noPhone.Phone = nil
-	c := commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+	c := commit(t, s, page{batch: recordjson.Communications([]fixture.Communication{
 		communication(2, "b", []fixture.Participant{ioana()}, []fixture.Participant{noPhone}, nil, nil)})})
 	if c.Tables["users"] != (TableCounts{Updated: 1}) {
 		t.Errorf("page 2 users = %+v, want ana updated once", c.Tables["users"])
@@ -461,7 +460,7 @@ func TestUsersPlatformIDMerge(t *testing.T) {
 	assertText(t, pool, "12 0722 123 456", "SELECT platform_user_id || ' ' || phone FROM "+users+" WHERE user_key = 'ana.popescu@agentie.ro'")
 	before := versions(t, pool, schema, "users")
 	// Page 3: ana sends again, without id: nothing to change, nothing written.
-	c = commit(t, s, Page{Batch: recordjson.Communications([]fixture.Communication{
+	c = commit(t, s, page{batch: recordjson.Communications([]fixture.Communication{
 		communication(3, "c", []fixture.Participant{ana(nil)}, []fixture.Participant{ioana()}, nil, nil)})})
 	if c.Tables["users"].Written() != 0 || !maps.Equal(before, versions(t, pool, schema, "users")) {
 		t.Errorf("page 3 churned users: %+v", c.Tables["users"])
@@ -480,11 +479,11 @@ func TestBatchDuplicatesCollapse(t *testing.T) {
 	noID := ana(nil)
 	noID.Phone = nil
 	b.Append(recordjson.Communications([]fixture.Communication{communication(1, "v2", []fixture.Participant{noID}, nil, nil, nil)}))
-	commit(t, s, Page{Batch: b})
+	commit(t, s, page{batch: b})
 	assertText(t, pool, "v2", "SELECT subject FROM "+qualified(schema, "emails"))
 	assertText(t, pool, "12 0722 123 456", "SELECT platform_user_id || ' ' || phone FROM "+qualified(schema, "users"))
 	// The same through the merge path (the rows exist now).
-	commit(t, s, Page{Batch: b})
+	commit(t, s, page{batch: b})
 	assertCount(t, pool, 1, "SELECT count(*) FROM "+qualified(schema, "email_recipients"))
 }
 
@@ -498,7 +497,7 @@ func TestStateCheckpoint(t *testing.T) {
 	}
 	wm := time.Date(2024, 11, 4, 9, 0, 0, 123456000, time.UTC)
 	cp := Checkpoint{Partition: "backfill", Watermark: &wm, Cursor: json.RawMessage(`{"page": 3}`)}
-	c := commit(t, s, Page{Stream: "communications", RunID: runID, Batch: fullBatch(), State: &cp})
+	c := commit(t, s, page{stream: "communications", runID: runID, batch: fullBatch(), state: &cp})
 	st, err := s.GetState(ctx, "communications", "backfill")
 	if err != nil {
 		t.Fatal(err)
@@ -508,12 +507,12 @@ func TestStateCheckpoint(t *testing.T) {
 	}
 	// The same checkpoint with nothing written leaves the row alone.
 	before := queryInt(t, pool, "SELECT xmin::text::bigint FROM "+qualified(schema, "sync_state"))
-	commit(t, s, Page{Stream: "communications", RunID: runID, Batch: fullBatch(), State: &cp})
+	commit(t, s, page{stream: "communications", runID: runID, batch: fullBatch(), state: &cp})
 	if after := queryInt(t, pool, "SELECT xmin::text::bigint FROM "+qualified(schema, "sync_state")); after != before {
 		t.Errorf("unchanged checkpoint rewrote sync_state")
 	}
 	// Completion: a nil watermark keeps the stored one.
-	commit(t, s, Page{Stream: "communications", RunID: runID, State: &Checkpoint{Partition: "backfill", Succeeded: true}})
+	commit(t, s, page{stream: "communications", runID: runID, state: &Checkpoint{Partition: "backfill", Succeeded: true}})
 	st, _ = s.GetState(ctx, "communications", "backfill")
 	if !st.Watermark.Equal(wm) || string(st.Cursor) != `{}` || st.LastSuccessAt == nil {
 		t.Errorf("state after success = %+v", st)
@@ -633,7 +632,7 @@ func TestPageSessionSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got string
-		commit(t, s, Page{then: func(ctx context.Context, tx pgx.Tx) error {
+		commit(t, s, page{then: func(ctx context.Context, tx pgx.Tx) error {
 			return tx.QueryRow(ctx, `SELECT current_setting('TimeZone') || ' ' || current_setting('statement_timeout') || ' ' ||
 				current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`).Scan(&got)
 		}})
@@ -663,7 +662,7 @@ func TestConcurrentWriterCollision(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // the page's COPY is waiting on the row by now
 		done <- other.Commit(ctx)
 	}()
-	c := commit(t, s, Page{Batch: fullBatch()})
+	c := commit(t, s, page{batch: fullBatch()})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -684,7 +683,7 @@ func TestFastPathMergesRowsOfParentsNotNamed(t *testing.T) {
 	ctx := context.Background()
 	first := rowsBatch(t, "project_team_members", []any{"7", "12", int64(12), "Ana-Maria Popescu", "Account"})
 	first.Tables["project_team_members"].Parents = []any{"7"}
-	commit(t, s, Page{Batch: first})
+	commit(t, s, page{batch: first})
 
 	next := rowsBatch(t, "project_team_members",
 		[]any{"8", "13", int64(13), "Ștefan Ionescu", "Creative"},
@@ -699,7 +698,7 @@ func TestFastPathMergesRowsOfParentsNotNamed(t *testing.T) {
 	var got Counts
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var werr error
-		got, werr = s.commit(ctx, tx, &Page{Batch: next}, stages, true)
+		got, werr = s.commit(ctx, tx, &page{batch: next}, stages, true)
 		return werr
 	})
 	if err != nil {
@@ -732,7 +731,7 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 	var b transform.Batch
 	b.Append(recordjson.ProjectDetails([]fixture.Project{detailed}))
 	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{brandDetail}, snapshot))
-	commit(t, s, Page{Batch: b})
+	commit(t, s, page{batch: b})
 	// A project never listed: raw = detail_raw.
 	assertText(t, pool, "true", "SELECT (raw::text = detail_raw::text)::text FROM "+qualified(schema, "projects"))
 
@@ -742,14 +741,14 @@ func TestListAndDetailDoNotChurn(t *testing.T) {
 		b.Append(recordjson.Brands([]fixture.Brand{brand}, snapshot))
 		return b
 	}
-	commit(t, s, Page{Batch: list()}) // raw becomes the list's record
+	commit(t, s, page{batch: list()}) // raw becomes the list's record
 	b = recordjson.ProjectDetails([]fixture.Project{detailed})
 	b.Append(recordjson.BrandDetails([]fixture.BrandDetail{brandDetail}, snapshot))
-	if c := commit(t, s, Page{Batch: b}); c.Written() != 0 {
+	if c := commit(t, s, page{batch: b}); c.Written() != 0 {
 		t.Errorf("an unchanged detail after the list wrote %+v", c.Tables)
 	}
 	projects, brands := versions(t, pool, schema, "projects"), versions(t, pool, schema, "brands")
-	if c := commit(t, s, Page{Batch: list()}); c.Written() != 0 {
+	if c := commit(t, s, page{batch: list()}); c.Written() != 0 {
 		t.Errorf("the next unchanged list wrote %+v", c.Tables)
 	}
 	if !maps.Equal(projects, versions(t, pool, schema, "projects")) || !maps.Equal(brands, versions(t, pool, schema, "brands")) {

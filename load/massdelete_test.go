@@ -36,7 +36,7 @@ func TestMassDeleteWaitsForTheNextListing(t *testing.T) {
 		for _, id := range seen {
 			bs = append(bs, budget(id))
 		}
-		return commit(t, s, Page{Stream: "finance", RunID: "run-x", Batch: recordjson.Budgets(bs), Listing: l, EndsListing: true})
+		return commit(t, s, page{stream: "finance", runID: "run-x", batch: recordjson.Budgets(bs), ends: []*Listing{l}})
 	}
 	deleted := func() []string {
 		s := queryText(t, pool, "SELECT coalesce(string_agg(budget_id, ',' ORDER BY budget_id), '') FROM "+qualified(schema, "budgets")+" WHERE _deleted_at IS NOT NULL")
@@ -86,7 +86,7 @@ func TestMassDeleteShareIsOfTheTable(t *testing.T) {
 	share := 0.5
 	s.massShare = share
 	full := fullBatch()
-	commit(t, s, Page{Stream: "brands", Batch: full})
+	commit(t, s, page{stream: "brands", batch: full})
 	// Contacts of another brand, so that brand 42's are a share of the table.
 	contacts := full.Rows("brand_contacts")
 	cols := contacts.Table.ColumnNames()
@@ -97,7 +97,7 @@ func TestMassDeleteShareIsOfTheTable(t *testing.T) {
 		row[slices.Index(cols, "contact_id")] = fmt.Sprintf("c43-%d", i)
 		others = append(others, row)
 	}
-	commit(t, s, Page{Stream: "brands", Batch: rowsBatch(t, "brand_contacts", others...)})
+	commit(t, s, page{stream: "brands", batch: rowsBatch(t, "brand_contacts", others...)})
 	live := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "brand_contacts")+" WHERE _deleted_at IS NULL")
 	brand := queryText(t, pool, "SELECT brand_id FROM "+qualified(schema, "brand_contacts")+" GROUP BY brand_id ORDER BY count(*) LIMIT 1")
 	mine := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "brand_contacts")+" WHERE brand_id = $1", brand)
@@ -108,7 +108,7 @@ func TestMassDeleteShareIsOfTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := commit(t, s, Page{Stream: "brands", Listing: l, EndsListing: true})
+	c := commit(t, s, page{stream: "brands", ends: []*Listing{l}})
 	if len(c.HeldDeletions) != 0 || c.Tables["brand_contacts"].Deleted != mine {
 		t.Fatalf("an empty contact list of brand %s (%d of %d contacts): held %v, counts %v", brand, mine, live, c.HeldDeletions, c.Tables)
 	}

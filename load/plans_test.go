@@ -224,7 +224,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	s.analyzeMinRows = -1 // this test is about plans without statistics
 	explained := 0
 	kinds := map[string]int{} // statements explained, by their first line
-	page := func(what string, p Page) Counts {
+	commitAs := func(what string, p page) Counts {
 		t.Helper()
 		rec.take()
 		p.then = func(ctx context.Context, tx pgx.Tx) error {
@@ -235,7 +235,7 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 			}
 			return explainAll(t, ctx, tx, what, stmts)
 		}
-		c, err := s.CommitPage(ctx, p)
+		c, err := s.commitPage(ctx, p)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -255,8 +255,8 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	l := list()
 	for i := 0; i < len(rows); i += perPage {
 		end := min(i+perPage, len(rows))
-		page(fmt.Sprintf("profitability first page %d", i/perPage), Page{Stream: "profitability",
-			Batch: recordjson.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
+		commitAs(fmt.Sprintf("profitability first page %d", i/perPage), page{stream: "profitability",
+			batch: recordjson.Profitabilities(rows[i:end]), sees: l, ends: endsIf(l, end == len(rows))})
 	}
 	if n := queryInt(t, pool, "SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass",
 		qualified(schema, "profitability")); n >= 0 {
@@ -270,8 +270,8 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	var marked int64
 	for i := 0; i < len(rows); i += perPage {
 		end := min(i+perPage, len(rows))
-		c := page(fmt.Sprintf("profitability changed page %d", i/perPage), Page{Stream: "profitability",
-			Batch: recordjson.Profitabilities(rows[i:end]), Listing: l, EndsListing: end == len(rows)})
+		c := commitAs(fmt.Sprintf("profitability changed page %d", i/perPage), page{stream: "profitability",
+			batch: recordjson.Profitabilities(rows[i:end]), sees: l, ends: endsIf(l, end == len(rows))})
 		marked += c.Tables["profitability"].Deleted
 	}
 	if marked != 5 {
@@ -282,8 +282,8 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	// Child tables: 400 projects × 50 deliverables, team members and history
 	// entries (20 000 each), then the same projects with one of each gone.
 	const projects, children = 400, 50
-	page("project details first", Page{Batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, false))})
-	c := page("project details changed", Page{Batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, true))})
+	commitAs("project details first", page{batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, false))})
+	c := commitAs("project details changed", page{batch: recordjson.ProjectDetails(bigProjectDetails(projects, children, true))})
 	if got := c.Tables["project_deliverables"].Deleted; got != projects {
 		t.Errorf("deleted %d deliverables, want %d", got, projects)
 	}
@@ -292,13 +292,13 @@ func TestStatementsPlanWithoutStatistics(t *testing.T) {
 	// recipients replaced against 20 000 e-mails).
 	g := newCommsGenerator()
 	for n := range 20 {
-		page(fmt.Sprintf("emails page %d", n), Page{Stream: "communications", Batch: g.page(n)})
+		commitAs(fmt.Sprintf("emails page %d", n), page{stream: "communications", batch: g.page(n)})
 	}
 	resent := g.page(7)
 	resent.Rejects = append(resent.Rejects, transform.Reject{Stream: stream.RejectCommunications, Key: "7001",
 		Payload: json.RawMessage(`{"id":7001}`), Error: "bad"})
-	page("emails page re-sent", Page{Stream: "communications", Batch: resent,
-		State: &Checkpoint{Cursor: json.RawMessage(`{"page":8}`)}})
+	commitAs("emails page re-sent", page{stream: "communications", batch: resent,
+		state: &Checkpoint{Cursor: json.RawMessage(`{"page":8}`)}})
 	t.Logf("explained %d statements", explained)
 	for k, n := range kinds {
 		t.Logf("%4d × %.110s", n, k)
@@ -332,7 +332,7 @@ func TestBulkLoadAnalysed(t *testing.T) {
 	const pages = 20
 	analyses := 0
 	for n := range pages {
-		commit(t, s, Page{Stream: "communications", Batch: g.page(n)})
+		commit(t, s, page{stream: "communications", batch: g.page(n)})
 		for _, st := range rec.take() {
 			if strings.HasPrefix(st.sql, "ANALYZE") {
 				analyses++
@@ -353,7 +353,7 @@ func TestBulkLoadAnalysed(t *testing.T) {
 		t.Errorf("users: never analysed")
 	}
 	before := reltuples("emails")
-	commit(t, s, Page{Stream: "communications", Batch: g.page(pages)}) // +5 %
+	commit(t, s, page{stream: "communications", batch: g.page(pages)}) // +5 %
 	if n := reltuples("emails"); n != before {
 		t.Errorf("emails analysed again after growing by 5 %% (reltuples %d → %d)", before, n)
 	}

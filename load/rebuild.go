@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -32,10 +31,10 @@ const RebuildStream = "rebuild"
 // Soft-deleted rows are left out: writing them again would bring them back.
 func (s *Store) StoredRecords(ctx context.Context, table string, after []string, limit int) ([]transform.Stored, error) {
 	t, ok := s.byName[table]
-	raws := rawColumns(table)
-	if !ok || t.parent != "" || len(raws) == 0 {
+	if !ok || t.parent != "" || len(t.raws) == 0 {
 		return nil, fmt.Errorf("read stored records of %s: %w (or not a table of records with their raw JSON)", table, ErrUnknownTable)
 	}
+	raws := t.raws
 	if after != nil && len(after) != len(t.key) {
 		return nil, fmt.Errorf("read stored records of %s: cursor of %d values for a key of %d", table, len(after), len(t.key))
 	}
@@ -116,21 +115,6 @@ func keyText(col, typ string) string {
 	default:
 		return col + "::text"
 	}
-}
-
-// rawColumns names the columns of table that hold the record as received.
-func rawColumns(table string) []string {
-	st, _, ok := stream.LookupTable(table)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, c := range st.Columns {
-		if c.Derived == stream.DerivedRecord {
-			out = append(out, c.Name)
-		}
-	}
-	return out
 }
 
 // RejectedRecord is a rejected_records row of a table's records, read for a
@@ -234,13 +218,14 @@ func (s *Store) KeysStored(ctx context.Context, table string, keys [][]any) ([]b
 	return out, nil
 }
 
-// CommitRebuild commits a page of a rebuild as CommitPage does and, in the
-// same transaction, deletes the rejected records resolved (rejected_ids of
-// records whose retry landed in the page). It returns the page's counts and
-// the number of rejected records deleted.
-func (s *Store) CommitRebuild(ctx context.Context, p Page, resolved []int64) (Counts, int64, error) {
+// CommitRebuild commits a page of a rebuild for run runID as Commit does
+// and, in the same transaction, deletes the rejected records resolved
+// (rejected_ids of records whose retry landed in the page). It returns the
+// page's counts and the number of rejected records deleted.
+func (s *Store) CommitRebuild(ctx context.Context, runID string, rp RebuildPage, resolved []int64) (Counts, int64, error) {
 	var deleted int64
-	p.keepRejects = true
+	p := rp.lower()
+	p.runID = runID
 	if len(resolved) > 0 {
 		del := fmt.Sprintf("DELETE FROM %s WHERE rejected_id = ANY($1)", s.id("rejected_records"))
 		then := p.then
@@ -256,7 +241,7 @@ func (s *Store) CommitRebuild(ctx context.Context, p Page, resolved []int64) (Co
 			return nil
 		}
 	}
-	c, err := s.CommitPage(ctx, p)
+	c, err := s.commitPage(ctx, p)
 	if err != nil {
 		return c, 0, err
 	}

@@ -40,7 +40,7 @@ func TestStoredRecordsKeysetPaging(t *testing.T) {
 		`{"entity_id":"42","period":"2024-10","revenue":"900","cost":"950","margin":"-50","currency":"RON"}`,
 		`{"entity_id":"7","period":"2024-11","revenue":"10","currency":"EUR"}`)
 	b.Append(profitabilityRecords(t, "project", `{"entity_id":"P-3","period":"2024-11","revenue":"5"}`))
-	commit(t, s, Page{Batch: b})
+	commit(t, s, page{batch: b})
 	if _, err := pool.Exec(ctx, fmt.Sprintf(`UPDATE %s SET _deleted_at = now() WHERE entity_id = '7'`, qualified(schema, "profitability"))); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStoredRecordsKeysetPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := commit(t, s, Page{Batch: rb}); c.Written() != 0 {
+	if c := commit(t, s, page{batch: rb}); c.Written() != 0 {
 		t.Errorf("rebuilding unchanged records wrote %+v", c.Tables)
 	}
 
@@ -107,8 +107,8 @@ func TestRejectedRecordsRetry(t *testing.T) {
 		transform.NewReject(stream.RejectProfitability, "", json.RawMessage(`{"period":"2024-11"}`), errors.New("entity_id is missing")),
 		transform.NewReject(stream.RejectInvoices, "INV-9", json.RawMessage(`{"id":"INV-9"}`), errors.New("amount is missing")),
 	}
-	commit(t, s, Page{Batch: transform.Batch{Rejects: rejects}})
-	commit(t, s, Page{Batch: profitabilityRecords(t, "project", `{"entity_id":"P-3","period":"2024-11","revenue":"5"}`)})
+	commit(t, s, page{batch: transform.Batch{Rejects: rejects}})
+	commit(t, s, page{batch: profitabilityRecords(t, "project", `{"entity_id":"P-3","period":"2024-11","revenue":"5"}`)})
 
 	got, err := s.RejectedRecords(ctx, "profitability", 0, 10)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestRejectedRecordsRetry(t *testing.T) {
 	// A failing page deletes nothing.
 	bad := transform.Batch{Rejects: []transform.Reject{{Stream: "x", Key: "k", Payload: json.RawMessage(`{}`), Error: "e"}}}
 	bad.Tables = map[string]*transform.TableRows{"profitability": {Rows: [][]any{{"brand"}}}}
-	if _, _, err := s.CommitRebuild(ctx, Page{Batch: bad}, []int64{got[0].ID}); err == nil {
+	if _, _, err := s.CommitRebuild(ctx, "", RebuildPage{Batch: bad}, []int64{got[0].ID}); err == nil {
 		t.Fatal("a malformed page committed")
 	}
 	if n := queryInt(t, pool, "SELECT count(*) FROM "+qualified(schema, "rejected_records")); n != 3 {
@@ -149,7 +149,7 @@ func TestRejectedRecordsRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, resolved, err := s.CommitRebuild(ctx, Page{Stream: RebuildStream, Batch: fixed,
+	c, resolved, err := s.CommitRebuild(ctx, "", RebuildPage{Batch: fixed,
 		State: &Checkpoint{Partition: "profitability", Cursor: json.RawMessage(`{"after_id":1}`)}}, []int64{got[0].ID})
 	if err != nil || resolved != 1 || c.Tables["profitability"].Inserted != 1 {
 		t.Fatalf("commit: %+v, %d resolved, %v", c, resolved, err)

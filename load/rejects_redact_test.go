@@ -28,7 +28,7 @@ func TestRejectsAreRedacted(t *testing.T) {
 	rj := transform.NewReject("invoices", "inv-"+key[:10],
 		json.RawMessage(`{"id":"x","note":"token `+escaped+`","url":"/?k=`+url.QueryEscape(key)+`"}`),
 		errors.New(`amount "`+key+`" is not a decimal number`))
-	commit(t, s, Page{Stream: "finance", Batch: transform.Batch{Rejects: []transform.Reject{rj}}})
+	commit(t, s, page{stream: "finance", batch: transform.Batch{Rejects: []transform.Reject{rj}}})
 	row := queryText(t, pool, "SELECT record_key || ' ' || payload::text || ' ' || error FROM "+qualified(schema, "rejected_records"))
 	for i := 0; i+8 <= len(key); i++ {
 		for _, f := range []string{key[i : i+8], url.QueryEscape(key[i : i+8]), strings.ReplaceAll(key[i:i+8], "-", `\u002d`)} {

@@ -107,13 +107,13 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 		return fixture.Invoice{ID: extract.ID(id), Number: "F-" + id, Amount: fixture.Decimal(amount), Currency: "RON"}
 	}
 	// Three invoices rejected (one without key), and brand 42's detail.
-	page := recordjson.Invoices([]fixture.Invoice{inv("i1", "x"), inv("i2", "x"), inv("i3", "x")})
-	page.Rejects = append(page.Rejects, transform.RecordErrors(stream.RejectInvoices,
+	pg := recordjson.Invoices([]fixture.Invoice{inv("i1", "x"), inv("i2", "x"), inv("i3", "x")})
+	pg.Rejects = append(pg.Rejects, transform.RecordErrors(stream.RejectInvoices,
 		[]extract.RecordError{{Endpoint: "invoices", Raw: json.RawMessage(`{"total":5}`), Err: errors.New("no id")}})...)
 	neg := int64(-1)
 	detail := recordjson.BrandDetails([]fixture.BrandDetail{{Brand: fixture.Brand{ID: "42", Name: "Acme", ProjectsCount: &neg}}}, time.Now())
-	page.Append(detail)
-	if c := commit(t, s, Page{Stream: "finance", Batch: page}); c.Rejected != 5 || c.Resolved != 0 {
+	pg.Append(detail)
+	if c := commit(t, s, page{stream: "finance", batch: pg}); c.Rejected != 5 || c.Resolved != 0 {
 		t.Fatalf("first page: %+v", c)
 	}
 	want := []string{"brands.details 42", "finance.invoices hash", "finance.invoices i1", "finance.invoices i2", "finance.invoices i3"}
@@ -126,7 +126,7 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 	one := int64(1)
 	b := recordjson.Invoices([]fixture.Invoice{inv("i1", "10")})
 	b.Append(recordjson.Brands([]fixture.Brand{{ID: "42", Name: "Acme", ProjectsCount: &one}}, time.Now()))
-	if c := commit(t, s, Page{Stream: "finance", Batch: b}); c.Resolved != 1 {
+	if c := commit(t, s, page{stream: "finance", batch: b}); c.Resolved != 1 {
 		t.Errorf("landing i1: resolved %d, want 1", c.Resolved)
 	}
 	want = []string{"brands.details 42", "finance.invoices hash", "finance.invoices i2", "finance.invoices i3"}
@@ -138,7 +138,7 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 	if _, err := pool.Exec(ctx, "INSERT INTO "+qualified(schema, "invoices")+" (invoice_id, amount, currency, raw) VALUES ('i2', 1, 'RON', '{}')"); err != nil {
 		t.Fatal(err)
 	}
-	if _, n, err := s.CommitRebuild(ctx, Page{Stream: RebuildStream, Batch: recordjson.Invoices([]fixture.Invoice{inv("i2", "3")})}, nil); err != nil || n != 0 {
+	if _, n, err := s.CommitRebuild(ctx, "", RebuildPage{Batch: recordjson.Invoices([]fixture.Invoice{inv("i2", "3")})}, nil); err != nil || n != 0 {
 		t.Fatalf("rebuild page: %d, %v", n, err)
 	}
 	if got := open(); !slices.Equal(got, want) {
@@ -147,7 +147,7 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 
 	// Brand 42's detail lands: its reject is resolved.
 	det := recordjson.BrandDetails([]fixture.BrandDetail{{Brand: fixture.Brand{ID: "42", Name: "Acme", ProjectsCount: &one}}}, time.Now())
-	if c := commit(t, s, Page{Stream: "brands", Batch: det, DetailFetched: &FetchedDetail{ID: "42", Hash: "h", At: time.Now()}}); c.Resolved != 1 {
+	if c := commit(t, s, page{stream: "brands", batch: det, detailTable: "brands", fetched: &FetchedDetail{ID: "42", Hash: "h", At: time.Now()}}); c.Resolved != 1 {
 		t.Errorf("landing brand 42's detail: resolved %d, want 1", c.Resolved)
 	}
 
@@ -159,8 +159,8 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 	}
 	// (It lists i1 too: a listing that would soft-delete most of the
 	// table is a mass delete held for confirmation, which resolves nothing.)
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Invoices([]fixture.Invoice{inv("i1", "10"), inv("i2", "10"), inv("i3", "x")}), Listing: l})
-	c := commit(t, s, Page{Stream: "finance", Batch: recordjson.Invoices([]fixture.Invoice{inv("i4", "10")}), Listing: l, EndsListing: true})
+	commit(t, s, page{stream: "finance", batch: recordjson.Invoices([]fixture.Invoice{inv("i1", "10"), inv("i2", "10"), inv("i3", "x")}), sees: l})
+	c := commit(t, s, page{stream: "finance", batch: recordjson.Invoices([]fixture.Invoice{inv("i4", "10")}), ends: []*Listing{l}})
 	if got, want := open(), []string{"finance.invoices i3"}; !slices.Equal(got, want) {
 		t.Fatalf("after a complete listing: open rejects %q, want %q", got, want)
 	}
@@ -170,8 +170,8 @@ func TestRejectsResolveWhenTheyLand(t *testing.T) {
 
 	// A short listing (fewer rows than announced) resolves nothing.
 	l, _ = s.NewListing("invoices", nil)
-	l.Expect(10)
-	commit(t, s, Page{Stream: "finance", Batch: recordjson.Invoices([]fixture.Invoice{inv("i4", "10")}), Listing: l, EndsListing: true})
+	l.expect(10)
+	commit(t, s, page{stream: "finance", batch: recordjson.Invoices([]fixture.Invoice{inv("i4", "10")}), ends: []*Listing{l}})
 	if got, want := open(), []string{"finance.invoices i3"}; !slices.Equal(got, want) {
 		t.Fatalf("after a short listing: open rejects %q, want %q", got, want)
 	}

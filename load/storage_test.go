@@ -59,7 +59,7 @@ WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' AND a.attname IN ('r
 
 	b := newCommsGenerator().page(0)
 	withBodies(t, &b, 0)
-	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: b}); err != nil {
+	if _, err := s.commitPage(ctx, page{stream: "communications", batch: b}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err = pool.Query(ctx, `SELECT coalesce(pg_column_compression(raw), 'none'), count(*), sum(pg_column_size(raw)), sum(octet_length(raw::text))
@@ -106,12 +106,12 @@ func TestUpdatedRawKeepsTheColumnsCompression(t *testing.T) {
 	}
 	gen := newCommsGenerator()
 	plain := gen.page(0)
-	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: plain}); err != nil {
+	if _, err := s.commitPage(ctx, page{stream: "communications", batch: plain}); err != nil {
 		t.Fatal(err)
 	}
 	bodies := gen.page(0)
 	withBodies(t, &bodies, 0)
-	if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: bodies}); err != nil {
+	if _, err := s.commitPage(ctx, page{stream: "communications", batch: bodies}); err != nil {
 		t.Fatal(err)
 	}
 	var pglz, lz, none int

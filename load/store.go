@@ -8,9 +8,11 @@
 // keys is stored yet (backfill pages of ascending e-mail ids), the rows are
 // copied straight into the table.
 //
-// A page commits in one transaction: its rows, its rejected records and the
-// stream's checkpoint in sync_state, and the soft deletes of a listing it
-// completes. A crash leaves all of a page or nothing of it. The quota ledger
+// A page commits in one transaction (Store.Commit): its rows, its rejected
+// records and the stream's checkpoint in sync_state, and the soft deletes
+// of a listing it completes. What a page carries is said by its kind: a
+// listing's page (ListPage), a listing's end (ListEnd), an entity's detail
+// with its child lists (DetailPage), a page of a range (RangePage). A crash leaves all of a page or nothing of it. The quota ledger
 // (Ledger) is the exception on purpose: it counts each request durably before
 // the request is sent.
 //
@@ -32,6 +34,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agencysync/agencysync/logging"
+	"github.com/agencysync/agencysync/stream"
 	"github.com/agencysync/agencysync/transform"
 )
 
@@ -60,6 +63,9 @@ type Config struct {
 	// complete listing may soft-delete at once; more wait for the next
 	// listing to agree (see MarkDeleted). Nil: DefaultMassDeleteShare.
 	MassDeleteShare *float64
+	// Streams are the declarations whose tables the Store writes, in
+	// order (nil: stream.All()); their tables must exist in the schema.
+	Streams []*stream.Stream
 }
 
 // DefaultMassDeleteShare is the share of a table's live rows a listing may
@@ -68,7 +74,7 @@ const DefaultMassDeleteShare = 0.2
 
 // Store writes pages into one warehouse schema and reads and writes its
 // bookkeeping (sync_state, sync_runs). It is safe for concurrent use; each
-// CommitPage uses its own connection.
+// Commit uses its own connection.
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string
@@ -112,6 +118,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.StatementTimeout < 0 {
 		return nil, fmt.Errorf("create store: negative statement timeout %s", cfg.StatementTimeout)
 	}
+	streams := cfg.Streams
+	if streams == nil {
+		streams = stream.All()
+	}
+	specs := specsOf(streams)
 	s := &Store{pool: pool, schema: cfg.Schema, log: cfg.Logger, red: cfg.Redactor, byName: make(map[string]*table, len(specs)),
 		analyzeMinRows: defaultAnalyzeMinRows, growth: make(map[string]*tableGrowth), massShare: DefaultMassDeleteShare}
 	if m := cfg.MassDeleteShare; m != nil {
@@ -160,45 +171,46 @@ func (s *Store) Tables() []string {
 	return out
 }
 
-// Page is what one transaction commits.
-type Page struct {
-	// Stream is the sync_state stream the page belongs to, e.g.
-	// "communications". Required when State is set.
-	Stream string
-	// RunID is the sync_runs.run_id of the run writing the page ("" for none):
-	// stored as last_run_id of the rejects and of the state.
-	RunID string
-	// Batch holds the rows of any tables, and the page's rejected records.
-	Batch transform.Batch
-	// State, when set, is the stream's checkpoint committed with the rows.
-	State *Checkpoint
-	// Listing, when set, is a complete listing this page belongs to: the
-	// page's rows (and keyed rejects) of the listing's table are recorded as
-	// seen.
-	Listing *Listing
-	// EndsListing says the page is the listing's last: rows of its table not
-	// seen by the listing get _deleted_at, in this page's transaction.
-	EndsListing bool
-	// Listed, when set, are the page's brands or projects of Stream as
-	// listed: their list hashes are recorded in detail_state
-	// (see DetailState), in the page's transaction.
-	Listed []ListedEntity
-	// DetailFetched, when set, says the page carries the detail of an entity
-	// of Stream: detail_state records it (see DetailState), in the page's
-	// transaction.
-	DetailFetched *FetchedDetail
-	// MarkUnlisted, for brands or projects (Stream), marks the entities the
-	// warehouse soft-deleted as no longer listed, so their details are not
-	// fetched, and soft-deletes the contacts of deleted brands — after the
-	// listing's deletions, in the page's transaction
-	// (see DetailState).
-	MarkUnlisted bool
-	// Rekeyed, for a rebuild's page, are the list hashes of the brands or
-	// projects (RekeyStream) it re-derived under a new field map: a detail
-	// current under the old hash stays current (see DetailState), in the
-	// page's transaction.
-	Rekeyed     []ListedEntity
-	RekeyStream string
+// page is what one transaction commits, as the commit kinds (commit.go)
+// lower to it.
+type page struct {
+	// stream is the sync_state stream the page belongs to; required with a
+	// state.
+	stream string
+	// runID is the sync_runs.run_id of the run writing the page ("" for
+	// none): stored as last_run_id of the rejects and of the state.
+	runID string
+	// batch holds the rows of any tables, and the page's rejected records.
+	batch transform.Batch
+	// state, when set, is the stream's checkpoint committed with the rows.
+	state *Checkpoint
+	// sees, when set, is the listing the page belongs to: once the page is
+	// committed, its rows (and keyed rejects) of the listing's table are
+	// recorded as seen, and total as announced for it.
+	sees  *Listing
+	total int
+	// ends are the listings the page ends: rows of their tables not seen
+	// get _deleted_at, in the page's transaction.
+	ends []*Listing
+	// listed are the page's entities as listed: their list hashes are
+	// recorded in detail_state under stream (see DetailState).
+	listed []ListedEntity
+	// unlisted, after the listings' deletions, marks the entities the
+	// warehouse soft-deleted as no longer listed and soft-deletes their
+	// child lists' rows (see DetailState).
+	unlisted *Unlisted
+	// detailTable is the table whose rows the page carries as an entity's
+	// detail: they resolve the detail's rejects (DetailReject), not the
+	// list's.
+	detailTable string
+	// fetched, when set, is the detail of an entity of stream the page
+	// carries: detail_state records it.
+	fetched *FetchedDetail
+	// rekeyed, for a rebuild's page, are the list hashes of the entities of
+	// rekeyStream it re-derived under a new field map: a detail current
+	// under the old hash stays current.
+	rekeyed     []ListedEntity
+	rekeyStream string
 
 	// then runs last inside the page's transaction (this package's tests:
 	// failure injection, the settings and plans seen inside a page).
@@ -208,7 +220,7 @@ type Page struct {
 	keepRejects bool
 }
 
-// FetchedDetail is the detail of one brand or project a page carries.
+// FetchedDetail is the detail of one entity a page carries.
 type FetchedDetail struct {
 	// ID is the entity's id; Hash the hash of its list entry when it was due.
 	ID, Hash string
@@ -290,17 +302,20 @@ func (c Counts) RowsByTable() map[string]int64 {
 	return out
 }
 
-// CommitPage writes a page in one transaction: the batch's rows table by
-// table, its rejected records, the listing's deletions when the page ends
-// it, the stream's checkpoint, then the detail bookkeeping the page carries
-// (Listed, MarkUnlisted, DetailFetched). Either all of it commits or
-// nothing does.
-func (s *Store) CommitPage(ctx context.Context, p Page) (Counts, error) {
-	if p.State != nil && p.Stream == "" {
+// Commit writes c in one transaction for run runID ("" for none): the
+// rows of its batch table by table, its rejected records, the deletions of
+// the listings it ends, its checkpoint, then the detail bookkeeping it
+// carries. Either all of it commits or nothing does.
+func (s *Store) Commit(ctx context.Context, runID string, c Commit) (Counts, error) {
+	p := c.lower()
+	p.runID = runID
+	return s.commitPage(ctx, p)
+}
+
+// commitPage commits p in one transaction (see Commit).
+func (s *Store) commitPage(ctx context.Context, p page) (Counts, error) {
+	if p.state != nil && p.stream == "" {
 		return Counts{}, errors.New("commit page: checkpoint without stream")
-	}
-	if p.EndsListing && p.Listing == nil {
-		return Counts{}, errors.New("commit page: EndsListing without Listing")
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -321,9 +336,7 @@ func (s *Store) CommitPage(ctx context.Context, p Page) (Counts, error) {
 		})
 		if err == nil {
 			stages.committed()
-			if p.Listing != nil {
-				p.Listing.See(&p.Batch) // recorded once the page is durable
-			}
+			p.seen() // recorded once the page is durable
 			s.analyzeGrown(ctx, conn, counts)
 			return counts, nil
 		}
@@ -332,11 +345,26 @@ func (s *Store) CommitPage(ctx context.Context, p Page) (Counts, error) {
 		if attempt < 3 && ctx.Err() == nil && errors.As(err, &pgErr) &&
 			(pgErr.Code == codeUniqueViolation || pgErr.Code == codeDeadlockDetected) {
 			s.log.Info("page collided with a concurrent writer; retrying",
-				zap.String("stream", p.Stream), zap.Int("attempt", attempt), zap.String("code", pgErr.Code))
+				zap.String("stream", p.stream), zap.Int("attempt", attempt), zap.String("code", pgErr.Code))
 			fast = false
 			continue
 		}
-		return Counts{}, fmt.Errorf("commit page of %s: %w", p.Stream, err)
+		return Counts{}, fmt.Errorf("commit page of %s: %w", p.stream, err)
+	}
+}
+
+// seen records, once p committed, p's rows and keyed rejects as seen by its
+// listing and by the listings it ended, and the total announced for its
+// listing.
+func (p *page) seen() {
+	if p.sees != nil {
+		p.sees.expect(p.total)
+		p.sees.see(&p.batch)
+	}
+	for _, l := range p.ends {
+		if l != p.sees {
+			l.see(&p.batch)
+		}
 	}
 }
 
@@ -346,56 +374,39 @@ const (
 	codeDeadlockDetected = "40P01"
 )
 
-func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet, fast bool) (Counts, error) {
+func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *page, stages *stageSet, fast bool) (Counts, error) {
 	var counts Counts
 	for _, t := range s.tables {
-		tc, err := t.write(ctx, tx, &p.Batch, stages, fast)
+		tc, err := t.write(ctx, tx, &p.batch, stages, fast)
 		if err != nil {
 			return counts, err
 		}
 		counts.addTable(t.name, tc)
 	}
 	if !p.keepRejects {
-		detail := ""
-		if p.DetailFetched != nil {
-			detail = p.Stream // the entity's table is named as its stream
-		}
-		n, err := s.resolveLanded(ctx, tx, &p.Batch, detail)
+		n, err := s.resolveLanded(ctx, tx, &p.batch, p.detailTable)
 		if err != nil {
 			return counts, err
 		}
 		counts.Resolved += n
 	}
-	n, err := s.upsertRejects(ctx, tx, p.RunID, p.Batch.Rejects)
+	n, err := s.upsertRejects(ctx, tx, p.runID, p.batch.Rejects)
 	if err != nil {
 		return counts, err
 	}
 	counts.Rejected = n
-	if p.EndsListing {
-		if err := s.endListing(ctx, tx, p, &counts); err != nil {
+	for _, l := range p.ends {
+		if err := s.endListing(ctx, tx, p, l, &counts); err != nil {
 			return counts, err
 		}
 	}
-	if p.State != nil {
-		if err := s.setState(ctx, tx, p.Stream, p.RunID, *p.State, counts.Written(), counts.Rejected); err != nil {
+	if p.state != nil {
+		if err := s.setState(ctx, tx, p.stream, p.runID, *p.state, counts.Written(), counts.Rejected); err != nil {
 			return counts, err
 		}
 	}
-	if err := s.details.recordListed(ctx, tx, p.Stream, p.Listed); err != nil {
+	if err := s.bookDetails(ctx, tx, p); err != nil {
 		return counts, err
-	}
-	if p.MarkUnlisted {
-		if err := s.details.markUnlisted(ctx, tx, p.Stream); err != nil {
-			return counts, err
-		}
-	}
-	if err := s.details.rekey(ctx, tx, p.RekeyStream, p.Rekeyed); err != nil {
-		return counts, err
-	}
-	if d := p.DetailFetched; d != nil {
-		if err := s.details.fetched(ctx, tx, p.Stream, d.ID, d.Hash, d.At); err != nil {
-			return counts, err
-		}
 	}
 	if p.then != nil {
 		if err := p.then(ctx, tx); err != nil {
@@ -405,12 +416,33 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *Page, stages *stageSet
 	return counts, nil
 }
 
-// endListing ends the complete listing of page p: the rows it did not see
-// get _deleted_at, and the rejects of its stream it did not receive again
-// are resolved (both after the page's own rows and rejects).
-func (s *Store) endListing(ctx context.Context, tx pgx.Tx, p *Page, counts *Counts) error {
-	l := p.Listing.with(&p.Batch)
-	n, held, err := s.markDeleted(ctx, tx, l, p.RunID)
+// bookDetails records in detail_state, in p's transaction, what p carries
+// of its stream's entities: as listed, no longer listed, re-keyed, their
+// detail fetched.
+func (s *Store) bookDetails(ctx context.Context, tx pgx.Tx, p *page) error {
+	if err := s.details.recordListed(ctx, tx, p.stream, p.listed); err != nil {
+		return err
+	}
+	if p.unlisted != nil {
+		if err := s.details.markUnlisted(ctx, tx, p.stream, s.unlistedOf(p.unlisted)); err != nil {
+			return err
+		}
+	}
+	if err := s.details.rekey(ctx, tx, p.rekeyStream, p.rekeyed); err != nil {
+		return err
+	}
+	if d := p.fetched; d != nil {
+		return s.details.fetched(ctx, tx, p.stream, d.ID, d.Hash, d.At)
+	}
+	return nil
+}
+
+// endListing ends the complete listing pl in page p: the rows it did not
+// see get _deleted_at, and the rejects of its stream it did not receive
+// again are resolved (both after the page's own rows and rejects).
+func (s *Store) endListing(ctx context.Context, tx pgx.Tx, p *page, pl *Listing, counts *Counts) error {
+	l := pl.with(&p.batch)
+	n, held, err := s.markDeleted(ctx, tx, l, p.runID)
 	if held != nil {
 		counts.HeldDeletions = append(counts.HeldDeletions, *held)
 	}
@@ -551,7 +583,7 @@ func scanState(row pgx.Row) (State, error) {
 }
 
 // SetState writes the checkpoint of stream outside a page (for example to
-// reset a cursor); pages carry theirs in Page.State.
+// reset a cursor); pages carry theirs.
 func (s *Store) SetState(ctx context.Context, stream, runID string, cp Checkpoint) error {
 	if stream == "" {
 		return errors.New("set state: empty stream")

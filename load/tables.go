@@ -47,6 +47,12 @@ type spec struct {
 	detailStream string
 	// types are the declared types of the columns, key columns first.
 	types []stream.Type
+	// paramKey, for the table of a list asked per entity, is the column
+	// that takes the entity's id (stream.Table.ParamColumn).
+	paramKey string
+	// raws are the columns that hold the record as received
+	// (stream.DerivedRecord), which a rebuild reads.
+	raws []string
 }
 
 func (s *spec) columns() []column {
@@ -63,15 +69,14 @@ func (s *spec) columnNames() []string {
 	return out
 }
 
-// specs lists every table of the model in write order, derived from the
-// stream declarations.
-var specs = specsOf(stream.Tables())
-
-// specsOf derives load's view of the declared tables.
-func specsOf(tables []*stream.Table) []*spec {
-	out := make([]*spec, len(tables))
-	for i, t := range tables {
-		out[i] = specOf(t)
+// specsOf derives load's view of the tables of streams, in write order
+// (the streams' order, parents before children).
+func specsOf(streams []*stream.Stream) []*spec {
+	var out []*spec
+	for _, s := range streams {
+		for _, t := range s.Tables() {
+			out = append(out, specOf(t))
+		}
 	}
 	return out
 }
@@ -87,6 +92,9 @@ func specOf(t *stream.Table) *spec {
 	}
 	for i, c := range t.Columns {
 		lc := column{name: c.Name, typ: c.Type.SQL(), sticky: c.Sticky, fallback: c.Fallback}
+		if c.Derived == stream.DerivedRecord {
+			s.raws = append(s.raws, c.Name)
+		}
 		if c.Key {
 			s.key = append(s.key, lc)
 		} else {
@@ -96,6 +104,9 @@ func specOf(t *stream.Table) *spec {
 	}
 	if t.Replace {
 		s.parent = t.ParentKey()
+	}
+	if c := t.ParamColumn(); c != nil {
+		s.paramKey = c.Name
 	}
 	return s
 }

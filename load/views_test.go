@@ -167,7 +167,7 @@ func seedViews(t testing.TB, s *Store, pool *pgxpool.Pool, schema string, emails
 			withBodies(t, &b, n)
 		}
 		st := time.Now()
-		if _, err := s.CommitPage(ctx, Page{Stream: "communications", Batch: b}); err != nil {
+		if _, err := s.commitPage(ctx, page{stream: "communications", batch: b}); err != nil {
 			t.Fatal(err)
 		}
 		loading += time.Since(st)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // TestS08Credentials: revoked keys exit 3 after one request per interface
@@ -65,7 +67,7 @@ func TestS08Credentials(t *testing.T) {
 		if err := r.pool.QueryRow(context.Background(), "SELECT coalesce(error, '') FROM "+pgx.Identifier{r.schema, "sync_runs"}.Sanitize()).Scan(&errText); err != nil {
 			t.Fatal(err)
 		}
-		for _, task := range []string{"brands", "projects", "finance"} {
+		for _, task := range listTasks() {
 			part := ""
 			for _, p := range strings.Split(errText, "; ") {
 				if strings.HasPrefix(p, task+":") {
@@ -92,4 +94,16 @@ func TestS08Credentials(t *testing.T) {
 		sc.fig("foreign key: exit %d, %d × 403 (brands, projects and finance each reported), communications synced (%d e-mails)", res.code, st.ByStatus["403"], emails)
 		t.Logf("foreign key: %s", errText)
 	})
+}
+
+// listTasks are the list tasks of the declared streams (each named as its
+// stream).
+func listTasks() []string {
+	var out []string
+	for _, s := range stream.All() {
+		if len(s.Lists) > 0 {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }

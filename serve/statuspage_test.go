@@ -27,6 +27,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // chromiumFlags are the flags of every headless Chromium the tests start.
@@ -259,20 +260,19 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 
 	// Streams: rows, rejects and last success against the warehouse.
-	mainTable := map[string]string{engine.StreamBrands: "brands", engine.StreamProjects: "projects", engine.StreamFinance: "invoices", engine.StreamCommunications: "emails"}
 	rows := dom.withAttr("data-stream", "")
 	if len(rows) != len(engine.AllStreams) {
 		t.Fatalf("%d stream rows, want %d", len(rows), len(engine.AllStreams))
 	}
 	for _, r := range rows {
 		s := r.attrs["data-stream"]
-		where := " WHERE _deleted_at IS NULL"
-		if s == engine.StreamCommunications {
-			where = ""
+		decl, ok := stream.Lookup(s)
+		if !ok {
+			t.Fatalf("stream row %q is no declared stream", s)
 		}
 		var want, rejected int64
 		var last time.Time
-		if err := h.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl(mainTable[s])+where).Scan(&want); err != nil {
+		if err := h.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl(decl.Main)+" WHERE _deleted_at IS NULL").Scan(&want); err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Pool.QueryRow(ctx, "SELECT count(*) FROM "+tbl("rejected_records")+" WHERE split_part(stream, '.', 1) = $1", s).Scan(&rejected); err != nil {

@@ -1,6 +1,6 @@
 package stream
 
-// Endpoint names of the brands stream (as extract.Endpoint*).
+// Endpoint names of the brands stream.
 const (
 	EndpointBrands        = "brands"
 	EndpointBrand         = "brand"
@@ -20,24 +20,27 @@ var brandsOnly = []string{EndpointBrands}
 // brandOnly limits a column to brand details.
 var brandOnly = []string{EndpointBrand}
 
-// brands: the list, each brand's detail (when its list entry changed) and its
-// contact persons. The detail's brand_info carries the list's fields; its
+// brands: the list, and each brand's detail and contact persons when the
+// brand is due (its list entry changed, or its staggered refresh). The detail's brand_info carries the list's fields; its
 // general_info and metadata objects land in their own columns.
 var brands = &Stream{
 	Name: "brands",
 	Endpoints: []Endpoint{
 		{Name: EndpointBrands, Path: "/v1/brands", Paging: PagingList, Pagination: listPaging},
-		{Name: EndpointBrand, Path: "/v1/brands/{id}", Paging: PagingDetail},
-		{Name: EndpointBrandContacts, Path: "/v1/brands/{id}/contacts", Paging: PagingList, Pagination: listPaging},
+		{Name: EndpointBrand, Path: "/v1/brands/{id}", Paging: PagingDetail, Inventory: "brand_details"},
+		{Name: EndpointBrandContacts, Path: "/v1/brands/{id}/contacts", Paging: PagingList, Pagination: listPaging,
+			Parent: EndpointBrands, Inventory: "contacts"},
 	},
-	Cursor: "the list's last completed page; per brand, the hash of its detail fields in the list " +
-		"(a changed hash makes the detail and the contacts due)",
-	Estimate: "one request per page of stored brands, plus a detail and a contacts list per brand due",
+	Lists: []List{{Partition: "list", Endpoint: EndpointBrands}},
+	Main:  "brands",
 	tables: []*Table{
 		{
 			Name: "brands", Noun: "brand", Wrapper: "brand_info",
 			Endpoints: []string{EndpointBrands, EndpointBrand},
 			Reject:    RejectBrands, DetailReject: RejectBrandDetails, SoftDelete: true,
+			// The aggregates the service recomputes from finance
+			// (projects_count, financial_summary) do not make a detail due.
+			DetailFields: []string{"name", "status", "date_created", "account_manager"},
 			Columns: []Column{
 				recordID("brand_id"),
 				field("name", Text),

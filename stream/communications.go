@@ -9,8 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// EndpointCommunications is the communications endpoint's name (as
-// extract.EndpointCommunications).
+// EndpointCommunications is the communications endpoint's name.
 const EndpointCommunications = "communications"
 
 // RejectCommunications is the reject stream of communication records.
@@ -30,20 +29,19 @@ var commsOnly = []string{EndpointCommunications}
 // in role order (Table.Sources).
 var participantPaths = []string{"users.from", "users.to", "users.cc", "users.bcc"}
 
-// communications: the e-mails of the configured users, by date window:
+// communications: the e-mails of the configured users, by date window —
 // incrementally from the watermark minus the lookback, a backfill walking
-// back in time, and a verification that re-counts past days. Recipients and
-// users come from each record's users object, whose shapes a declaration
-// cannot say: the participants hook below lists them.
+// back in time, a rolling re-read and a verification that re-counts past
+// days — which the engine's "mail" hooks run. Recipients and users come
+// from each record's users object, whose shapes a declaration cannot say:
+// the participants hook below lists them.
 var communications = &Stream{
 	Name: "communications",
 	Endpoints: []Endpoint{
 		{Name: EndpointCommunications, Path: "/workflow/tools/communications-emails", Paging: PagingWindow, Pagination: windowPaging},
 	},
-	Cursor: "the watermark (the latest email_at stored), the backfill's window and page, and " +
-		"per day the count of e-mails last verified",
-	Estimate: "the incremental window's pages from the last run's totals, the backfill's remaining " +
-		"pages, and the days due for verification",
+	Main:  "emails",
+	Hooks: "mail",
 	tables: []*Table{
 		{
 			// One row per person, folded across appearances: a later known

@@ -1,15 +1,33 @@
-// Package stream declares each stream of a sync once: the endpoints it
-// reads, what its checkpoint holds, how the planner estimates it, and the
-// warehouse tables its records fill, with every column written once — its
-// name, the source field path it is read from, its type, whether it is part
-// of the key, and what load must know of it (sticky, fallback, parent, soft
-// delete, the reject stream). One file per stream: brands.go, projects.go,
-// finance.go, communications.go; a stream's hooks (what a declaration cannot
-// say, such as the shapes of an e-mail's recipients) sit in its file. The
-// column forms most tables repeat have a constructor each: field(name, type)
-// for a column read from the field of its own name, recordID(name) for a
-// list's key (the record's id), rawColumn() for the record as received; a
-// column with any other rule spells it out as a Column.
+// Package stream declares each stream of a sync once, and the engine runs
+// it from the declaration alone: the endpoints it reads, each of a kind (a
+// list, an entity's detail, a child list asked per entity, a date-windowed
+// list), with its path and paging; the listings its list task runs (Lists:
+// each an endpoint with its parameters, its sync_state partition, and
+// whether it is read with updated_since between complete listings); the
+// columns of a list entry that make an entity's detail and child lists due
+// (Table.DetailFields); its main table (status); and the warehouse tables
+// its records fill, with every column written once — its name, the source
+// field path it is read from, its type, whether it is part of the key, and
+// what load must know of it (sticky, fallback, parent, soft delete, the
+// reject stream, which is the stream's name or starts with it). Stream,
+// task, endpoint, AGENCY_PATHS, AGENCY_PAGING, reject-stream and inventory
+// names all come from it. A stream whose behaviour a declaration cannot say
+// names the engine's hooks that run it (Stream.Hooks: the communications
+// stream's "mail"). One file per stream: brands.go, projects.go,
+// finance.go, communications.go; a stream's own functions (what a column
+// list cannot say, such as the shapes of an e-mail's recipients) sit in its
+// file. The column forms most tables repeat have a constructor each:
+// field(name, type) for a column read from the field of its own name,
+// recordID(name) for a list's key (the record's id), rawColumn() for the
+// record as received; a column with any other rule spells it out as a
+// Column.
+//
+// Check runs on every declaration at start-up (and New on a declaration
+// made elsewhere, a test's own stream): a declaration that lacks what the
+// engine needs — a list no listing asks, a detail or child list without an
+// entity list, an incremental listing without updated_at, a main table
+// without soft deletes, a reject stream named after another stream —
+// fails there, never by silently not running.
 //
 // The package also says what a column's Type means when reading JSON
 // (Column.Coerce: ids as strings or numbers, numbers as strings, exact
@@ -52,17 +70,31 @@
 //
 // # Adding a stream
 //
-// A new stream (say a tasks list) is at most six files:
+// A new stream (say a tasks list) takes:
 //
-//  1. stream/tasks.go: its Stream — endpoints, cursor, estimate, tables and
-//     columns, hooks if any — added to the list in stream.go;
+//  1. stream/tasks.go: its Stream — endpoints with their kinds and paths,
+//     listings, main table, tables and columns, detail fields if its
+//     entities have child lists, hooks if any — and its line in the list
+//     in stream.go (a list asked per brand is an endpoint and a table
+//     added to brands.go instead, and needs no line);
 //  2. migrations/000NN_tasks.sql: the tables, with a COMMENT on each column;
-//  3. the sandbox endpoint serving it (internal/testkit/sandbox);
-//  4. extract/endpoints.go: the endpoint's path (AGENCY_PATHS) and list call;
-//  5. engine/lists.go: the list in the sync (its records' Raw go to
-//     transform.Records, its rows to load: neither needs a change);
-//  6. a test: stream/tasks_test.go or an engine test syncing it end to end.
+//  3. a test syncing it end to end, serving its records from the sandbox
+//     by its declared paths (sandbox.Server.Declare);
+//  4. its line in the docs' list of tables.
 //
+// The engine (its task, estimate, partitions, listing, details and child
+// lists, status), extract (its paths, AGENCY_PATHS and AGENCY_PAGING),
 // transform, load (its table specs, merges, soft deletes, reject keys) and
-// AGENCY_FIELD_MAP follow from the declaration.
+// AGENCY_FIELD_MAP follow from the declaration, and no test lists streams,
+// tables or endpoints by hand. Once it is in All, every sync asks it, so
+// the canonical sandbox serves it too: its generated data
+// (internal/testkit/sandbox) and the requests it costs in the oracle that
+// counts a sync's requests without the worker's code
+// (internal/testkit/oracle).
+//
+// Measured: the notebooks stream of engine/declared_test.go — a paged list,
+// and a paged list per notebook soft-deleted per notebook — is declared,
+// its tables created, its records served and synced end to end (a first
+// run, an unchanged re-run that asks no notebook's notes, soft deletes) in
+// that one test file, with no product file changed.
 package stream

@@ -1,6 +1,6 @@
 package stream
 
-// Endpoint names of the finance stream (as extract.Endpoint*).
+// Endpoint names of the finance stream.
 const (
 	EndpointBudgets       = "budgets"
 	EndpointInvoices      = "invoices"
@@ -26,10 +26,10 @@ const (
 	LevelBrand   = "brand"
 )
 
-// finance: six lists. Budgets, invoices, collections and payments are read
-// incrementally (updated_since = the watermark's day minus one) and
-// completely at least once a day; profitability (per level) and the agency
-// summary are read whole.
+// finance: six lists, seven listings. Budgets, invoices, collections and
+// payments are read incrementally (updated_since = the watermark's day
+// minus one) and completely at least every SYNC_FINANCE_FULL_EVERY;
+// profitability (once per level) and the agency summary are read whole.
 var finance = &Stream{
 	Name: "finance",
 	Endpoints: []Endpoint{
@@ -38,12 +38,18 @@ var finance = &Stream{
 		{Name: EndpointCollections, Path: "/v1/finance/collections", Paging: PagingList, Pagination: listPaging, Incremental: true},
 		{Name: EndpointPayments, Path: "/v1/finance/payments", Paging: PagingList, Pagination: listPaging, Incremental: true},
 		{Name: EndpointProfitability, Path: "/v1/finance/profitability", Paging: PagingList, Pagination: listPaging},
-		{Name: EndpointAgencySummary, Path: "/v1/finance/summary", Paging: PagingList, Pagination: listPaging},
+		{Name: EndpointAgencySummary, Path: "/v1/finance/summary", Paging: PagingList, Pagination: listPaging, Inventory: "summary"},
 	},
-	Cursor: "per list (budgets, invoices, collections, payments, profitability.project, " +
-		"profitability.brand, summary): the last completed page, the watermark (the greatest " +
-		"updated_at seen) and when the list was last read completely",
-	Estimate: "per list, one request per page of its stored rows (its last total when known)",
+	Lists: []List{
+		{Partition: "budgets", Endpoint: EndpointBudgets, Incremental: true},
+		{Partition: "invoices", Endpoint: EndpointInvoices, Incremental: true},
+		{Partition: "collections", Endpoint: EndpointCollections, Incremental: true},
+		{Partition: "payments", Endpoint: EndpointPayments, Incremental: true},
+		{Partition: "profitability.project", Endpoint: EndpointProfitability, Params: map[string]string{"level": LevelProject}},
+		{Partition: "profitability.brand", Endpoint: EndpointProfitability, Params: map[string]string{"level": LevelBrand}},
+		{Partition: "summary", Endpoint: EndpointAgencySummary},
+	},
+	Main: "invoices",
 	tables: []*Table{
 		{
 			Name: "budgets", Noun: "budget", Wrapper: "budget_info", Endpoints: []string{EndpointBudgets},

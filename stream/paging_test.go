@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,8 +10,13 @@ import (
 func TestEveryListDeclaresItsPaging(t *testing.T) {
 	t.Parallel()
 	lists, fixed := Lists()
-	if len(lists) != 9 || len(fixed) != 1 || fixed[0] != EndpointCommunications {
-		t.Fatalf("lists %v, fixed %v", lists, fixed)
+	for _, s := range All() {
+		for _, ep := range s.Endpoints {
+			paged := slices.Contains(lists, ep.Name) || slices.Contains(fixed, ep.Name)
+			if paged == (ep.Kind() == KindDetail) || slices.Contains(fixed, ep.Name) != (ep.Kind() == KindWindow) {
+				t.Errorf("%s (%s): in lists %v, in fixed %v", ep.Name, ep.Kind(), slices.Contains(lists, ep.Name), slices.Contains(fixed, ep.Name))
+			}
+		}
 	}
 	for _, name := range lists {
 		ep, _ := LookupEndpoint(All(), name)

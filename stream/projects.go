@@ -2,7 +2,7 @@ package stream
 
 import "strconv"
 
-// Endpoint names of the projects stream (as extract.Endpoint*).
+// Endpoint names of the projects stream.
 const (
 	EndpointProjects = "projects"
 	EndpointProject  = "project"
@@ -25,16 +25,21 @@ var projects = &Stream{
 	Name: "projects",
 	Endpoints: []Endpoint{
 		{Name: EndpointProjects, Path: "/v1/projects", Paging: PagingList, Pagination: listPaging, Incremental: true},
-		{Name: EndpointProject, Path: "/v1/projects/{id}", Paging: PagingDetail},
+		{Name: EndpointProject, Path: "/v1/projects/{id}", Paging: PagingDetail, Inventory: "project_details"},
 	},
-	Cursor: "the list's last completed page; per project, the hash of its detail fields in the list " +
-		"(a changed hash makes the detail due)",
-	Estimate: "one request per page of stored projects, plus a detail per project due",
+	// The list is complete on purpose: only a complete listing shows
+	// deletions, and at up to 1000 projects a request it costs what an
+	// updated_since listing would.
+	Lists: []List{{Partition: "list", Endpoint: EndpointProjects}},
+	Main:  "projects",
 	tables: []*Table{
 		{
 			Name: "projects", Noun: "project", Wrapper: "project_info",
 			Endpoints: []string{EndpointProjects, EndpointProject},
 			Reject:    RejectProjects, DetailReject: RejectProjectDetails, SoftDelete: true,
+			// budget (the sum of the project's budgets, recomputed by
+			// finance) does not make the detail due.
+			DetailFields: []string{"brand_id", "name", "status", "start_date", "deadline", "closed_at", "updated_at"},
 			Columns: []Column{
 				recordID("project_id"),
 				field("brand_id", ID),

@@ -1,21 +1,32 @@
 package stream
 
 import (
-	"fmt"
 	"slices"
 )
 
-// Stream is one unit of a sync: the endpoints it reads, what its checkpoint
-// holds, and the warehouse tables its records fill.
+// Stream is one unit of a sync: the endpoints it reads, the listings its
+// list task runs, and the warehouse tables its records fill. Everything the
+// engine does with a stream follows from its declaration: a stream without
+// Hooks is run by the engine's generic runner (its Lists completely, the
+// details and child lists of its entities when due); a stream whose
+// behaviour a declaration cannot say names the hooks that run it.
 type Stream struct {
-	// Name is the stream's name in sync_state, sync selections and logs.
+	// Name is the stream's name in sync_state, sync selections and logs, and
+	// its list task's name; its tables' reject streams are Name or start
+	// with Name + ".".
 	Name string
 	// Endpoints are the requests the stream sends.
 	Endpoints []Endpoint
-	// Cursor says what the stream's sync_state rows hold between runs.
-	Cursor string
-	// Estimate says how the planner predicts the stream's requests.
-	Estimate string
+	// Lists are the complete listings the stream's list task runs, in
+	// order, each checkpointed in its own sync_state partition.
+	Lists []List
+	// Main is the table `agencysync status` counts the stream's rows in (a
+	// table of the stream with soft deletes).
+	Main string
+	// Hooks names the engine's hooks that run the stream ("" for the
+	// generic runner); the engine refuses to start with a name it does not
+	// know.
+	Hooks string
 	// tables are the tables the stream fills, parents before their children.
 	tables []*Table
 }
@@ -23,6 +34,24 @@ type Stream struct {
 // Tables returns the tables the stream fills, parents before their children
 // (the slice is the caller's; the tables are shared declarations).
 func (s *Stream) Tables() []*Table { return slices.Clone(s.tables) }
+
+// List is one complete listing of a stream's list task: a list endpoint
+// asked with its parameters, checkpointed in its own partition.
+type List struct {
+	// Partition is the listing's sync_state partition, unique in the stream.
+	Partition string
+	// Endpoint is the list endpoint asked (KindList).
+	Endpoint string
+	// Params are the request's parameters; those a column of the list's
+	// table takes (Column.Param) also scope its soft deletes to the rows
+	// holding that value (profitability's level).
+	Params map[string]string
+	// Incremental: between complete listings (at least every
+	// SYNC_FINANCE_FULL_EVERY) the list is asked with updated_since, the day
+	// before its watermark (the greatest updated_at seen). It needs an
+	// Incremental endpoint and an updated_at column in the list's table.
+	Incremental bool
+}
 
 // Paging is how an endpoint returns its records.
 type Paging string
@@ -38,11 +67,32 @@ const (
 	PagingWindow Paging = "window"
 )
 
+// Kind is what an endpoint is to the engine.
+type Kind string
+
+// Endpoint kinds.
+const (
+	// KindList is a list the stream's list task pages whole (Stream.Lists).
+	KindList Kind = "list"
+	// KindDetail is one entity of the stream's entity list, asked by its id
+	// when it is due (its list entry changed, or its staggered refresh).
+	KindDetail Kind = "detail"
+	// KindChild is a list asked per entity of a parent list ("{id}" in its
+	// path is the entity's), with the entity's detail when it is due, and
+	// listed whole each time.
+	KindChild Kind = "child"
+	// KindWindow is a list asked by date window, on the communications
+	// interface, that the stream's hooks page.
+	KindWindow Kind = "window"
+)
+
 // Endpoint is one request kind of a stream.
 type Endpoint struct {
-	// Name is the endpoint's name, as extract.Endpoint* and AGENCY_PATHS spell it.
+	// Name is the endpoint's name: AGENCY_PATHS, AGENCY_PAGING, errors and
+	// the request log use it.
 	Name string
-	// Path is the canonical path ("{id}" stands for the escaped identifier).
+	// Path is the canonical path ("{id}" stands for the escaped identifier);
+	// AGENCY_PATHS overrides it.
 	Path string
 	// Paging is how the endpoint returns its records.
 	Paging Paging
@@ -51,6 +101,34 @@ type Endpoint struct {
 	Pagination Pagination
 	// Incremental: the endpoint takes updated_since.
 	Incremental bool
+	// Parent, for a list asked per entity (KindChild), names the stream's
+	// list endpoint whose entities it is asked for.
+	Parent string
+	// Inventory names the endpoint's records in the field inventory
+	// (source_fields.stream, coverage warnings); "" is Name.
+	Inventory string
+}
+
+// Kind returns what the endpoint is to the engine.
+func (e Endpoint) Kind() Kind {
+	switch {
+	case e.Paging == PagingDetail:
+		return KindDetail
+	case e.Paging == PagingWindow:
+		return KindWindow
+	case e.Parent != "":
+		return KindChild
+	}
+	return KindList
+}
+
+// InventoryName is the name of the endpoint's records in the field
+// inventory: Inventory, else Name.
+func (e Endpoint) InventoryName() string {
+	if e.Inventory != "" {
+		return e.Inventory
+	}
+	return e.Name
 }
 
 // Table is a warehouse table filled from a stream's records.
@@ -81,6 +159,12 @@ type Table struct {
 	// Recurring: the table's rows usually exist already (a dimension seen on
 	// page after page), so load skips its probe for new rows.
 	Recurring bool
+	// DetailFields, for the table of a list whose entities have a detail or
+	// child lists, are the columns of a list entry whose change makes them
+	// due: their values, with Noun and the key, are hashed into detail_state
+	// (transform.ListHashes). Aggregates the service recomputes elsewhere
+	// are left out: they would make every detail due at every change.
+	DetailFields []string
 
 	// Parent names the table whose records hold this child table's elements;
 	// "" for a table of whole records.
@@ -380,56 +464,6 @@ func Tables() []*Table {
 		out = append(out, s.tables...)
 	}
 	return out
-}
-
-// check checks declarations at init: unique tables, key columns first,
-// parents declared before children. A broken declaration is a programming
-// error.
-func check(streams []*Stream) error {
-	seen := map[string]bool{}
-	for _, s := range streams {
-		for _, ep := range s.Endpoints {
-			pg := ep.Pagination
-			if ep.Paging != PagingDetail && (!slices.Contains(Styles(), pg.Style) || pg.Max < 1 || pg.Max > MaxPageSize) {
-				return fmt.Errorf("endpoint %s: no paging style or page size declared", ep.Name)
-			}
-		}
-		for _, t := range s.tables {
-			if seen[t.Name] {
-				return fmt.Errorf("table %s declared twice", t.Name)
-			}
-			if t.Parent != "" && !seen[t.Parent] {
-				return fmt.Errorf("table %s: parent %s not declared before it", t.Name, t.Parent)
-			}
-			seen[t.Name] = true
-			if len(t.Key()) == 0 {
-				return fmt.Errorf("table %s has no key column first", t.Name)
-			}
-			names := map[string]bool{}
-			for i, c := range t.Columns {
-				if names[c.Name] {
-					return fmt.Errorf("table %s: column %s declared twice", t.Name, c.Name)
-				}
-				names[c.Name] = true
-				if c.Key && i >= len(t.Key()) {
-					return fmt.Errorf("table %s: key column %s after data columns", t.Name, c.Name)
-				}
-				if (c.Field == "") == (c.Derived == "") {
-					return fmt.Errorf("table %s column %s: want exactly one of Field and Derived", t.Name, c.Name)
-				}
-				if c.Type.SQL() == "" {
-					return fmt.Errorf("table %s column %s: no type", t.Name, c.Name)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func init() {
-	if err := check(all); err != nil {
-		panic("stream declarations: " + err.Error())
-	}
 }
 
 // Element is one row source listed by a table's Elements function.

@@ -6,58 +6,87 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/stream"
 )
 
-// The declarations name the endpoints exactly as extract does, with its
-// canonical paths: AGENCY_PATHS and the request log use those names.
-func TestEndpointsMatchExtract(t *testing.T) {
-	paths := map[string]string{
-		extract.EndpointBrands:         extract.DefaultPaths.Brands,
-		extract.EndpointBrand:          extract.DefaultPaths.Brand,
-		extract.EndpointBrandContacts:  extract.DefaultPaths.BrandContacts,
-		extract.EndpointProjects:       extract.DefaultPaths.Projects,
-		extract.EndpointProject:        extract.DefaultPaths.Project,
-		extract.EndpointBudgets:        extract.DefaultPaths.Budgets,
-		extract.EndpointInvoices:       extract.DefaultPaths.Invoices,
-		extract.EndpointCollections:    extract.DefaultPaths.Collections,
-		extract.EndpointPayments:       extract.DefaultPaths.Payments,
-		extract.EndpointProfitability:  extract.DefaultPaths.Profitability,
-		extract.EndpointAgencySummary:  extract.DefaultPaths.AgencySummary,
-		extract.EndpointCommunications: extract.DefaultPaths.Communications,
+// Every declaration is complete: Check passes on all of them, and the
+// declared names a sync derives (streams, endpoints, listings, reject
+// streams, inventory names) are each used once.
+func TestEveryDeclarationIsComplete(t *testing.T) {
+	if err := stream.Check(stream.All()); err != nil {
+		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for _, s := range stream.All() {
-		for _, e := range s.Endpoints {
-			want, ok := paths[e.Name]
-			if !ok {
-				t.Errorf("stream %s: endpoint %q is not an extract endpoint", s.Name, e.Name)
-				continue
-			}
-			if e.Path != want {
-				t.Errorf("endpoint %s: path %q, extract's default is %q", e.Name, e.Path, want)
-			}
-			seen[e.Name] = true
-		}
-	}
-	for name := range paths {
-		if !seen[name] {
-			t.Errorf("extract endpoint %s is declared by no stream", name)
-		}
-	}
-}
-
-func TestAllStreamsInSyncOrder(t *testing.T) {
 	var names []string
 	for _, s := range stream.All() {
 		names = append(names, s.Name)
-	}
-	if want := []string{"brands", "projects", "finance", "communications"}; !slices.Equal(names, want) {
-		t.Fatalf("All() = %v, want %v", names, want)
+		if s.Hooks == "" && len(s.Lists) == 0 {
+			t.Errorf("stream %s: neither lists nor hooks: nothing would run it", s.Name)
+		}
 	}
 	if !slices.Equal(stream.Names(), names) {
-		t.Fatalf("Names() = %v, want %v", stream.Names(), names)
+		t.Fatalf("Names() = %v, want All()'s %v", stream.Names(), names)
+	}
+}
+
+// A declaration that lacks what the engine needs to run it is refused, each
+// with an error that says what is missing.
+func TestIncompleteDeclarationsAreRefused(t *testing.T) {
+	list := stream.Endpoint{Name: "things", Path: "/v1/things", Paging: stream.PagingList, Pagination: stream.StyleDefaults(stream.StylePage), Incremental: true}
+	detail := stream.Endpoint{Name: "thing", Path: "/v1/things/{id}", Paging: stream.PagingDetail}
+	child := stream.Endpoint{Name: "thing_parts", Path: "/v1/things/{id}/parts", Paging: stream.PagingList,
+		Pagination: stream.StyleDefaults(stream.StylePage), Parent: "things"}
+	things := func() *stream.Table {
+		return &stream.Table{Name: "things", Noun: "thing", Reject: "things", SoftDelete: true, Endpoints: []string{"things", "thing"},
+			DetailFields: []string{"name"},
+			Columns: []stream.Column{{Name: "thing_id", Field: "id", Type: stream.ID, Key: true}, {Name: "name", Field: "name", Type: stream.Text},
+				{Name: "updated_at", Field: "updated_at", Type: stream.Timestamptz}}}
+	}
+	parts := &stream.Table{Name: "thing_parts", Noun: "part", Reject: "things.parts", SoftDelete: true, Endpoints: []string{"thing_parts"},
+		Columns: []stream.Column{{Name: "thing_id", Param: "thing_id", Derived: stream.DerivedParam, Type: stream.ID, Key: true},
+			{Name: "part_id", Field: "id", Type: stream.ID, Key: true}}}
+	good := stream.Stream{Name: "things", Main: "things", Endpoints: []stream.Endpoint{list, detail, child},
+		Lists: []stream.List{{Partition: "list", Endpoint: "things", Incremental: true}}}
+	if _, err := stream.New(good, things(), parts); err != nil {
+		t.Fatalf("a complete declaration: %v", err)
+	}
+	noDetailFields := things()
+	noDetailFields.DetailFields = nil
+	noUpdatedAt := things()
+	noUpdatedAt.Columns = noUpdatedAt.Columns[:2]
+	badReject := things()
+	badReject.Reject = "other"
+	for _, tc := range []struct {
+		name   string
+		edit   func(s *stream.Stream)
+		tables []*stream.Table
+		want   string
+	}{
+		{"a list no listing asks", func(s *stream.Stream) { s.Lists = nil }, []*stream.Table{things(), parts}, "never run"},
+		{"detail without detail fields", nil, []*stream.Table{noDetailFields, parts}, "entity list"},
+		{"incremental without updated_at", nil, []*stream.Table{noUpdatedAt, parts}, "updated_at"},
+		{"no main table", func(s *stream.Stream) { s.Main = "" }, []*stream.Table{things(), parts}, "main table"},
+		{"reject stream of another name", nil, []*stream.Table{badReject, parts}, "reject stream"},
+		{"child without its table", nil, []*stream.Table{things()}, "thing_parts"},
+		{"window without hooks", func(s *stream.Stream) {
+			s.Endpoints = append(s.Endpoints, stream.Endpoint{Name: "w", Path: "/w", Paging: stream.PagingWindow, Pagination: stream.StyleDefaults(stream.StylePage)})
+		}, []*stream.Table{things(), parts}, "hooks"},
+		{"two listings in one partition", func(s *stream.Stream) { s.Lists = append(s.Lists, s.Lists[0]) }, []*stream.Table{things(), parts}, "twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good
+			s.Endpoints = slices.Clone(good.Endpoints)
+			s.Lists = slices.Clone(good.Lists)
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			_, err := stream.New(s, tc.tables...)
+			if !errors.Is(err, stream.ErrDeclaration) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want ErrDeclaration naming %q", err, tc.want)
+			}
+		})
+	}
+	if err := stream.Check(append(stream.All(), stream.All()[0])); !errors.Is(err, stream.ErrDeclaration) {
+		t.Fatalf("a stream declared twice: %v", err)
 	}
 }
 
@@ -187,7 +216,7 @@ func TestTablesDeclaredForLoad(t *testing.T) {
 		if tb.Parent != "" && !seen[tb.Parent] {
 			t.Errorf("table %s before its parent %s", tb.Name, tb.Parent)
 		}
-		if tb.SoftDelete && tb.Reject == "" && tb.Name != "emails" {
+		if tb.SoftDelete && tb.Reject == "" {
 			t.Errorf("soft-delete table %s has no reject stream", tb.Name)
 		}
 		for _, c := range tb.Columns {
@@ -197,9 +226,6 @@ func TestTablesDeclaredForLoad(t *testing.T) {
 				}
 			}
 		}
-	}
-	if len(seen) != 16 {
-		t.Errorf("%d tables declared, want the model's 16", len(seen))
 	}
 }
 

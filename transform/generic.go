@@ -20,7 +20,7 @@ type Input struct {
 	// Stream is the stream's declaration (stream.All, or stream.Apply's
 	// copies under a field map).
 	Stream *stream.Stream
-	// Endpoint is the endpoint that returned the records (stream.Endpoint*);
+	// Endpoint is the endpoint that returned the records (its declared name);
 	// it selects the tables and columns they fill.
 	Endpoint string
 	// Params are the request's parameters that columns may take (a contact's

@@ -5,56 +5,47 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
-// ListHash is one entity of a brands or projects list page: its id and the
-// hash of the list fields its detail owns, which decides whether the detail
-// is due.
+// ListHash is one entity of a list page whose entities have details or
+// child lists: its id and the hash of the list fields its detail owns,
+// which decides whether the detail is due.
 type ListHash struct {
 	ID   string
 	Hash string
 }
 
-// listHashFields are, per list table, its key column and the columns whose
-// change makes the detail due. For brands: name, status, date_created and
-// account_manager; the aggregates the service recomputes from finance —
-// projects_count and financial_summary — are stored from the list entry and
-// do not count: they change with every finance edit and the detail adds
-// nothing to them. For projects: brand_id, name, status, start_date,
-// deadline, closed_at and updated_at; budget (the sum of the project's
-// budgets, recomputed by finance) does not count.
-var listHashFields = map[string]struct {
-	kind, key string
-	fields    []string
-}{
-	"brands":   {"brand", "brand_id", []string{"name", "status", "date_created", "account_manager"}},
-	"projects": {"project", "project_id", []string{"brand_id", "name", "status", "start_date", "deadline", "closed_at", "updated_at"}},
-}
-
-// ListHashes returns the id and list hash of each row of table ("brands" or
-// "projects") in b, in row order; nil for another table. The hash is the one
-// the typed records gave (the same values, length-prefixed), so stored
-// hashes stay valid.
+// ListHashes returns the id and list hash of each row of table in b, in row
+// order; nil for a table that declares no DetailFields. The hash covers the
+// table's Noun, the entity's key and its DetailFields' values
+// (length-prefixed), so stored hashes stay valid as long as those do.
 func ListHashes(b *Batch, table string) []ListHash {
-	spec, ok := listHashFields[table]
 	rows := b.Rows(table)
-	if !ok || rows == nil {
+	if rows == nil || len(rows.Table.DetailFields) == 0 {
 		return nil
 	}
-	key := columnIndex(rows.Table, spec.key)
-	idx := make([]int, len(spec.fields))
-	for i, f := range spec.fields {
-		idx[i] = columnIndex(rows.Table, f)
+	t := rows.Table
+	key := columnIndex(t, t.Key()[0].Name)
+	idx := make([]int, len(t.DetailFields))
+	nullable := make([]bool, len(t.DetailFields))
+	for i, f := range t.DetailFields {
+		idx[i] = columnIndex(t, f)
+		if c, ok := t.Column(f); ok {
+			nullable[i] = c.Type == stream.Date || c.Type == stream.Timestamptz
+		}
 	}
+	kind := t.Noun
 	out := make([]ListHash, 0, len(rows.Rows))
 	for _, row := range rows.Rows {
 		id, _ := value(row, key).(string)
 		if id == "" {
 			continue
 		}
-		vals := []*string{&spec.kind, &id}
-		for i, f := range spec.fields {
-			vals = append(vals, hashValue(value(row, idx[i]), f))
+		vals := []*string{&kind, &id}
+		for i := range idx {
+			vals = append(vals, hashValue(value(row, idx[i]), nullable[i]))
 		}
 		out = append(out, ListHash{ID: id, Hash: listHash(vals...)})
 	}
@@ -69,10 +60,10 @@ func value(row []any, i int) any {
 	return row[i]
 }
 
-// hashValue renders a column's value as the typed records did: text as
-// itself ("" when NULL: the typed string fields had no NULL), an instant or
-// date as RFC 3339 in UTC (nil when NULL).
-func hashValue(v any, field string) *string {
+// hashValue renders a column's value as the hash has always taken it: text
+// as itself ("" when NULL), an instant or date as RFC 3339 in UTC (nil when
+// NULL: nullable).
+func hashValue(v any, nullable bool) *string {
 	switch x := v.(type) {
 	case string:
 		return &x
@@ -80,8 +71,7 @@ func hashValue(v any, field string) *string {
 		s := x.UTC().Format(time.RFC3339Nano)
 		return &s
 	case nil:
-		switch field {
-		case "date_created", "start_date", "deadline", "closed_at", "updated_at":
+		if nullable {
 			return nil
 		}
 		s := ""

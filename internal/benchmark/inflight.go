@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // raisedLimit is the pace of the raised-limit figure (part of figure 8).
@@ -79,11 +79,18 @@ func PagesRate(log []byte) EndpointRate {
 	return r
 }
 
+// isDetail says whether endpoint is asked per entity: a detail or a list
+// asked per entity (the details task's requests).
 func isDetail(endpoint string) bool {
-	return endpoint == extract.EndpointBrand || endpoint == extract.EndpointBrandContacts || endpoint == extract.EndpointProject
+	ep, ok := stream.LookupEndpoint(stream.All(), endpoint)
+	return ok && (ep.Kind() == stream.KindDetail || ep.Kind() == stream.KindChild)
 }
 
-func isComms(endpoint string) bool { return endpoint == extract.EndpointCommunications }
+// isComms says whether endpoint is the communications interface's.
+func isComms(endpoint string) bool {
+	ep, ok := stream.LookupEndpoint(stream.All(), endpoint)
+	return ok && ep.Kind() == stream.KindWindow
+}
 
 // inflightRun is one first sync measured from its debug log.
 type inflightRun struct {

@@ -44,10 +44,11 @@ type Server struct {
 	mainSt  mainStyle
 	commsSt commsStyle
 
-	mu    sync.RWMutex // guards data and mail
-	data  *dataset
-	mail  *mailStore
-	clock atomic.Int64 // sandbox now, Unix nanoseconds
+	mu       sync.RWMutex // guards data, mail and declared
+	data     *dataset
+	mail     *mailStore
+	declared []DeclaredList // lists served from given records (Declare)
+	clock    atomic.Int64   // sandbox now, Unix nanoseconds
 
 	faultMu sync.Mutex
 	fc      faultConfig
@@ -451,9 +452,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.serveAdmin(w, r)
 		return
 	}
-	rt := routeMain(r.URL.Path)
 	a := s.authMain(r.Header.Get("Authorization"))
-	s.serve(w, r, rt.endpoint, s.apiLim, a != authNone && !s.hostileTwists().refuseMainKey, func(e *enc) (int, string) {
+	authorized := a != authNone && !s.hostileTwists().refuseMainKey
+	if d, id, ok := s.declaredRoute(r.URL.Path); ok {
+		s.serve(w, r, d.Name, s.apiLim, authorized, func(e *enc) (int, string) {
+			return s.handleDeclared(w, e, r, d, id, a)
+		})
+		return
+	}
+	rt := routeMain(r.URL.Path)
+	s.serve(w, r, rt.endpoint, s.apiLim, authorized, func(e *enc) (int, string) {
 		return s.handleMain(w, e, r, rt, a)
 	})
 }
