@@ -43,9 +43,10 @@ func openBrowser(t *testing.T, url string) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(slices.Clone(chromiumFlags), "--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
+	args := append(slices.Clone(chromiumFlags), "--user-data-dir="+chromiumProfile(t), "--remote-debugging-pipe", "about:blank")
 	cmd := exec.Command(bin, args...)
 	cmd.ExtraFiles = []*os.File{cmdIn, cmdOut} // fds 3 and 4
+	inOwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
@@ -54,7 +55,7 @@ func openBrowser(t *testing.T, url string) *browser {
 	b := &browser{t: t, cmd: cmd, in: ourIn, out: bufio.NewReader(ourOut)}
 	t.Cleanup(func() {
 		_ = b.in.Close()
-		_ = cmd.Process.Kill()
+		killGroup(cmd)
 		_ = cmd.Wait()
 		_ = ourOut.Close()
 	})

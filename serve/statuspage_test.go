@@ -77,8 +77,11 @@ func runChromium(t *testing.T, args ...string) []byte {
 	bin := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	all := append(slices.Clone(chromiumFlags), "--user-data-dir="+t.TempDir())
+	all := append(slices.Clone(chromiumFlags), "--user-data-dir="+chromiumProfile(t))
 	cmd := exec.CommandContext(ctx, bin, append(all, args...)...)
+	inOwnGroup(cmd)
+	cmd.Cancel = func() error { killGroup(cmd); return nil }
+	defer killGroup(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
