@@ -17,6 +17,7 @@ import (
 
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/fleet"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
@@ -103,14 +104,14 @@ func TestFleetServeAndStatus(t *testing.T) {
 	// Both synced and their jobs settled: fleet status shows them idle.
 	var rep fleet.Report
 	var stdout string
-	deadline := time.After(2 * time.Minute)
+	deadline := patience.After(t)
 	for !allIdle(&rep) {
 		select {
 		case code := <-done:
 			t.Fatalf("fleet serve ended with %d:\n%s", code, env.Stderr.(*lockedBuffer).String())
 		case <-deadline:
 			cancel()
-			t.Fatalf("the agencies were not synced within 2 minutes: %s\n%s", stdout, env.Stderr.(*lockedBuffer).String())
+			t.Fatalf("the agencies were not synced before the test's deadline: %s\n%s", stdout, env.Stderr.(*lockedBuffer).String())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if r.succeeded("a0") == 0 || r.succeeded("a1") == 0 {

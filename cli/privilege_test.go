@@ -15,6 +15,7 @@ import (
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
 	"github.com/agencysync/agencysync/internal/testkit/loopback"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
@@ -68,8 +69,8 @@ func serveUntilReady(t *testing.T, vars map[string]string, probes int, args ...s
 		if c != ExitOK {
 			t.Fatalf("serve exit %d:\n%s", c, errb.String())
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not stop within a minute of the cancel")
+	case <-patience.After(t):
+		t.Fatal("serve did not stop after the cancel before the test's deadline")
 	}
 	return body, errb.String()
 }

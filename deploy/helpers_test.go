@@ -24,6 +24,7 @@ import (
 
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
 
@@ -428,9 +429,9 @@ func startSandboxProcess(t *testing.T, bin string, args ...string) (apiURL, comm
 			if err != nil {
 				t.Errorf("agencysandbox did not stop cleanly on SIGTERM: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-patience.After(t):
 			_ = cmd.Process.Kill()
-			t.Error("agencysandbox did not stop within 10 s of SIGTERM")
+			t.Error("agencysandbox did not stop on SIGTERM before the test's deadline")
 		}
 	})
 	select {
@@ -444,8 +445,8 @@ func startSandboxProcess(t *testing.T, bin string, args ...string) (apiURL, comm
 		return l.API, u.String()
 	case err := <-done:
 		t.Fatalf("agencysandbox %s exited: %v\n%s", strings.Join(args, " "), err, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("agencysandbox did not log its addresses within 30 s")
+	case <-patience.After(t):
+		t.Fatal("agencysandbox did not log its addresses before the test's deadline")
 	}
 	return "", ""
 }

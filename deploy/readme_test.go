@@ -26,6 +26,7 @@ import (
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
@@ -736,8 +737,8 @@ func runServe(t *testing.T, s *synced, extra map[string]string, args []string) {
 		if code != cli.ExitOK {
 			t.Errorf("serve exit %d after its context ended\n%s", code, errb.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop within 30 s")
+	case <-patience.After(t):
+		t.Fatal("serve did not stop before the test's deadline")
 	}
 }
 

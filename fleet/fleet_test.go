@@ -25,6 +25,7 @@ import (
 	"github.com/agencysync/agencysync/config"
 	"github.com/agencysync/agencysync/engine"
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/metrics"
 	"github.com/agencysync/agencysync/serve"
@@ -141,16 +142,17 @@ func (f *fakeAgencies) setList(list ...Agency) {
 }
 
 // until waits for cond, checking it at each change of the fake and at
-// least every 50 ms; a minute without it fails the test.
+// least every 50 ms; the test fails if it still does not hold as the test's
+// deadline draws near.
 func (f *fakeAgencies) until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := patience.After(t)
 	for !cond() {
 		select {
 		case <-f.changed:
 		case <-time.After(50 * time.Millisecond):
 		case <-deadline:
-			t.Fatalf("%s: not within a minute", what)
+			t.Fatalf("%s: not before the test's deadline", what)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 )
@@ -158,14 +159,15 @@ func (w *workerProc) running() bool { return w.p.Running() }
 // kill sends SIGKILL (unless the process has exited) and waits for its end.
 func (w *workerProc) kill() *runResult { return w.finish(w.p.Kill()) }
 
-// wait waits for the process to exit; past timeout it is killed and the test
-// fails.
-func (w *workerProc) wait(timeout time.Duration) *runResult {
+// wait waits for the process to exit. A process still running when the
+// test binary's deadline draws near is killed and the test fails: a slow
+// machine is waited for, a hung worker is not.
+func (w *workerProc) wait() *runResult {
 	w.t.Helper()
-	res, err := w.p.Wait(context.Background(), timeout)
+	res, err := w.p.Wait(context.Background(), patience.Left(w.t))
 	r := w.finish(res)
 	if err != nil {
-		w.t.Fatalf("agencysync %s did not end within %s; killed\nstderr:\n%s", strings.Join(w.args, " "), timeout, tail(res.Stderr, 40))
+		w.t.Fatalf("agencysync %s did not end before the test's deadline; killed\nstderr:\n%s", strings.Join(w.args, " "), tail(res.Stderr, 40))
 	}
 	return r
 }
@@ -183,9 +185,9 @@ func (w *workerProc) finish(res *childproc.Result) *runResult {
 }
 
 // runWorker runs agencysync to its end (at most timeout).
-func runWorker(t *testing.T, timeout time.Duration, env map[string]string, args ...string) *runResult {
+func runWorker(t *testing.T, env map[string]string, args ...string) *runResult {
 	t.Helper()
-	return startWorker(t, env, args...).wait(timeout)
+	return startWorker(t, env, args...).wait()
 }
 
 func (r *runResult) status() string { return r.res.Status() }
@@ -265,7 +267,7 @@ func (r *rig) run(extra map[string]string, args ...string) *runResult {
 	}
 	env := maps.Clone(r.env)
 	maps.Copy(env, extra)
-	res := runWorker(r.t, 5*time.Minute, env, args...)
+	res := runWorker(r.t, env, args...)
 	r.t.Logf("agencysync %s: %s", strings.Join(args, " "), res)
 	return res
 }
@@ -287,16 +289,20 @@ func mustSucceed(t *testing.T, what string, res *runResult) {
 	}
 }
 
-// waitFor polls cond every interval until it holds or timeout passes.
-func waitFor(t *testing.T, what string, timeout, interval time.Duration, cond func() bool) bool {
+// waitFor polls cond every interval until it holds. The conditions are
+// events (a page committed, a process ended), so it waits as long as the
+// machine needs; only when the test binary's deadline draws near does it
+// give up, failing the test, so that the suite reports which wait hung
+// instead of panicking on its timeout.
+func waitFor(t *testing.T, what string, interval time.Duration, cond func() bool) bool {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(patience.Left(t))
 	for {
 		if cond() {
 			return true
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s: not within %s", what, timeout)
+			t.Errorf("%s: not before the test's deadline", what)
 			return false
 		}
 		time.Sleep(interval)
@@ -308,7 +314,7 @@ func waitFor(t *testing.T, what string, timeout, interval time.Duration, cond fu
 // not skip.
 func (r *rig) syncLockFree(lockID int64) {
 	r.t.Helper()
-	ok := waitFor(r.t, "sync lock released", 30*time.Second, 20*time.Millisecond, func() bool {
+	ok := waitFor(r.t, "sync lock released", 20*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		conn, err := r.pool.Acquire(ctx)

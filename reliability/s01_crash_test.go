@@ -87,7 +87,7 @@ func TestS01CrashResume(t *testing.T) {
 				// The first kill at a random moment of the run's start: once
 				// the brands are listed, during the other lists, finance or
 				// the details (or, on a fast machine, the first pages).
-				waitFor(t, "brands listed", 3*time.Minute, 5*time.Millisecond, func() bool {
+				waitFor(t, "brands listed", 5*time.Millisecond, func() bool {
 					var n int
 					err := r.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{r.schema, "detail_state"}.Sanitize()).Scan(&n)
 					return (err == nil && n > 0) || !w.running()
@@ -104,7 +104,7 @@ func TestS01CrashResume(t *testing.T) {
 				// leaving the last pages free so that the run cannot end
 				// first), plus a random part of a page's time.
 				target := targets[kills-1]
-				waitFor(t, "backfill page "+strconv.Itoa(target)+" committed", 3*time.Minute, 5*time.Millisecond, func() bool {
+				waitFor(t, "backfill page "+strconv.Itoa(target)+" committed", 5*time.Millisecond, func() bool {
 					p, fin := committed()
 					return p >= target || fin || !w.running()
 				})
@@ -133,7 +133,7 @@ func TestS01CrashResume(t *testing.T) {
 				continue
 			}
 		}
-		res := w.wait(5 * time.Minute)
+		res := w.wait()
 		t.Logf("run %d: %s", runs, res)
 		switch {
 		case res.code == 0 && res.status() == "skipped":

@@ -23,7 +23,7 @@ func TestS07Concurrency(t *testing.T) {
 
 	// Round 1: both at once.
 	a, b := startWorker(t, r.env, "run"), startWorker(t, r.env, "run")
-	ra, rb := a.wait(5*time.Minute), b.wait(5*time.Minute)
+	ra, rb := a.wait(), b.wait()
 	statuses := []string{ra.status(), rb.status()}
 	slices.Sort(statuses)
 	if ra.code != 0 || rb.code != 0 || !slices.Equal(statuses, []string{"skipped", "succeeded"}) {
@@ -38,17 +38,17 @@ func TestS07Concurrency(t *testing.T) {
 	r.sb.admin("POST", "faults", map[string]string{"latency": "150ms"}, nil)
 	before := r.sb.stats().Keyed()
 	first := startWorker(t, r.env, "run", "--full-refresh", "communications")
-	waitFor(t, "the first worker running", time.Minute, 10*time.Millisecond, func() bool {
+	waitFor(t, "the first worker running", 10*time.Millisecond, func() bool {
 		var n int
 		err := r.pool.QueryRow(ctx, "SELECT count(*) FROM "+runs+" WHERE status = 'running'").Scan(&n)
 		return (err == nil && n == 1 && r.sb.stats().Keyed() > before) || !first.running()
 	})
 	if !first.running() {
-		t.Fatalf("the first worker ended before the second could start: %s", first.wait(time.Second))
+		t.Fatalf("the first worker ended before the second could start: %s", first.wait())
 	}
-	second := runWorker(t, 5*time.Minute, r.env, "run")
+	second := runWorker(t, r.env, "run")
 	stillRunning := first.running()
-	rf := first.wait(5 * time.Minute)
+	rf := first.wait()
 	if second.code != 0 || second.status() != "skipped" {
 		t.Errorf("the second worker, started mid-run: %s (the first still running when it ended: %v)", second, stillRunning)
 	}

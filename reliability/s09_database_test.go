@@ -36,7 +36,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 		target int, hit func()) (outcome, bool) {
 		t.Helper()
 		w := startWorker(t, env, "run")
-		waitFor(t, "backfill progress", 3*time.Minute, 10*time.Millisecond, func() bool {
+		waitFor(t, "backfill progress", 10*time.Millisecond, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			st, err := readBackfill(ctx, pool(), schema)
@@ -46,7 +46,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 			return outcome{}, false
 		}
 		hit()
-		res := w.wait(3 * time.Minute)
+		res := w.wait()
 		if res.code != 0 && res.code != 1 && res.code != 75 {
 			t.Errorf("after the database trouble the worker exited %d: %s\n%s", res.code, res, tail([]byte(res.stderr), 20))
 		}
@@ -91,7 +91,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 		if terminated == 0 {
 			t.Fatal("no session of the worker was terminated")
 		}
-		mustSucceed(t, "the run after the terminations", runWorker(t, 5*time.Minute, env, "run"))
+		mustSucceed(t, "the run after the terminations", runWorker(t, env, "run"))
 		checks, rows := compareWithTruth(t, r.pool, r.schema, r.sb.truth())
 		sc.fig("terminate: %d sessions ended in all; then %s", terminated, summarize(checks, rows))
 		checkIntegrity(t, r.pool, r.schema)
@@ -130,7 +130,7 @@ func TestS09DatabaseTrouble(t *testing.T) {
 			t.Fatal("the run ended before the restart")
 		}
 		sc.fig("restart (server down %s mid-backfill): exit %d (%s), %d whole pages kept", down.Round(10*time.Millisecond), o.code, o.status, o.pages)
-		mustSucceed(t, "the run after the restart", runWorker(t, 5*time.Minute, env, "run"))
+		mustSucceed(t, "the run after the restart", runWorker(t, env, "run"))
 		checks, rows := compareWithTruth(t, pool, schema, sb.truth())
 		sc.fig("restart: then %s", summarize(checks, rows))
 		checkIntegrity(t, pool, schema)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agencysync/agencysync/config"
 )
@@ -95,7 +94,7 @@ func TestS11BadConfiguration(t *testing.T) {
 		"AGENCY_COMMS_START_DATE": "2024-01-01",
 		"LOG_FORMAT":              "json",
 	}
-	if res := runWorker(t, time.Minute, valid, "run"); res.code != 1 {
+	if res := runWorker(t, valid, "run"); res.code != 1 {
 		t.Fatalf("the valid configuration: %s, want exit 1 (unreachable database)\n%s", res, res.stderr)
 	}
 	tested := map[string]bool{}
@@ -130,7 +129,7 @@ func TestS11BadConfiguration(t *testing.T) {
 				if cmd == "" {
 					cmd = "run"
 				}
-				res := runWorker(t, time.Minute, env, cmd)
+				res := runWorker(t, env, cmd)
 				names := bv.names
 				if names == "" {
 					names = bv.variable

@@ -60,7 +60,7 @@ func TestS12StopInFlight(t *testing.T) {
 				// (about one page's time).
 				target := r.storedCount() + rng.IntN(41)
 				d := time.Duration(rng.IntN(41)) * time.Millisecond
-				waitFor(t, "e-mails stored", 2*time.Minute, 2*time.Millisecond, func() bool {
+				waitFor(t, "e-mails stored", 2*time.Millisecond, func() bool {
 					return (r.runCount() > runsBefore && r.storedCount() >= target) || !w.running()
 				})
 				select {
@@ -71,7 +71,7 @@ func TestS12StopInFlight(t *testing.T) {
 					stoppedInFlight++
 				}
 				w.signal(syscall.SIGTERM)
-				res := w.wait(time.Minute)
+				res := w.wait()
 				codes[res.code]++
 				h := r.emailHoldings()
 				if honest(t, fmt.Sprintf("stop %d (after %d e-mails +%s)", s, target, d), res, h) {

@@ -69,7 +69,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 	}
 	for _, round := range rounds {
 		w := startWorker(t, env, "run")
-		waitFor(t, "progress "+round.what, 3*time.Minute, 5*time.Millisecond, func() bool {
+		waitFor(t, "progress "+round.what, 5*time.Millisecond, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			return round.due(ctx) || !w.running()
@@ -87,7 +87,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 		cluster.start("start the server again (crash recovery)")
 		proxy.setTarget(hostPort(t, cluster.DSN()))
 		pool = cluster.connect()
-		res := w.wait(3 * time.Minute)
+		res := w.wait()
 		if res.code != 0 && res.code != 1 && res.code != 75 {
 			t.Errorf("after the crash the worker exited %d: %s\n%s", res.code, res, tail([]byte(res.stderr), 20))
 		}
@@ -101,7 +101,7 @@ func TestS21DatabaseCrash(t *testing.T) {
 			round.what, res.code, res.status(), pages, counted, served)
 	}
 
-	mustSucceed(t, "the run after the crash", runWorker(t, 5*time.Minute, env, "run"))
+	mustSucceed(t, "the run after the crash", runWorker(t, env, "run"))
 	served, counted := sb.stats().Keyed(), ledgerTotal(t, pool, schema)
 	if int64(counted) < served {
 		t.Errorf("requests uncounted: the quota ledger holds %d, the service answered %d", counted, served)

@@ -373,7 +373,7 @@ func workerAddr(w *workerProc) string {
 // fleetStatus runs `agencysync fleet status --json`.
 func (r *fleetRig) fleetStatus() map[string]map[string]any {
 	r.t.Helper()
-	res := runWorker(r.t, 2*time.Minute, r.workerEnv("status"), "fleet", "status", "--json")
+	res := runWorker(r.t, r.workerEnv("status"), "fleet", "status", "--json")
 	r.outputs = append(r.outputs, res.stdout, res.stderr)
 	if res.code != 0 {
 		r.t.Fatalf("fleet status: %s\n%s", res, tail([]byte(res.stderr), 20))

@@ -88,7 +88,7 @@ func TestS22Fleet(t *testing.T) {
 		if a.refused {
 			continue
 		}
-		waitFor(t, a.name+" synced and settled", 5*time.Minute, 100*time.Millisecond, func() bool { return r.settled(a) })
+		waitFor(t, a.name+" synced and settled", 100*time.Millisecond, func() bool { return r.settled(a) })
 	}
 	late := r.runs(byName["late"])
 	if len(late) > 0 {
@@ -124,7 +124,7 @@ func (r *fleetRig) killMidSync(a *fleetAgency, tr truth) (time.Time, string) {
 	r.t.Helper()
 	minimum, _ := tr.minimumRequests()
 	var holder string
-	waitFor(r.t, a.name+" mid-sync", 5*time.Minute, 20*time.Millisecond, func() bool {
+	waitFor(r.t, a.name+" mid-sync", 20*time.Millisecond, func() bool {
 		if int(a.sb.stats().Keyed()) < minimum/3 {
 			return false
 		}
@@ -146,7 +146,7 @@ func (r *fleetRig) killMidSync(a *fleetAgency, tr truth) (time.Time, string) {
 func (r *fleetRig) stopAndRestart(killed string) (time.Time, string) {
 	r.t.Helper()
 	var target, agency string
-	waitFor(r.t, "a live worker mid-sync", 5*time.Minute, 20*time.Millisecond, func() bool {
+	waitFor(r.t, "a live worker mid-sync", 20*time.Millisecond, func() bool {
 		for _, j := range r.jobs() {
 			if j.state == "running" && len(j.by) > 0 && j.by[len(j.by)-1] != killed {
 				target, agency = j.by[len(j.by)-1], j.agency
@@ -160,7 +160,7 @@ func (r *fleetRig) stopAndRestart(killed string) (time.Time, string) {
 	}
 	w := r.workers[target]
 	w.signal(syscall.SIGTERM)
-	res := w.wait(2 * time.Minute)
+	res := w.wait()
 	at := time.Now()
 	r.outputs = append(r.outputs, res.stdout, res.stderr)
 	if res.code != 0 || !strings.Contains(res.stderr, "fleet worker stopped") {
@@ -195,20 +195,20 @@ func (r *fleetRig) heldBy(a *fleetAgency, worker string) bool {
 // run, one notification.
 func (r *fleetRig) checkRefused(a *fleetAgency) {
 	r.t.Helper()
-	waitFor(r.t, a.name+" parked on its refused key", 5*time.Minute, 50*time.Millisecond, func() bool {
+	waitFor(r.t, a.name+" parked on its refused key", 50*time.Millisecond, func() bool {
 		return r.jobWaits(a.name, "credentials")
 	})
 	if n := r.runCount(a, "failed"); n != 1 {
 		r.t.Errorf("%s: %d failed runs, want the one whose key was refused", a.name, n)
 	}
-	waitFor(r.t, "the refused key's notification", time.Minute, 50*time.Millisecond, func() bool { return len(r.notify.Texts()) > 0 })
+	waitFor(r.t, "the refused key's notification", 50*time.Millisecond, func() bool { return len(r.notify.Texts()) > 0 })
 }
 
 // crossQuotaDay waits until the quota-limited agency waits for the next
 // quota day, then moves its service's clock past midnight.
 func (r *fleetRig) crossQuotaDay(a *fleetAgency) {
 	r.t.Helper()
-	waitFor(r.t, a.name+" waiting for its next quota day", 5*time.Minute, 50*time.Millisecond, func() bool {
+	waitFor(r.t, a.name+" waiting for its next quota day", 50*time.Millisecond, func() bool {
 		return r.jobWaits(a.name, "quota")
 	})
 	if n := r.runCount(a, "partial"); n == 0 {
@@ -262,7 +262,7 @@ func (r *fleetRig) fixRefusedKey(a *fleetAgency) {
 		r.t.Errorf("%d notifications before the key was fixed (%q), want one of the failure", n, r.notify.Texts())
 	}
 	r.writeKeys(a, true)
-	waitFor(r.t, a.name+" synced with its new key", 5*time.Minute, 100*time.Millisecond, func() bool { return r.settled(a) })
+	waitFor(r.t, a.name+" synced with its new key", 100*time.Millisecond, func() bool { return r.settled(a) })
 }
 
 // checkAgency compares a's warehouse with its truth and its requests with
@@ -325,7 +325,7 @@ func (r *fleetRig) checkNoKeys(sc *scenario) {
 		if w.running() {
 			w.signal(syscall.SIGTERM)
 		}
-		res := w.wait(2 * time.Minute)
+		res := w.wait()
 		r.outputs = append(r.outputs, res.stdout, res.stderr)
 	}
 	out := strings.Join(r.outputs, "\n")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agencysync/agencysync/internal/testkit/childproc"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 func TestHelpListsEveryFlag(t *testing.T) {
@@ -97,8 +98,8 @@ func TestServesUntilCancelled(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d", code)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("did not stop")
+	case <-patience.After(t):
+		t.Fatal("did not stop before the test's deadline")
 	}
 }
 

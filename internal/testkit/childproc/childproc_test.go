@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 func TestSandboxArgs(t *testing.T) {
@@ -188,8 +190,8 @@ func TestStartSandbox(t *testing.T) {
 	go func() { s.Stop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stop did not end the sandbox with SIGTERM")
+	case <-patience.After(t):
+		t.Fatal("Stop did not end the sandbox with SIGTERM before the test's deadline")
 	}
 	s.Stop() // a second Stop returns at once
 
