@@ -37,15 +37,7 @@ func rangePages(d load.TaskDetail) int {
 // verification of the complete warehouse costs one request.
 func TestSandboxDayBoundaryNeverDeletesLiveMail(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		offset time.Duration
-		name   string
-		zone   string
-	}{
-		{3 * time.Hour, "+03:00", "Etc/GMT-3"},
-		{-5 * time.Hour, "-05:00", "Etc/GMT+5"},
-		{14 * time.Hour, "+14:00", "Etc/GMT-14"},
-	} {
+	for _, c := range shiftedDays {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			o := smallSandbox()
