@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -71,22 +72,15 @@ func runFleet(ctx context.Context, a *app, args []string) error {
 // runFleetServe runs a fleet worker: agencies from FLEET_FILE, their syncs
 // from the job queue every worker shares (FLEET_SCHEMA).
 func runFleetServe(ctx context.Context, a *app, args []string) error {
-	fs := newFlags("fleet serve", a)
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	f, pool, err := a.openFleet(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	return fleet.Serve(ctx, fleet.Options{Settings: f.set, Agencies: f, Pool: pool, HTTPAddr: a.cfg.HTTPAddr,
-		Registry: reg, Logger: f.log, Reload: hup})
+	return a.withFleet(ctx, newFlags("fleet serve", a), args, func(f *fleetAgencies, pool *pgxpool.Pool) error {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		return fleet.Serve(ctx, fleet.Options{Settings: f.set, Agencies: f, Pool: pool, HTTPAddr: a.cfg.HTTPAddr,
+			Registry: reg, Logger: f.log, Reload: hup})
+	})
 }
 
 // runFleetStatus prints every agency's state: last run, next run, quota,
@@ -94,6 +88,30 @@ func runFleetServe(ctx context.Context, a *app, args []string) error {
 func runFleetStatus(ctx context.Context, a *app, args []string) error {
 	fs := newFlags("fleet status", a)
 	asJSON := fs.Bool("json", false, "print JSON for machines")
+	return a.withFleet(ctx, fs, args, func(f *fleetAgencies, pool *pgxpool.Pool) error {
+		list, err := f.Load(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := fleet.NewReporter(pool, f.set.Schema, f)
+		if err != nil {
+			return err
+		}
+		rep, err := r.Report(ctx, list)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(a.env.Stdout, rep)
+		}
+		rep.Print(a.env.Stdout)
+		return nil
+	})
+}
+
+// withFleet parses a fleet command's flags (it takes no argument), opens
+// the fleet (openFleet) and runs do with it, closing the pool after.
+func (a *app) withFleet(ctx context.Context, fs *flag.FlagSet, args []string, do func(*fleetAgencies, *pgxpool.Pool) error) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -102,23 +120,7 @@ func runFleetStatus(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	list, err := f.Load(ctx)
-	if err != nil {
-		return err
-	}
-	r, err := fleet.NewReporter(pool, f.set.Schema, f)
-	if err != nil {
-		return err
-	}
-	rep, err := r.Report(ctx, list)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(a.env.Stdout, rep)
-	}
-	rep.Print(a.env.Stdout)
-	return nil
+	return do(f, pool)
 }
 
 // openFleet reads the fleet worker's settings, connects to the job queue's

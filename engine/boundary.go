@@ -109,20 +109,15 @@ func (e *Engine) quarterModel(ctx context.Context, from, to time.Time, vs *verif
 	for day, keys := range vs.Undated {
 		m.fixed[day] += len(keys)
 	}
-	live, err := e.recon.LiveEmails(ctx, emails)
+	held, err := e.heldFiled(ctx, emails, vs)
 	if err != nil {
 		return nil, err
 	}
-	for k, f := range vs.Filed {
-		id, _ := strconv.ParseInt(k, 10, 64)
-		at, isLive := live[id]
-		if !f.Reject && !isLive {
-			continue
+	for _, h := range held {
+		if h.live && !h.at.Before(start) && h.at.Before(end) {
+			qs[int(h.at.Sub(start)/load.Quarter)]--
 		}
-		if isLive && !at.Before(start) && at.Before(end) {
-			qs[int(at.Sub(start)/load.Quarter)]--
-		}
-		m.fixed[f.On]++
+		m.fixed[h.on]++
 	}
 	m.sums = make([]int, len(qs)+1)
 	for i, n := range qs {

@@ -41,6 +41,19 @@ func aroundTheClock() (map[int64]time.Time, time.Time) {
 	return m, start
 }
 
+// shiftedDays are the day boundaries a service may cut its days at, other
+// than UTC: the offset, as verification names it, and the IANA zone that
+// AGENCY_COMMS_TZ is told to set.
+var shiftedDays = []struct {
+	offset time.Duration
+	name   string
+	zone   string
+}{
+	{3 * time.Hour, "+03:00", "Etc/GMT-3"},
+	{-5 * time.Hour, "-05:00", "Etc/GMT+5"},
+	{14 * time.Hour, "+14:00", "Etc/GMT-14"},
+}
+
 // With the service's days cut at UTC+3, UTC-5 and UTC+14 and the default
 // AGENCY_COMMS_TZ (UTC), no run, no verification of the history and no
 // verification of one day soft-deletes a live e-mail, the verifications
@@ -48,15 +61,7 @@ func aroundTheClock() (map[int64]time.Time, time.Time) {
 // verification of a complete warehouse costs one request.
 func TestShiftedDayBoundaryDeletesNothingAndIsNamed(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		offset time.Duration
-		name   string
-		zone   string
-	}{
-		{3 * time.Hour, "+03:00", "Etc/GMT-3"},
-		{-5 * time.Hour, "-05:00", "Etc/GMT+5"},
-		{14 * time.Hour, "+14:00", "Etc/GMT-14"},
-	} {
+	for _, c := range shiftedDays {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			mails, start := aroundTheClock()

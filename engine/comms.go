@@ -121,20 +121,12 @@ type commsState struct {
 }
 
 func (r *run) loadComms(ctx context.Context, partition string) (*commsState, error) {
-	st, err := r.e.store.GetState(ctx, r.e.mailStream(), partition)
 	cs := &commsState{partition: partition}
-	switch {
-	case errors.Is(err, load.ErrNoState):
-		return cs, nil
-	case err != nil:
+	st, _, err := r.e.readState(ctx, r.e.mailStream(), partition, &cs.cur)
+	if err != nil {
 		return nil, err
 	}
 	cs.watermark = st.Watermark
-	if len(st.Cursor) > 0 {
-		if err := json.Unmarshal(st.Cursor, &cs.cur); err != nil {
-			return nil, fmt.Errorf("read communications cursor: %w", err)
-		}
-	}
 	return cs, nil
 }
 
@@ -155,6 +147,21 @@ func (r *run) save(ctx context.Context, cs *commsState, succeeded bool) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 8*time.Second)
 	defer cancel()
 	return r.e.store.SetState(sctx, r.e.mailStream(), r.id, *cp)
+}
+
+// loadSide reads partition, one that pages ranges besides the stream's own
+// (a manual backfill, the refresh), with the watermark of the stream's own
+// partition (partComms) in place of its own.
+func (r *run) loadSide(ctx context.Context, partition string) (*commsState, error) {
+	main, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := r.loadComms(ctx, partition)
+	if err == nil {
+		cs.watermark = main.watermark
+	}
+	return cs, err
 }
 
 // loadCommsStarted reads the state of partition partComms, as the increment
@@ -447,15 +454,10 @@ func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
 // range where a previous attempt stopped. The stream's watermark is raised,
 // never lowered.
 func (r *run) manualBackfill(ctx context.Context, rg Range, log *zap.Logger) error {
-	cs, err := r.loadComms(ctx, partBackfill)
+	cs, err := r.loadSide(ctx, partBackfill)
 	if err != nil {
 		return err
 	}
-	main, err := r.loadComms(ctx, partComms)
-	if err != nil {
-		return err
-	}
-	cs.watermark = main.watermark
 	from, to := dateString(rg.From), dateString(rg.To)
 	if m := cs.cur.Manual; m == nil || m.From != from || m.To != to {
 		cs.cur.Manual = &rangeCursor{From: from, To: to, NextPage: 1}
@@ -588,18 +590,12 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err error) {
 	inc = Estimate{Task: TaskCommsIncrement}
 	back = Estimate{Task: TaskCommsBackfill}
-	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
 	var cs commsState
-	if err == nil {
-		cs.watermark = st.Watermark
-		if len(st.Cursor) > 0 {
-			if err := jsonUnmarshal(st.Cursor, &cs.cur); err != nil {
-				return inc, back, err
-			}
-		}
-	} else if !isNoState(err) {
+	st, _, err := e.readState(ctx, e.mailStream(), partComms, &cs.cur)
+	if err != nil {
 		return inc, back, err
 	}
+	cs.watermark = st.Watermark
 	remaining := func(rc *rangeCursor) (int, bool) {
 		if rc.LastPage == 0 {
 			return 1, true

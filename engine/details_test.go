@@ -36,17 +36,11 @@ func TestDetailsOnlyWhenDetailFieldsChange(t *testing.T) {
 	o := smallSandbox()
 	o.Brands, o.ProjectsPerBrand = 4, 4
 	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = 30 * 24 * time.Hour })
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first run %s: %v", res.Status, res.Err)
-	}
-	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSucceed(Request{}, "first run")
+	h.advance(24 * time.Hour)
 	// Today's share of the staggered refresh is taken by a first run, so
 	// that what follows on the same day shows only what the changes cost.
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "run")
 
 	// Finance changes: a budget, an invoice, a collection and a payment of
 	// several brands, and a deleted project (its brand's projects_count).
@@ -69,9 +63,7 @@ func TestDetailsOnlyWhenDetailFieldsChange(t *testing.T) {
 	}
 	before := h.truth()
 	h.sb.ResetStats()
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("run after finance changes %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "run after finance changes")
 	if b, c, p := h.detailRequests(); b+c+p != 0 {
 		t.Errorf("finance changes fetched %d brand details, %d contact lists, %d project details; want none", b, c, p)
 	}
@@ -100,9 +92,7 @@ func TestDetailsOnlyWhenDetailFieldsChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sb.ResetStats()
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("run after detail changes %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "run after detail changes")
 	if b, c, p := h.detailRequests(); b != 1 || c != 1 || p != 1 {
 		t.Errorf("fetched %d brand details, %d contact lists, %d project details; want 1, 1, 1", b, c, p)
 	}
@@ -126,9 +116,7 @@ func TestDetailRefreshIsStaggered(t *testing.T) {
 	o.Brands, o.ProjectsPerBrand, o.Emails = 5, 6, 300
 	const maxAgeDays = 7
 	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = maxAgeDays * 24 * time.Hour })
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first run")
 	tr := h.truth()
 	brands, projects := len(tr["brands"]), len(tr["projects"])
 	// Even share per stream, each rounded up.
@@ -142,9 +130,7 @@ func TestDetailRefreshIsStaggered(t *testing.T) {
 		last["p"+l.Key] = h.sb.Now()
 	}
 	for day := 1; day <= 3*maxAgeDays; day++ {
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 		h.sb.ResetStats()
 		if res := h.run(Request{}); res.Status != StatusSucceeded {
 			t.Fatalf("day %d: run %s: %v", day, res.Status, res.Err)

@@ -161,6 +161,23 @@ func (h *harness) run(req Request) *Result {
 	return runEngine(context.Background(), h.t, h.eng, req)
 }
 
+// mustSucceed runs req and fails the test, naming the run as what, unless
+// it succeeded.
+func (h *harness) mustSucceed(req Request, what string) {
+	h.t.Helper()
+	if res := h.run(req); res.Status != StatusSucceeded {
+		h.t.Fatalf("%s: %s %v", what, res.Status, res.Err)
+	}
+}
+
+// advance moves the sandbox's clock forward by d.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	if _, err := h.sb.Advance(d); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // serveAPI puts handler in front of the engine as the main interface (a
 // test server until the test ends) and rebuilds the engine on it.
 func (h *harness) serveAPI(handler http.Handler) {
@@ -455,14 +472,10 @@ func TestChangesAreReflected(t *testing.T) {
 	o := smallSandbox()
 	o.Brands = 6
 	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first run")
 	// A day passes: new e-mails, a late edit inside the lookback, a brand's
 	// new financial summary, a deleted brand, a changed project.
-	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	h.advance(24 * time.Hour)
 	if _, _, err := h.sb.AppendEmails(40); err != nil {
 		t.Fatal(err)
 	}
@@ -566,9 +579,7 @@ func TestBudgetExhaustionAndNextDayResume(t *testing.T) {
 	// Next day: it completes where it stopped.
 	var total int
 	for day := 0; day < 5; day++ {
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 		res := h.run(Request{})
 		total += res.RequestsUsed
 		if res.Status == StatusSucceeded {
@@ -685,9 +696,7 @@ func TestGracefulShutdownCommitsThePageInHand(t *testing.T) {
 		t.Errorf("only %d e-mails committed; the page in hand was lost", n)
 	}
 	h.eng.store = inner
-	if res := h.run(Request{Streams: []string{"communications"}}); res.Status != StatusSucceeded {
-		t.Fatalf("resumed run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{Streams: []string{"communications"}}, "resumed run")
 	if n := h.count("SELECT count(*) FROM " + h.table("emails")); n != 8000-h.badCount() {
 		t.Errorf("%d e-mails after resume", n)
 	}
@@ -714,9 +723,7 @@ func TestDeadRunsAreClosed(t *testing.T) {
 	if _, err := h.pool.Exec(context.Background(), "INSERT INTO "+h.table("sync_runs")+" (run_id, trigger) VALUES (gen_random_uuid(), 'run')"); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.run(Request{Streams: []string{"brands"}}); res.Status != StatusSucceeded {
-		t.Fatalf("run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{Streams: []string{"brands"}}, "run")
 	if n := h.count("SELECT count(*) FROM " + h.table("sync_runs") + " WHERE status = 'running'"); n != 0 {
 		t.Fatalf("%d runs still recorded as running", n)
 	}
@@ -769,17 +776,13 @@ func TestDailyQuota429StopsCleanly(t *testing.T) {
 	if res.Status != StatusPartial || !errors.Is(res.Err, extract.ErrDailyQuota) {
 		t.Fatalf("run %s: %v, want partial on the daily quota", res.Status, res.Err)
 	}
-	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	h.advance(24 * time.Hour)
 	for range 4 {
 		res = h.run(Request{})
 		if res.Status == StatusSucceeded {
 			break
 		}
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 	}
 	if res.Status != StatusSucceeded {
 		t.Fatalf("never completed: %s %v", res.Status, res.Err)
@@ -876,18 +879,14 @@ func TestServerIgnoringUpdatedSinceIsNoticed(t *testing.T) {
 			t.Fatalf("run %d: %s %v", i, res.Status, res.Err)
 		}
 		if i == 0 {
-			if _, err := h.sb.Advance(48 * time.Hour); err != nil {
-				t.Fatal(err)
-			}
+			h.advance(48 * time.Hour)
 		}
 	}
 	n := h.count("SELECT count(*) FROM " + h.table("sync_state") + " WHERE stream = 'finance' AND cursor->>'updated_since_ignored' = 'true'")
 	if n != 4 {
 		t.Errorf("%d finance lists flagged as ignoring updated_since, want the 4 incremental ones", n)
 	}
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("full run: %s %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "full run")
 	h.assertEqualsTruth()
 }
 

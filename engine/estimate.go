@@ -159,14 +159,21 @@ func (e *Engine) estimateDetails(ctx context.Context, streams []*stream.Stream) 
 	return d, nil
 }
 
-func jsonUnmarshal(b []byte, v any) error {
-	if len(b) == 0 {
-		return nil
+// readState reads the state of stream's partition and decodes its cursor
+// into cur (an empty cursor leaves cur as it is). found is false, and cur
+// untouched, when the partition has no state yet.
+func (e *Engine) readState(ctx context.Context, stream, partition string, cur any) (st load.State, found bool, err error) {
+	st, err = e.store.GetState(ctx, stream, partition)
+	switch {
+	case errors.Is(err, load.ErrNoState):
+		return load.State{}, false, nil
+	case err != nil:
+		return load.State{}, false, err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("read cursor: %w", err)
+	if len(st.Cursor) > 0 {
+		if err := json.Unmarshal(st.Cursor, cur); err != nil {
+			return load.State{}, false, fmt.Errorf("read cursor of %s/%s: %w", stream, partition, err)
+		}
 	}
-	return nil
+	return st, true, nil
 }
-
-func isNoState(err error) bool { return errors.Is(err, load.ErrNoState) }

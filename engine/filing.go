@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -105,7 +106,7 @@ func farRecords(b *transform.Batch, from, to time.Time, loc *time.Location) []fa
 	if nFar == 0 {
 		return nil
 	}
-	slices.SortFunc(recs, func(a, b rec) int { return compareInt64(a.id, b.id) })
+	slices.SortFunc(recs, func(a, b rec) int { return cmp.Compare(a.id, b.id) })
 	exact := from.Equal(to)
 	dayOf := func(k int) (string, bool) {
 		if k < 0 || k >= len(recs) || recs[k].far || recs[k].id <= 0 {
@@ -145,16 +146,6 @@ func farRecords(b *transform.Batch, from, to time.Time, loc *time.Location) []fa
 		out = append(out, f)
 	}
 	return out
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -232,7 +223,7 @@ func (r *run) placeFiled(ctx context.Context, log *zap.Logger, vs *verifyState, 
 			rest = append(rest, &recs[i])
 		}
 	}
-	slices.SortFunc(rest, func(a, b *farRecord) int { return compareInt64(a.id, b.id) })
+	slices.SortFunc(rest, func(a, b *farRecord) int { return cmp.Compare(a.id, b.id) })
 	for len(rest) > 0 {
 		group := rest
 		for i := range rest {
@@ -307,24 +298,46 @@ func (e *Engine) heldDays(ctx context.Context, from, to time.Time, vs *verifySta
 			wh[day] += len(keys)
 		}
 	}
+	held, err := e.heldFiled(ctx, emails, vs)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range held {
+		if h.live {
+			if day := dateString(dateIn(h.at, loc)); in(day) {
+				wh[day]--
+			}
+		}
+		if in(h.on) {
+			wh[h.on]++
+		}
+	}
+	return wh, nil
+}
+
+// heldRecord is a record filed far from its date that the warehouse holds:
+// the day it is filed on and, for a live e-mail, its email_at.
+type heldRecord struct {
+	on   string
+	at   time.Time
+	live bool
+}
+
+// heldFiled returns the records of vs.Filed the warehouse holds: the
+// rejected ones, and the e-mails among emails (vs.filedKeys) that are live;
+// an e-mail soft-deleted since, or never loaded, is left out.
+func (e *Engine) heldFiled(ctx context.Context, emails []int64, vs *verifyState) ([]heldRecord, error) {
 	live, err := e.recon.LiveEmails(ctx, emails)
 	if err != nil {
 		return nil, err
 	}
+	var out []heldRecord
 	for k, f := range vs.Filed {
 		id, _ := strconv.ParseInt(k, 10, 64)
 		at, isLive := live[id]
-		if !f.Reject && !isLive {
-			continue // soft-deleted since, or never loaded
-		}
-		if isLive {
-			if day := dateString(dateIn(at, loc)); in(day) {
-				wh[day]--
-			}
-		}
-		if in(f.On) {
-			wh[f.On]++
+		if f.Reject || isLive {
+			out = append(out, heldRecord{on: f.On, at: at, live: isLive})
 		}
 	}
-	return wh, nil
+	return out, nil
 }

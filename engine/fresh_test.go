@@ -20,9 +20,7 @@ func TestFreshnessAgreesEverywhere(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
 	ctx := context.Background()
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first run")
 	// The details were fetched an hour ago; the next run finds none due.
 	if _, err := h.pool.Exec(ctx, "UPDATE "+h.table("sync_state")+" SET last_success_at = last_success_at - interval '1 hour' WHERE partition = 'details'"); err != nil {
 		t.Fatal(err)
@@ -261,9 +259,7 @@ func TestPlanMatchesRun(t *testing.T) {
 		t.Fatalf("partial first sync %s: %v", res.Status, res.Err)
 	}
 	for day := 1; day <= 6; day++ {
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 		if res := check("day after a partial sync"); res.Status == StatusSucceeded {
 			return
 		}

@@ -249,52 +249,42 @@ func TestHourlyIncrementStepsBackWhenRecordsMoved(t *testing.T) {
 	}
 }
 
-// TestHourlyIncrementOnAFullPageCostsOneRequest: the range held exactly
-// five full pages (5 000 e-mails), so the page after them starts with the
-// first new e-mail: +1 h and 200 new e-mails cost one request all the same, the
-// page asked starting on an e-mail the warehouse holds (which proves that
-// no new one sits on an earlier page), and the run lands all 200.
-func TestHourlyIncrementOnAFullPageCostsOneRequest(t *testing.T) {
+// TestHourlyIncrementCostsOneRequest: +1 h and 200 new e-mails cost one
+// request, three hours running, and each run lands all 200. When the range
+// holds exactly five full pages (5 000 e-mails), the page after them starts
+// with the first new e-mail, and the page asked starts on an e-mail the
+// warehouse holds (which proves that no new one sits on an earlier page).
+// When the held e-mails end near the end of a page (5 950 at 1 000 a page),
+// the 200 new ones would spill into the next page at the usual page size:
+// the increment asks with a page size whose page holding the last held
+// e-mail has room for them.
+func TestHourlyIncrementCostsOneRequest(t *testing.T) {
 	t.Parallel()
-	h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 1000, 4999) // with id 1: 5 000 held
-	for round := range 3 {
-		h.addMails(int64(5101+200*round), 200, d1.Add(time.Duration(10+round)*time.Hour), time.Hour)
-		h.now.Store(d1.Add(time.Duration(11+round) * time.Hour).UnixNano())
-		mark := pl.len()
-		res, reqs := h.commsRun()
-		if res.Status != StatusSucceeded {
-			t.Fatalf("hourly run %d: %s %v", round, res.Status, res.Err)
-		}
-		if reqs != 1 {
-			t.Errorf("hourly run %d after 200 new e-mails on a day of %d cost %d requests (pages %v), want 1", round, 5000+200*round, reqs, pl.since(mark))
-		}
-		if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
-			t.Fatalf("hourly run %d left %d e-mails out: %v", round, len(miss), miss[:min(len(miss), 10)])
-		}
-	}
-}
-
-// TestHourlyIncrementAcrossAPageBoundaryCostsOneRequest: when the held
-// e-mails end near the end of a page (5 950 at 1 000 a page), the 200 new
-// ones would spill into the next page at the usual page size: the
-// increment asks with a page size whose page holding the last held e-mail
-// has room for them, so it still costs one request.
-func TestHourlyIncrementAcrossAPageBoundaryCostsOneRequest(t *testing.T) {
-	t.Parallel()
-	h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 1000, 5949) // with id 1: 5 950 held
-	for round := range 3 {
-		h.addMails(int64(6101+200*round), 200, d1.Add(time.Duration(10+round)*time.Hour), time.Hour)
-		h.now.Store(d1.Add(time.Duration(11+round) * time.Hour).UnixNano())
-		mark := pl.len()
-		res, reqs := h.commsRun()
-		if res.Status != StatusSucceeded {
-			t.Fatalf("hourly run %d: %s %v", round, res.Status, res.Err)
-		}
-		if reqs != 1 {
-			t.Errorf("hourly run %d after 200 new e-mails on a day of %d cost %d requests (pages %v), want 1", round, 5950+200*round, reqs, pl.since(mark))
-		}
-		if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
-			t.Fatalf("hourly run %d left %d e-mails out: %v", round, len(miss), miss[:min(len(miss), 10)])
-		}
+	for _, c := range []struct {
+		name string
+		held int // e-mails of the day before the increments (id 1 included)
+	}{
+		{"on a full page", 5000},
+		{"across a page boundary", 5950},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h, pl, d1 := newHourlyDay(t, []time.Duration{8 * time.Hour}, 1000, c.held-1)
+			for round := range 3 {
+				h.addMails(int64(c.held+101+200*round), 200, d1.Add(time.Duration(10+round)*time.Hour), time.Hour)
+				h.now.Store(d1.Add(time.Duration(11+round) * time.Hour).UnixNano())
+				mark := pl.len()
+				res, reqs := h.commsRun()
+				if res.Status != StatusSucceeded {
+					t.Fatalf("hourly run %d: %s %v", round, res.Status, res.Err)
+				}
+				if reqs != 1 {
+					t.Errorf("hourly run %d after 200 new e-mails on a day of %d cost %d requests (pages %v), want 1", round, c.held+200*round, reqs, pl.since(mark))
+				}
+				if miss := missingIDs(h.ids("_deleted_at IS NULL"), h.serverIDs()); len(miss) > 0 {
+					t.Fatalf("hourly run %d left %d e-mails out: %v", round, len(miss), miss[:min(len(miss), 10)])
+				}
+			}
+		})
 	}
 }

@@ -130,9 +130,7 @@ func TestSeveralRequestsInFlightAtARaisedLimit(t *testing.T) {
 	t.Parallel()
 	const rate, latency = 100, 50 * time.Millisecond
 	h, api, comms := pacedHarness(t, rate, latency, 5, 8, 2500, nil)
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "run")
 	h.assertEqualsTruth()
 	if n := api.most("detail"); n < 2 {
 		t.Errorf("at most %d detail request(s) in flight at once; want several at %v/s with %v latency", n, rate, latency)
@@ -166,9 +164,7 @@ func TestSeveralRequestsInFlightAtARaisedLimit(t *testing.T) {
 func TestOneRequestInFlightAtTheDefaultLimit(t *testing.T) {
 	t.Parallel()
 	h, api, comms := pacedHarness(t, 10, 0, 2, 3, 400, nil)
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "run")
 	h.assertEqualsTruth()
 	for _, c := range []struct {
 		f     *flightRecorder

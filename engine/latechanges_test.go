@@ -37,15 +37,7 @@ func rangePages(d load.TaskDetail) int {
 // verification of the complete warehouse costs one request.
 func TestSandboxDayBoundaryNeverDeletesLiveMail(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		offset time.Duration
-		name   string
-		zone   string
-	}{
-		{3 * time.Hour, "+03:00", "Etc/GMT-3"},
-		{-5 * time.Hour, "-05:00", "Etc/GMT+5"},
-		{14 * time.Hour, "+14:00", "Etc/GMT-14"},
-	} {
+	for _, c := range shiftedDays {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			o := smallSandbox()
@@ -60,9 +52,7 @@ func TestSandboxDayBoundaryNeverDeletesLiveMail(t *testing.T) {
 			h.run(Request{})
 			noneDeleted("after the first sync")
 			for night := 1; night <= 2; night++ {
-				if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-					t.Fatal(err)
-				}
+				h.advance(24 * time.Hour)
 				if _, _, err := h.sb.AppendEmails(300); err != nil {
 					t.Fatal(err)
 				}
@@ -124,12 +114,8 @@ func TestSandboxDayBoundaryNeverDeletesLiveMail(t *testing.T) {
 func TestSandboxEmailsFiledFarFromTheirDate(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first sync: %s %v", res.Status, res.Err)
-	}
-	if _, err := h.sb.Advance(14 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSucceed(Request{}, "first sync")
+	h.advance(14 * time.Hour)
 	for _, at := range []time.Time{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), h.sb.Now().AddDate(0, 1, 0)} {
 		if _, _, err := h.sb.AppendEmails(25); err != nil {
 			t.Fatal(err)
@@ -147,9 +133,7 @@ func TestSandboxEmailsFiledFarFromTheirDate(t *testing.T) {
 		t.Errorf("%d warnings of e-mails filed far from their date, want 3: %v", n, res.Notes)
 	}
 	for i, step := range []time.Duration{time.Hour, 24 * time.Hour, 3 * time.Hour, 24 * time.Hour} {
-		if _, err := h.sb.Advance(step); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(step)
 		if _, _, err := h.sb.AppendEmails(10); err != nil {
 			t.Fatal(err)
 		}

@@ -154,19 +154,11 @@ type listState struct {
 // loadList reads the state of listing l of stream s.
 func (e *Engine) loadList(ctx context.Context, s string, l stream.List) (listState, error) {
 	var ls listState
-	st, err := e.store.GetState(ctx, s, l.Partition)
-	switch {
-	case errors.Is(err, load.ErrNoState):
-		return ls, nil
-	case err != nil:
-		return ls, err
+	st, _, err := e.readState(ctx, s, l.Partition, &ls.cur)
+	if err != nil {
+		return listState{}, err
 	}
 	ls.watermark = st.Watermark
-	if len(st.Cursor) > 0 {
-		if err := json.Unmarshal(st.Cursor, &ls.cur); err != nil {
-			return ls, fmt.Errorf("read cursor of %s/%s: %w", s, l.Partition, err)
-		}
-	}
 	return ls, nil
 }
 

@@ -24,9 +24,7 @@ func TestPagingProofsAreKeptBetweenRuns(t *testing.T) {
 	}
 	h.eng, _ = h.wire(wiring{streams: streams})
 	before := h.sb.Stats().ByEndpoint
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first run")
 	h.assertEqualsTruth()
 	first := h.sb.Stats().ByEndpoint
 	if first["brands"]-before["brands"] != 2 {
@@ -36,9 +34,7 @@ func TestPagingProofsAreKeptBetweenRuns(t *testing.T) {
 		t.Fatal("no paging fact kept")
 	}
 	h.eng, _ = h.wire(wiring{streams: streams})
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("second run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "second run")
 	second := h.sb.Stats().ByEndpoint
 	inv := h.inventory()
 	for ep, want := range map[string]int{

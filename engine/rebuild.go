@@ -250,24 +250,19 @@ func (rb *rebuild) table(ctx context.Context, s *stream.Stream, t *stream.Table)
 	tally := &RebuildTable{}
 	rb.res.Tables[t.Name] = tally
 	cur := rebuildCursor{Mapping: mappingOf(s)}
-	st, err := rb.e.store.GetState(ctx, load.RebuildStream, t.Name)
-	switch {
-	case errors.Is(err, load.ErrNoState):
-	case err != nil:
+	var kept rebuildCursor
+	_, found, err := rb.e.readState(ctx, load.RebuildStream, t.Name, &kept)
+	if err != nil {
 		return err
-	default:
-		var kept rebuildCursor
-		if err := json.Unmarshal(st.Cursor, &kept); err != nil {
-			return fmt.Errorf("read cursor: %w", err)
-		}
-		switch {
-		case kept.Mapping == cur.Mapping:
-			cur, tally.Resumed = kept, true
-			rb.log.Info("rebuild resumes where the last one stopped", zap.String("table", t.Name),
-				zap.Strings("after", kept.After), zap.Bool("rejects", kept.Rejects), zap.Int64("after_id", kept.AfterID))
-		case kept.Mapping != "":
-			rb.log.Info("the field map changed since the interrupted rebuild; starting over", zap.String("table", t.Name))
-		}
+	}
+	switch {
+	case !found:
+	case kept.Mapping == cur.Mapping:
+		cur, tally.Resumed = kept, true
+		rb.log.Info("rebuild resumes where the last one stopped", zap.String("table", t.Name),
+			zap.Strings("after", kept.After), zap.Bool("rejects", kept.Rejects), zap.Int64("after_id", kept.AfterID))
+	case kept.Mapping != "":
+		rb.log.Info("the field map changed since the interrupted rebuild; starting over", zap.String("table", t.Name))
 	}
 	if !cur.Rejects {
 		stored := func() ([]transform.Stored, error) { return rb.rs.StoredRecords(ctx, t.Name, cur.After, rb.batch) }

@@ -205,9 +205,7 @@ func TestRebuildRecoversRejectedRecords(t *testing.T) {
 func TestRebuildRefusesToMoveKeys(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
-	if res := h.run(Request{Streams: []string{"projects"}}); res.Status != StatusSucceeded {
-		t.Fatalf("run: %s %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{Streams: []string{"projects"}}, "run")
 	eng := h.engine(func(s *Settings) { s.Streams = mappedStreams(t, "projects.project_id=brand_id") })
 	res, err := eng.Rebuild(context.Background(), RebuildRequest{Streams: []string{"projects"}})
 	if err != nil {

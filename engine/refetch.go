@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -238,7 +239,7 @@ func (r *run) absentees(ctx context.Context, a, b time.Time, fs *fetchedSpans, v
 		on, _ := parseDate(vs.Filed[strconv.FormatInt(id, 10)].On)
 		out = append(out, absentee{id: id, first: on.AddDate(0, 0, -1), last: on.AddDate(0, 0, 1)})
 	}
-	slices.SortFunc(out, func(x, y absentee) int { return compareInt64(x.id, y.id) })
+	slices.SortFunc(out, func(x, y absentee) int { return cmp.Compare(x.id, y.id) })
 	return out, nil
 }
 

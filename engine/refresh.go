@@ -2,30 +2,34 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/agencysync/agencysync/load"
 )
 
 // partRefresh is the sync_state partition of the communications stream that
 // keeps the rolling re-read (commsCursor.Refresh).
 const partRefresh = "refresh"
 
-// loadRefresh reads the refresh partition; a refresh never kept starts
-// seeded on today (the history was read in full before it).
+// loadRefresh reads the refresh partition (see seedRefresh).
 func (r *run) loadRefresh(ctx context.Context) (*commsState, error) {
 	cs, err := r.loadComms(ctx, partRefresh)
 	if err != nil {
 		return nil, err
 	}
+	r.seedRefresh(cs)
+	return cs, nil
+}
+
+// seedRefresh returns the refresh that cs, the refresh partition's state,
+// keeps; a refresh never kept starts seeded on today (the history was read
+// in full before it).
+func (r *run) seedRefresh(cs *commsState) *refreshState {
 	if cs.cur.Refresh == nil {
 		cs.cur.Refresh = &refreshState{Seeded: dateString(r.today)}
 	}
-	return cs, nil
+	return cs.cur.Refresh
 }
 
 // markRead records the days from..to (YYYY-MM-DD) as read in full today: a
@@ -41,15 +45,8 @@ func (r *run) markRead(ctx context.Context, from, to string) error {
 
 // backfillDone says whether the history's backfill is complete.
 func (e *Engine) backfillDone(ctx context.Context) (bool, error) {
-	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
-	switch {
-	case errors.Is(err, load.ErrNoState):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
 	var c commsCursor
-	if err := jsonUnmarshal(st.Cursor, &c); err != nil {
+	if _, _, err := e.readState(ctx, e.mailStream(), partComms, &c); err != nil {
 		return false, err
 	}
 	return c.Backfill != nil && c.Backfill.Done, nil
@@ -108,16 +105,11 @@ func (r *run) commsRefresh(ctx context.Context, log *zap.Logger, force bool) err
 		log.Info("the communications refresh waits for the backfill to complete")
 		return nil
 	}
-	cs, err := r.loadRefresh(ctx)
+	cs, err := r.loadSide(ctx, partRefresh)
 	if err != nil {
 		return err
 	}
-	main, err := r.loadComms(ctx, partComms)
-	if err != nil {
-		return err
-	}
-	cs.watermark = main.watermark
-	st := cs.cur.Refresh
+	st := r.seedRefresh(cs)
 	today := dateString(r.today)
 	planned := false
 	for {
@@ -189,18 +181,12 @@ func (e *Engine) refreshEstimate(ctx context.Context, force bool) (Estimate, err
 	}
 	today := utcDate(e.set.Now())
 	st := &refreshState{Seeded: dateString(today)}
-	switch s, err := e.store.GetState(ctx, e.mailStream(), partRefresh); {
-	case errors.Is(err, load.ErrNoState):
-	case err != nil:
+	var c commsCursor
+	if _, _, err := e.readState(ctx, e.mailStream(), partRefresh, &c); err != nil {
 		return est, err
-	default:
-		var c commsCursor
-		if err := jsonUnmarshal(s.Cursor, &c); err != nil {
-			return est, err
-		}
-		if c.Refresh != nil {
-			st = c.Refresh
-		}
+	}
+	if c.Refresh != nil {
+		st = c.Refresh
 	}
 	age := refreshDays(e.set.CommsRefreshAge)
 	ranges := st.Slice
@@ -247,15 +233,8 @@ type RefreshStatus struct {
 }
 
 func (e *Engine) refreshStatus(ctx context.Context) (*RefreshStatus, error) {
-	s, err := e.store.GetState(ctx, e.mailStream(), partRefresh)
-	switch {
-	case errors.Is(err, load.ErrNoState):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
 	var c commsCursor
-	if err := jsonUnmarshal(s.Cursor, &c); err != nil || c.Refresh == nil {
+	if _, _, err := e.readState(ctx, e.mailStream(), partRefresh, &c); err != nil || c.Refresh == nil {
 		return nil, err
 	}
 	st := c.Refresh

@@ -95,20 +95,14 @@ func TestLateEditsLandWithinTheRefreshAge(t *testing.T) {
 		s.CommsRefreshAge = ageDays * 24 * time.Hour
 		s.DetailMaxAge = 100 * 365 * 24 * time.Hour
 	})
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first sync %s: %v", res.Status, res.Err)
-	}
-	if _, err := h.sb.Advance(2 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSucceed(Request{}, "first sync")
+	h.advance(2 * time.Hour)
 	tr := h.truth()
 	edits := []lateEdit{h.editOld(tr, 10, 0), h.editOld(tr, 100, 4), h.editOld(tr, 400, 7)}
 	landedOn := map[int64]int{}
 	var changed int64
 	for night := 1; night <= ageDays; night++ {
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 		if _, _, err := h.sb.AppendEmails(20); err != nil {
 			t.Fatal(err)
 		}
@@ -160,15 +154,9 @@ func TestBackfillWithoutRangeReadsTheNextDays(t *testing.T) {
 	t.Parallel()
 	o := smallSandbox()
 	h := newHarness(t, o, func(s *Settings) { s.DetailMaxAge = 100 * 365 * 24 * time.Hour })
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first sync %s: %v", res.Status, res.Err)
-	}
-	if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("nightly run %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first sync")
+	h.advance(24 * time.Hour)
+	h.mustSucceed(Request{}, "nightly run")
 	st := h.refreshState()
 	// The days the refresh reaches next follow tonight's slice.
 	var next string
@@ -221,9 +209,7 @@ func TestFinanceCorrectionLandsWithinTheRefreshAge(t *testing.T) {
 		s.FinanceFullEvery = 30 * 24 * time.Hour
 		s.DetailMaxAge = 100 * 365 * 24 * time.Hour
 	})
-	if res := h.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("first sync %s: %v", res.Status, res.Err)
-	}
+	h.mustSucceed(Request{}, "first sync")
 	tr := h.truth()
 	id, _ := strconv.ParseInt(tr["invoices"][3].Key, 10, 64)
 	amount := ptrAmount(t, "4321.09")
@@ -239,9 +225,7 @@ func TestFinanceCorrectionLandsWithinTheRefreshAge(t *testing.T) {
 	}
 	var nights []string
 	for night := 1; night <= ageDays; night++ {
-		if _, err := h.sb.Advance(24 * time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		h.advance(24 * time.Hour)
 		if res := h.run(Request{}); res.Status != StatusSucceeded {
 			t.Fatalf("night %d: %s %v", night, res.Status, res.Err)
 		}

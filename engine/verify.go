@@ -613,18 +613,9 @@ func rejectEmailAt(payload json.RawMessage) (time.Time, bool) {
 
 // loadVerify reads the "verify" partition's state.
 func (e *Engine) loadVerify(ctx context.Context) (*verifyState, error) {
-	st, err := e.store.GetState(ctx, e.mailStream(), partVerify)
 	vs := &verifyState{}
-	switch {
-	case errors.Is(err, load.ErrNoState):
-		return vs, nil
-	case err != nil:
+	if _, _, err := e.readState(ctx, e.mailStream(), partVerify, vs); err != nil {
 		return nil, err
-	}
-	if len(st.Cursor) > 0 {
-		if err := json.Unmarshal(st.Cursor, vs); err != nil {
-			return nil, fmt.Errorf("read verify state: %w", err)
-		}
 	}
 	return vs, nil
 }
@@ -680,15 +671,8 @@ func (e *Engine) fillRange(rg Range) (Range, error) {
 // the next run while the last one did not prove equality.
 func (e *Engine) verifyDue(ctx context.Context) (bool, string, error) {
 	cs := &commsState{}
-	st, err := e.store.GetState(ctx, e.mailStream(), partComms)
-	switch {
-	case errors.Is(err, load.ErrNoState):
-	case err != nil:
+	if _, _, err := e.readState(ctx, e.mailStream(), partComms, &cs.cur); err != nil {
 		return false, "", err
-	default:
-		if err := jsonUnmarshal(st.Cursor, &cs.cur); err != nil {
-			return false, "", err
-		}
 	}
 	if bf := cs.cur.Backfill; bf == nil || !bf.Done {
 		return false, "after the backfill is complete", nil

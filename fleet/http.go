@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"html/template"
 	"net/http"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 //go:embed fleetpage.html
 var fleetPageHTML string
 
-var fleetPageTmpl = template.Must(template.New("fleet").Parse(fleetPageHTML))
+var fleetPageTmpl = serve.ParsePage("fleet", fleetPageHTML)
 
 // mux serves /healthz, /readyz, /metrics, the fleet view (/) and each
 // agency's status page (/agencies/NAME, serve's page).

@@ -97,6 +97,17 @@ type ListedEntity struct {
 	Hash string
 }
 
+// columnsOf returns the ids and the list hashes of entries, in their order:
+// the two arrays a statement unnests.
+func columnsOf(entries []ListedEntity) (ids, hashes []string) {
+	ids = make([]string, len(entries))
+	hashes = make([]string, len(entries))
+	for i, e := range entries {
+		ids[i], hashes[i] = e.ID, e.Hash
+	}
+	return ids, hashes
+}
+
 // recordListed upserts the list hashes of a page's entities inside the page's
 // transaction. Rows whose hash did not change and that are still listed are
 // neither rewritten nor locked. A new entity takes the next seq, which
@@ -105,11 +116,7 @@ func (d *DetailState) recordListed(ctx context.Context, tx pgx.Tx, stream string
 	if len(entries) == 0 {
 		return nil
 	}
-	ids := make([]string, len(entries))
-	hashes := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i], hashes[i] = e.ID, e.Hash
-	}
+	ids, hashes := columnsOf(entries)
 	// Known entities are updated only when their hash changed or they
 	// return (an UPDATE, not ON CONFLICT DO UPDATE, which would lock and so
 	// write the rows it leaves alone, and would draw a seq for each of them:

@@ -73,11 +73,7 @@ func (d *DetailState) rekey(ctx context.Context, tx pgx.Tx, stream string, entri
 	if len(entries) == 0 {
 		return nil
 	}
-	ids := make([]string, len(entries))
-	hashes := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i], hashes[i] = e.ID, e.Hash
-	}
+	ids, hashes := columnsOf(entries)
 	_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s AS d SET list_hash = u.h, _synced_at = now(),
 	detail_hash = CASE WHEN d.detail_hash = d.list_hash THEN u.h ELSE d.detail_hash END
 FROM unnest($2::text[], $3::text[]) AS u(id, h)

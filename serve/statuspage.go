@@ -51,10 +51,21 @@ type StatusPageOptions struct {
 	Location  *time.Location
 }
 
+//go:embed page.html
+var pageHTML string
+
+// ParsePage parses an HTML page in the frame the status page and the fleet
+// view share (page.html: the head, the shared look and <main>). Its text
+// calls {{template "page" .}} and defines the templates the frame names:
+// "title", "head", "style" and "main". It panics when either fails to parse.
+func ParsePage(name, text string) *template.Template {
+	return template.Must(template.Must(template.New(name).Parse(pageHTML)).Parse(text))
+}
+
 //go:embed statuspage.html
 var statusPageHTML string
 
-var statusPageTmpl = template.Must(template.New("status").Parse(statusPageHTML))
+var statusPageTmpl = ParsePage("status", statusPageHTML)
 
 // StatusPage is serve's status page: `/`, one HTML page (inline CSS and
 // SVG, no external asset; complete without its script) with the running
