@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/internal/testkit/sandbox"
+	"github.com/agencysync/agencysync/stream"
+	"github.com/agencysync/agencysync/transform"
+)
+
+// BenchmarkPageCPU measures the worker's CPU for one 1000-e-mail page of the
+// default sandbox between its body and the load, as a run spends it: the
+// page split into records (extract.SplitPage), the records transformed
+// (transform.Records) and offered to the run's field inventory (what
+// run.transform does). "steady" samples as a run does after its first page,
+// "every-record" observes every record (the inventory's whole cost).
+//
+//	go test -run '^$' -bench PageCPU -benchmem ./engine/
+func BenchmarkPageCPU(b *testing.B) {
+	body := sandboxCommsPage(b)
+	s, _ := stream.Lookup("communications")
+	for _, c := range []struct {
+		name     string
+		sampling *[2]int
+	}{{"steady", nil}, {"every-record", &[2]int{0, 1}}} {
+		b.Run(c.name, func(b *testing.B) {
+			w := newFieldWatch([]*stream.Stream{s}, c.sampling)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			cpu0 := benchCPU(b)
+			for b.Loop() {
+				p, err := extract.SplitPage(body)
+				if err != nil || len(p.Records) != 1000 {
+					b.Fatalf("split: %v", err)
+				}
+				out := pageTransform(w, s, recordsOf(p.Records))
+				if out.Len("emails") != 1000 {
+					b.Fatalf("%d e-mails, %d rejects", out.Len("emails"), len(out.Rejects))
+				}
+			}
+			cpu := benchCPU(b) - cpu0
+			b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/page")
+			b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/page")
+		})
+	}
+}
+
+// pageTransform is run.transform for a communications page, on watch w.
+func pageTransform(w *fieldWatch, s *stream.Stream, recs []stream.Record) transform.Batch {
+	b := transform.Records(transform.Input{Stream: s, Endpoint: stream.EndpointCommunications}, recs)
+	w.observe(s, stream.EndpointCommunications, recs)
+	return b
+}
+
+// sandboxCommsPage is a 1000-e-mail answer of the default sandbox (no
+// bodies), as a run fetches it.
+func sandboxCommsPage(b *testing.B) []byte {
+	o := sandbox.DefaultOptions()
+	o.NoLimits = true
+	sb, err := sandbox.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i + 1)
+	}
+	req := httptest.NewRequest(http.MethodPost, sandbox.CommsPath,
+		strings.NewReader(`{"user_id":[`+strings.Join(ids, ",")+`],"page":2,"per_page":1000}`))
+	req.Header.Set("X-Workflow-Key", o.CommsKey)
+	rec := httptest.NewRecorder()
+	sb.CommsHandler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"per_page":1000`)) {
+		b.Fatalf("communications page: %d %.200s", rec.Code, rec.Body.String())
+	}
+	return rec.Body.Bytes()
+}
+
+// benchCPU is the CPU time (user and system) the process has used: the
+// garbage collector's threads included, time spent waiting for a core not.
+func benchCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
