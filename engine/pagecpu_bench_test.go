@@ -13,14 +13,12 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/stream"
-	"github.com/agencysync/agencysync/transform"
 )
 
 // BenchmarkPageCPU measures the worker's CPU for one 1000-e-mail page of the
 // default sandbox between its body and the load, as a run spends it: the
 // page split into records (extract.SplitPage), the records transformed
-// (transform.Records) and offered to the run's field inventory (what
-// run.transform does). "steady" samples as a run does after its first page,
+// and offered to the run's field inventory (run.transform). "steady" samples as a run does after its first page,
 // "every-record" observes every record (the inventory's whole cost).
 //
 //	go test -run '^$' -bench PageCPU -benchmem ./engine/
@@ -32,7 +30,7 @@ func BenchmarkPageCPU(b *testing.B) {
 		sampling *[2]int
 	}{{"steady", nil}, {"every-record", &[2]int{0, 1}}} {
 		b.Run(c.name, func(b *testing.B) {
-			w := newFieldWatch([]*stream.Stream{s}, c.sampling)
+			r := &run{e: &Engine{set: Settings{Now: time.Now}}, fields: newFieldWatch([]*stream.Stream{s}, c.sampling)}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			cpu0 := benchCPU(b)
@@ -41,7 +39,7 @@ func BenchmarkPageCPU(b *testing.B) {
 				if err != nil || len(p.Records) != 1000 {
 					b.Fatalf("split: %v", err)
 				}
-				out := pageTransform(w, s, recordsOf(p.Records))
+				out := r.transform(s, stream.EndpointCommunications, nil, recordsOf(p.Records), stream.RejectCommunications, p.Rejects)
 				if out.Len("emails") != 1000 {
 					b.Fatalf("%d e-mails, %d rejects", out.Len("emails"), len(out.Rejects))
 				}
@@ -51,13 +49,6 @@ func BenchmarkPageCPU(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/page")
 		})
 	}
-}
-
-// pageTransform is run.transform for a communications page, on watch w.
-func pageTransform(w *fieldWatch, s *stream.Stream, recs []stream.Record) transform.Batch {
-	b := transform.Records(transform.Input{Stream: s, Endpoint: stream.EndpointCommunications}, recs)
-	w.observe(s, stream.EndpointCommunications, recs)
-	return b
 }
 
 // sandboxCommsPage is a 1000-e-mail answer of the default sandbox (no
