@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
 	"github.com/agencysync/agencysync/stream"
@@ -202,24 +200,22 @@ func (w *fieldWatch) rereads(on bool) {
 	w.again = on
 }
 
-// observe notes the fields of the records of one endpoint.
-func (w *fieldWatch) observe(decl *stream.Stream, endpoint string, recs []stream.Record) {
+// observe notes the fields of the records of one endpoint of decl, given as
+// the views their transform read them through (transform.Input.Read): a
+// record is parsed once whether the inventory samples it or not.
+func (w *fieldWatch) observe(decl *stream.Stream, endpoint string, views []*stream.View) {
 	if w == nil || decl == nil {
 		return
 	}
 	start := time.Now()
-	t := recordTable(decl, endpoint)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.again {
 		return
 	}
 	obs := w.inv.Observer(w.inventory(endpoint))
-	for i := range recs {
-		raw := recs[i].Raw
-		obs.ObserveMembers(func(yield func(string, gjson.Result) bool) {
-			stream.NewView(raw, t).Members(yield)
-		})
+	for _, v := range views {
+		obs.ObserveMembers(v.Members)
 	}
 	w.took += time.Since(start)
 }

@@ -118,7 +118,12 @@ func countHint(body []byte) int { return min(len(body)/256+1, 1000) }
 // the small objects of the envelope (meta, pagination, error); the walk
 // itself goes by offsets, so that descending into "data" and "rows" does not
 // first cost a pass over them to find their end (which gjson's ForEach
-// does: three passes over a communications page instead of one).
+// does: three passes over a communications page instead of one). Splitting
+// a 1000-row communications page (SplitPage: the copy, scanJSON, the walk)
+// takes 1.15-1.3 ms of CPU; the same walk after gjson.Valid, finding each
+// record's end by matchBracket, 2.6-2.8 ms (x2.1-2.3), and gjson.Valid with
+// gjson's ForEach over the rows 3.1-4.3 ms (x2.5-3.4; BenchmarkPageScanner,
+// on one machine in one run).
 type splitter struct {
 	own    []byte // the page's copy of the body; records are sub-slices
 	str    string // own, as a string for gjson (the same bytes)
@@ -633,6 +638,13 @@ func validJSONSlow(b []byte) (int, error) {
 // nesting depth of its objects and arrays (meaningful when ok). With spans,
 // it appends the spans of the objects and arrays at most spanDepth deep, in
 // the order they open.
+//
+// Validating alone it costs what gjson.Valid costs (0.85-0.93 against
+// 0.87-0.95 ms of CPU a 1000-row communications page, BenchmarkPageScanner);
+// it is kept for what gjson.Valid does not give in the same pass: the depth
+// (a hostile document nested past maxDepth is found without recursing into
+// it, and gjson's recursion is bounded by validNestingLimit) and the spans
+// that spare the walk a pass over each record.
 func scanJSON(b []byte, spans *[]span) (depth int, ok bool) {
 	var buf [64]byte
 	stack := buf[:0]        // the open containers' brackets

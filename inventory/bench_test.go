@@ -1,10 +1,6 @@
 package inventory
 
 import (
-	"bytes"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,39 +14,11 @@ import (
 // sandbox (no bodies), as the pipeline benchmark fetches it.
 func commsPageBody(tb testing.TB) []byte {
 	tb.Helper()
-	o := sandbox.DefaultOptions()
-	o.NoLimits = true
-	s, err := sandbox.New(o)
+	body, err := sandbox.DefaultCommsPage()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var users strings.Builder
-	for u := 1; u <= 300; u++ {
-		if u > 1 {
-			users.WriteByte(',')
-		}
-		users.WriteString(itoa(u))
-	}
-	req := httptest.NewRequest(http.MethodPost, sandbox.CommsPath,
-		strings.NewReader(`{"user_id":[`+users.String()+`],"page":2,"per_page":1000}`))
-	req.Header.Set("X-Workflow-Key", o.CommsKey)
-	rec := httptest.NewRecorder()
-	s.CommsHandler().ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"per_page":1000`)) {
-		tb.Fatalf("communications page: %d %.200s", rec.Code, rec.Body.String())
-	}
-	return rec.Body.Bytes()
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for n > 0 || i == len(b) {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return body
 }
 
 var comms, _ = stream.Lookup("communications")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,7 +70,7 @@ func sandboxRecords(t *testing.T, variants ...string) map[string][][]byte {
 	out := map[string][][]byte{}
 	users := make([]string, o.Users)
 	for u := range users {
-		users[u] = itoa(u + 1)
+		users[u] = strconv.Itoa(u + 1)
 	}
 	for page := 1; ; page++ {
 		var env struct {
@@ -77,7 +78,7 @@ func sandboxRecords(t *testing.T, variants ...string) map[string][][]byte {
 				Rows json.RawMessage `json:"rows"`
 			} `json:"data"`
 		}
-		b := call(http.MethodPost, sandbox.CommsPath, `{"user_id":[`+strings.Join(users, ",")+`],"page":`+itoa(page)+`,"per_page":1000}`)
+		b := call(http.MethodPost, sandbox.CommsPath, `{"user_id":[`+strings.Join(users, ",")+`],"page":`+strconv.Itoa(page)+`,"per_page":1000}`)
 		if err := json.Unmarshal(b, &env); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func sandboxRecords(t *testing.T, variants ...string) map[string][][]byte {
 		out["project_details"] = append(out["project_details"], call(http.MethodGet, "/v1/projects/"+p.ID, ""))
 	}
 	for b := 1; b <= o.Brands; b++ {
-		out["brand_details"] = append(out["brand_details"], call(http.MethodGet, "/v1/brands/"+itoa(b), ""))
+		out["brand_details"] = append(out["brand_details"], call(http.MethodGet, "/v1/brands/"+strconv.Itoa(b), ""))
 	}
 	return out
 }

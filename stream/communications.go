@@ -280,8 +280,8 @@ func (u *userObject) personOf(key string) (*person, error) {
 // record's users object, nil when it has none), with the
 // key of a collection keyed by user id ("" otherwise). An object is keyed
 // by user id when it is empty or its first member's value is an object (or
-// null); otherwise it is a single user object. The list is split once (see
-// forEach), the first member deciding along the way.
+// null); otherwise it is a single user object. The list is read in one pass
+// of gjson's ForEach, the first member deciding along the way.
 func eachParticipant(users *View, role string, fn func(p gjson.Result, key string) error) error {
 	if users == nil {
 		return nil
@@ -296,7 +296,8 @@ func eachParticipant(users *View, role string, fn func(p gjson.Result, key strin
 	}
 	var err error
 	first, single := true, false
-	forEach(v, func(k string, e gjson.Result) bool {
+	v.ForEach(func(key, e gjson.Result) bool {
+		k := key.Str
 		if first && !array {
 			first = false
 			if single = !e.IsObject() && e.Type != gjson.Null; single {

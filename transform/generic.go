@@ -29,6 +29,12 @@ type Input struct {
 	// Snapshot is the sync's day, for snapshot tables: its calendar day as
 	// given (year, month and day in its own location).
 	Snapshot time.Time
+	// Read, when set, is called with each record's view, in order, rejected
+	// records included: the view the transform reads the record's columns
+	// through (wrappers unwrapped as the record's table says), so that a
+	// caller that observes the records' fields (the run's field inventory)
+	// does not parse them again. The views stay valid after Records returns.
+	Read func(*stream.View)
 }
 
 // TableRows are the rows of one table in a batch.
@@ -168,6 +174,11 @@ func Records(in Input, recs []stream.Record) Batch {
 	p := newPlan(in)
 	var out Batch
 	if p.root == nil {
+		for i := range recs {
+			if in.Read != nil {
+				in.Read(stream.NewView(recs[i].Raw, nil))
+			}
+		}
 		return out
 	}
 	bundles := make([]*bundle, 0, len(recs))
@@ -363,6 +374,9 @@ func fieldName(c *stream.Column) string {
 // record reads one record into its bundle.
 func (p *plan) record(rec *stream.Record) (*bundle, error) {
 	v := stream.NewView(rec.Raw, p.root)
+	if p.in.Read != nil {
+		p.in.Read(v)
+	}
 	var bd *bundle
 	if len(p.slab) > 0 {
 		bd, p.slab = &p.slab[0], p.slab[1:]
