@@ -18,7 +18,7 @@ type Inventory struct {
 	// contacts list.
 	BrandContacts map[string]int
 	// BrandLists holds, for each other list asked per brand (the lists the
-	// sandbox serves from their declarations, by endpoint name), the rows
+	// sandbox serves from their declarations, by inventory name), the rows
 	// of each brand: each brand of BrandContacts costs ceil(rows ÷ PageSize)
 	// requests of each (one for none).
 	BrandLists map[string]map[string]int

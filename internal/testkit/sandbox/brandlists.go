@@ -18,7 +18,7 @@ import (
 // two records (by the parity of its id), each with an id and a value for
 // every field the list's table reads (by the column's type).
 type brandList struct {
-	name   string          // the endpoint's name; Stats.ByEndpoint counts its requests under it
+	name   string          // the endpoint's inventory name: Stats.ByEndpoint and the truth name it so
 	path   string          // its declared path, "{id}" standing for the brand's id
 	fields []stream.Column // the columns its records' fields fill, "id" excepted
 }
@@ -34,7 +34,7 @@ func brandListsOf(streams []*stream.Stream) []brandList {
 				routeMain(strings.ReplaceAll(ep.Path, "{id}", "1")).endpoint != epUnknown {
 				continue
 			}
-			l := brandList{name: ep.Name, path: ep.Path}
+			l := brandList{name: ep.InventoryName(), path: ep.Path}
 			if t := s.RecordTable(ep.Name); t != nil {
 				for _, c := range t.Columns {
 					if c.Field != "" && c.Field != "id" && c.Derived == "" {

@@ -14,12 +14,12 @@ import (
 // TestDeclaredBrandListsAreServed: a list per brand that a declaration
 // names and the spec lacks is served at its declared path — one or two
 // records a brand, each with its id and a value of each field's type —,
-// 404 for a brand not listed, counted under its name and written in the
-// truth; the product's declarations alone add none.
+// 404 for a brand not listed, counted and written in the truth under its
+// inventory name; the product's declarations alone add none.
 func TestDeclaredBrandListsAreServed(t *testing.T) {
 	t.Parallel()
 	s := startSmall(t, nil)
-	if r := get(t, s, "/v1/brands/1/notes"); r.status != http.StatusNotFound {
+	if r := get(t, s, "/v1/brands/1/tb_notes"); r.status != http.StatusNotFound {
 		t.Fatalf("a list no declaration names: %d", r.status)
 	}
 	paging := stream.StyleDefaults(stream.StylePage)
@@ -27,8 +27,8 @@ func TestDeclaredBrandListsAreServed(t *testing.T) {
 		Name: "tb", Main: "tb",
 		Endpoints: []stream.Endpoint{
 			{Name: "tb", Path: "/v1/brands", Paging: stream.PagingList, Pagination: paging},
-			{Name: "tb_notes", Path: "/v1/brands/{id}/notes", Paging: stream.PagingList, Pagination: paging,
-				Parent: "tb", Inventory: "tb_notes"},
+			{Name: "tb_notes", Path: "/v1/brands/{id}/tb_notes", Paging: stream.PagingList, Pagination: paging,
+				Parent: "tb", Inventory: "scribbles"},
 		},
 		Lists: []stream.List{{Partition: "list", Endpoint: "tb"}},
 	},
@@ -52,7 +52,7 @@ func TestDeclaredBrandListsAreServed(t *testing.T) {
 	s.ServeDeclaredBrandLists([]*stream.Stream{decl})
 	b := s.data.brands[0].id
 	for _, id := range []int64{b, b + 1} {
-		l := decodeList(t, get(t, s, pathf("/v1/brands/%d/notes", id)))
+		l := decodeList(t, get(t, s, pathf("/v1/brands/%d/tb_notes", id)))
 		if len(l.Data) != int(1+id%2) {
 			t.Fatalf("notes of brand %d: %+v", id, l)
 		}
@@ -68,20 +68,20 @@ func TestDeclaredBrandListsAreServed(t *testing.T) {
 	if err := s.DeleteBrand(b); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{pathf("/v1/brands/%d/notes", b), "/v1/brands/99999/notes", "/v1/brands/x/notes"} {
+	for _, p := range []string{pathf("/v1/brands/%d/tb_notes", b), "/v1/brands/99999/tb_notes", "/v1/brands/x/tb_notes"} {
 		if r := get(t, s, p); r.status != http.StatusNotFound {
 			t.Fatalf("%s: %d, want 404", p, r.status)
 		}
 	}
-	if n := s.Stats().ByEndpoint["tb_notes"]; n != 5 {
-		t.Fatalf("tb_notes requests %d, want 5", n)
+	if n := s.Stats().ByEndpoint["scribbles"]; n != 5 {
+		t.Fatalf("requests of the list counted under its inventory name: %d, want 5", n)
 	}
 	var truth bytes.Buffer
 	if err := s.Truth(&truth); err != nil {
 		t.Fatal(err)
 	}
 	line := func(id int64) string {
-		return `{"stream":"tb_notes","key":"` + strconv.FormatInt(id*100+1, 10) + `","brand_id":"` + strconv.FormatInt(id, 10) + `"`
+		return `{"stream":"scribbles","key":"` + strconv.FormatInt(id*100+1, 10) + `","brand_id":"` + strconv.FormatInt(id, 10) + `"`
 	}
 	if !strings.Contains(truth.String(), line(b+1)) || strings.Contains(truth.String(), line(b)) {
 		t.Fatalf("truth lacks %s or lists the deleted brand's notes", line(b+1))

@@ -31,7 +31,7 @@ func (s *Server) truthStyles() (mainStyle, commsStyle) {
 // Truth writes the complete current dataset as JSON lines, one record per
 // line: {"stream":S,"key":K,"bad":B,"record":R} (contacts, and the records
 // of the lists per brand served from their declarations, whose S is the
-// list's endpoint name, also carry "brand_id"). R is the record as the API serves it in canonical shapes;
+// list's inventory name, also carry "brand_id"). R is the record as the API serves it in canonical shapes;
 // B is true for records made malformed by the bad-record rate. Deleted
 // brands and projects are left out. The order is stable: streams as listed
 // in the README, records by id (profitability by level, entity, period).
