@@ -29,7 +29,7 @@ func notebooks(t *testing.T) *stream.Stream {
 		Endpoints: []stream.Endpoint{
 			{Name: "notebooks", Path: "/v1/notebooks", Paging: stream.PagingList, Pagination: paging},
 			{Name: "notebook_notes", Path: "/v1/notebooks/{id}/notes", Paging: stream.PagingList, Pagination: paging,
-				Parent: "notebooks", Inventory: "notes"},
+				Parent: "notebooks", Inventory: "notebook_notes"},
 		},
 		Lists: []stream.List{{Partition: "list", Endpoint: "notebooks"}},
 	},

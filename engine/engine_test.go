@@ -305,10 +305,11 @@ func (h *harness) inventory() oracle.Inventory {
 // nothingChanged is the work of a sync that finds nothing changed since the
 // last one over inv: every list again, the four finance lists filtered by
 // updated_since (so empty), no details, and one page of the communications
-// increment.
+// increment. It keeps the rows of inv's lists per brand, which a test
+// that makes brands due asks again.
 func nothingChanged(inv oracle.Inventory) oracle.Inventory {
 	return oracle.Inventory{Brands: inv.Brands, Projects: inv.Projects, ProfitabilityProject: inv.ProfitabilityProject,
-		ProfitabilityBrand: inv.ProfitabilityBrand, Summary: inv.Summary}
+		ProfitabilityBrand: inv.ProfitabilityBrand, Summary: inv.Summary, BrandLists: inv.BrandLists}
 }
 
 // expectedEmails decodes and transforms the truth's communications, as the

@@ -20,6 +20,7 @@ import (
 	"github.com/agencysync/agencysync/internal/testkit/sandbox"
 	"github.com/agencysync/agencysync/inventory"
 	"github.com/agencysync/agencysync/load"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // watchLogs makes the harness's engine log to an observer (warnings up).
@@ -398,8 +399,15 @@ func servedFields(t *testing.T, h *harness) map[string][]string {
 		add("brands", b)
 		id := idOf(unwrapServed(b.(map[string]any)))
 		add("brand_details", get(h.sb.APIURL()+"/v1/brands/"+id, ""))
-		for _, c := range list("/brands/" + id + "/contacts?per_page=1000") {
-			add("contacts", c)
+		for _, s := range stream.All() {
+			for _, ep := range s.EndpointsOf(stream.KindChild) {
+				if ep.Parent != stream.EndpointBrands {
+					continue
+				}
+				for _, c := range list(strings.TrimPrefix(strings.ReplaceAll(ep.Path, "{id}", id), "/v1") + "?per_page=1000") {
+					add(ep.InventoryName(), c)
+				}
+			}
 		}
 	}
 	for _, p := range list("/projects?per_page=1000") {

@@ -77,7 +77,8 @@ func TestShortListingSoftDeletesNothing(t *testing.T) {
 }
 
 // serveBrandListing answers the brand list as writeListing's mode (its later
-// pages not found), each brand's detail, and no contacts.
+// pages not found), each brand's detail, and no contacts (nor any other
+// list asked per brand).
 func serveBrandListing(w http.ResponseWriter, r *http.Request, mode int32) {
 	brand := func(id int) string {
 		return fmt.Sprintf(`{"brand_info":{"id":"%d","name":"Brand %d","status":"active"}}`, id, id)
@@ -89,7 +90,7 @@ func serveBrandListing(w http.ResponseWriter, r *http.Request, mode int32) {
 			return
 		}
 		writeListing(w, mode, brand(1), brand(2), brand(3))
-	case strings.HasSuffix(p, "/contacts"):
+	case strings.HasPrefix(p, "/v1/brands/") && strings.Count(p, "/") == 4: // every list asked per brand
 		fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
 	case strings.HasPrefix(p, "/v1/brands/"):
 		id := strings.TrimPrefix(p, "/v1/brands/")
@@ -114,6 +115,8 @@ func serveContactListing(w http.ResponseWriter, r *http.Request, mode int32) {
 		writeListing(w, mode, contact(1), contact(2), contact(3))
 	case p == "/v1/brands/1":
 		fmt.Fprintf(w, `{"brand_info":{"id":"1","name":"Brand 1","status":%q},"general_info":{},"metadata":{}}`, status)
+	case strings.HasPrefix(p, "/v1/brands/1/"): // any other list asked per brand
+		fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":1}`)
 	default:
 		http.Error(w, `{"error":{"message":"Data not found"}}`, http.StatusNotFound)
 	}

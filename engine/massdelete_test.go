@@ -29,7 +29,7 @@ func TestEmptyListingWaitsForConfirmation(t *testing.T) {
 				rows = append(rows, fmt.Sprintf(`{"brand_info":%s}`, brandInfo(strconv.Itoa(id))))
 			}
 			fmt.Fprintf(w, `{"data":[%s],"total":%d,"per_page":1000,"current_page":1,"last_page":%d}`, strings.Join(rows, ","), n, min(n, 1))
-		case strings.HasSuffix(p, "/contacts"):
+		case strings.HasPrefix(p, "/v1/brands/") && strings.Count(p, "/") == 4: // every list asked per brand
 			fmt.Fprint(w, `{"data":[],"total":0,"per_page":1000,"current_page":1,"last_page":0}`)
 		case strings.HasPrefix(p, "/v1/brands/"):
 			id := strings.TrimPrefix(p, "/v1/brands/")

@@ -146,6 +146,20 @@ func drain(t *testing.T, sn seen, rej map[string]map[string]bool, stream, level 
 	return keys
 }
 
+// brandChildLists are the declared lists asked per brand (a brand's
+// contacts, and any other a stream declares).
+func brandChildLists() []stream.Endpoint {
+	var out []stream.Endpoint
+	for _, s := range stream.All() {
+		for _, ep := range s.EndpointsOf(stream.KindChild) {
+			if ep.Parent == stream.EndpointBrands {
+				out = append(out, ep)
+			}
+		}
+	}
+	return out
+}
+
 // extractAll reads every stream of the sandbox through the client.
 func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string]bool) {
 	t.Helper()
@@ -160,7 +174,9 @@ func extractAll(t *testing.T, c *Client, users int) (seen, map[string]map[string
 			t.Errorf("brand detail %s: key %q, brand_info.id %s", id, bd.Key, got.Raw)
 		}
 		sn.add("brand_details", bd.Key)
-		drain(t, sn, rej, "contacts", "", c.List(ctx, stream.EndpointBrandContacts, ListQuery{ID: id}))
+		for _, ep := range brandChildLists() {
+			drain(t, sn, rej, ep.InventoryName(), "", c.List(ctx, ep.Name, ListQuery{ID: id}))
+		}
 	}
 	projectIDs := drain(t, sn, rej, "projects", "", c.List(ctx, stream.EndpointProjects, ListQuery{}))
 	for _, id := range projectIDs[:min(3, len(projectIDs))] {

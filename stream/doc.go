@@ -77,24 +77,37 @@
 //     entities have child lists, hooks if any — and its line in the list
 //     in stream.go (a list asked per brand is an endpoint and a table
 //     added to brands.go instead, and needs no line);
-//  2. migrations/000NN_tasks.sql: the tables, with a COMMENT on each column;
+//  2. migrations/000NN_tasks.sql: the tables, with a COMMENT on each
+//     column, and raw compressed with lz4 where the server has it, as
+//     00016 does (load's lz4 test expects every declared record column so);
 //  3. a test syncing it end to end, serving its records from the sandbox
 //     by its declared paths (sandbox.Server.Declare);
-//  4. its line in the docs' list of tables.
+//  4. its line in the docs' list of tables (docs/warehouse.md);
+//  5. its tables in deploy/dbt/sources.yml, each described by its COMMENT
+//     (deploy's TestDbtSources holds every table of the warehouse to it).
 //
 // The engine (its task, estimate, partitions, listing, details and child
 // lists, status), extract (its paths, AGENCY_PATHS and AGENCY_PAGING),
 // transform, load (its table specs, merges, soft deletes, reject keys) and
 // AGENCY_FIELD_MAP follow from the declaration, and no test lists streams,
 // tables or endpoints by hand. Once it is in All, every sync asks it, so
-// the canonical sandbox serves it too: its generated data
-// (internal/testkit/sandbox) and the requests it costs in the oracle that
-// counts a sync's requests without the worker's code
-// (internal/testkit/oracle).
+// the canonical sandbox serves it too: a list asked per brand that the
+// spec lacks is served from its declaration (one or two records a brand,
+// named by the endpoint's inventory name in the sandbox's stats and
+// truth), and the oracle that counts a sync's requests without the
+// worker's code (internal/testkit/oracle) counts it from that truth. A
+// list of another kind (a top-level list, a list asked per project) still
+// needs its generated data in internal/testkit/sandbox and its requests in
+// the oracle.
 //
-// Measured: the notebooks stream of engine/declared_test.go — a paged list,
-// and a paged list per notebook soft-deleted per notebook — is declared,
-// its tables created, its records served and synced end to end (a first
-// run, an unchanged re-run that asks no notebook's notes, soft deletes) in
-// that one test file, with no product file changed.
+// Measured: adding a brand-level notes list (GET /v1/brands/{id}/notes,
+// paged, soft-deleted per brand, asked only when the brand is due) took 5
+// files — stream/brands.go, migrations/00022_brand_notes.sql,
+// engine/brand_notes_test.go, docs/warehouse.md, deploy/dbt/sources.yml —
+// with no existing test changed; its unchanged re-run sent 0 notes
+// requests. The notebooks stream of engine/declared_test.go — a paged
+// list, and a paged list per notebook soft-deleted per notebook — is
+// declared, its tables created, its records served and synced end to end
+// (a first run, an unchanged re-run that asks no notebook's notes, soft
+// deletes) in that one test file, with no product file changed.
 package stream

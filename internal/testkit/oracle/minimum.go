@@ -17,6 +17,11 @@ type Inventory struct {
 	// number of contacts (0 for none): such a brand costs its detail and its
 	// contacts list.
 	BrandContacts map[string]int
+	// BrandLists holds, for each other list asked per brand (the lists the
+	// sandbox serves from their declarations, by inventory name), the rows
+	// of each brand: each brand of BrandContacts costs ceil(rows ÷ PageSize)
+	// requests of each (one for none).
+	BrandLists map[string]map[string]int
 	// ProjectDetails is the number of projects whose detail the sync fetches.
 	ProjectDetails int
 	// Budgets, Invoices, Collections and Payments are the rows of the four
@@ -57,6 +62,19 @@ func (t Truth) FirstSync() Inventory {
 	for _, l := range t["contacts"] {
 		inv.BrandContacts[l.BrandID]++
 	}
+	for name, lines := range t {
+		for _, l := range lines {
+			if name != "contacts" && l.BrandID != "" {
+				if inv.BrandLists == nil {
+					inv.BrandLists = map[string]map[string]int{}
+				}
+				if inv.BrandLists[name] == nil {
+					inv.BrandLists[name] = map[string]int{}
+				}
+				inv.BrandLists[name][l.BrandID]++
+			}
+		}
+	}
 	for _, l := range t["profitability"] {
 		if strings.HasPrefix(l.Key, "brand:") {
 			inv.ProfitabilityBrand++
@@ -83,7 +101,8 @@ type Minimum struct {
 	Total int
 	// ByEndpoint uses the sandbox's endpoint names (sandbox.Stats.ByEndpoint):
 	// brands, brand_detail, contacts, projects, project_detail, budgets,
-	// invoices, collections, payments, profitability, summary, communications.
+	// invoices, collections, payments, profitability, summary, communications,
+	// and the names of Inventory.BrandLists.
 	ByEndpoint map[string]int
 }
 
@@ -92,8 +111,9 @@ type Minimum struct {
 // invoices, collections, payments, profitability by project and by brand,
 // the agency summary, the communications — ceil(rows ÷ PageSize) requests
 // each (one for an empty list); plus one request per detail: per brand its
-// detail and ceil(contacts ÷ PageSize) contacts requests, per project its
-// detail; plus, on a later night, each range the rolling re-read of the
+// detail and ceil(contacts ÷ PageSize) contacts requests (and as many of
+// each of its other lists, Inventory.BrandLists), per project its detail;
+// plus, on a later night, each range the rolling re-read of the
 // history reads (Inventory.Refresh).
 func MinimumRequests(inv Inventory) Minimum {
 	contacts := 0
@@ -114,6 +134,11 @@ func MinimumRequests(inv Inventory) Minimum {
 		"contacts":       contacts,
 		"project_detail": inv.ProjectDetails,
 	}}
+	for name, rows := range inv.BrandLists {
+		for brand := range inv.BrandContacts {
+			m.ByEndpoint[name] += Pages(rows[brand], PageSize)
+		}
+	}
 	for _, n := range inv.Refresh {
 		m.ByEndpoint["communications"] += Pages(n, PageSize)
 	}

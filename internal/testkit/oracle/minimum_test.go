@@ -55,6 +55,7 @@ func TestFirstSyncCountsTheTruth(t *testing.T) {
 {"stream":"brand_details","key":"1","bad":false,"record":{}}
 {"stream":"contacts","key":"7","brand_id":"1","bad":false,"record":{}}
 {"stream":"contacts","key":"8","brand_id":"1","bad":false,"record":{}}
+{"stream":"brand_notes","key":"201","brand_id":"2","bad":false,"record":{}}
 {"stream":"projects","key":"5","bad":false,"record":{}}
 {"stream":"budgets","key":"9","bad":true,"record":{}}
 {"stream":"profitability","key":"project:5:2026-09","bad":false,"record":{}}
@@ -70,8 +71,20 @@ func TestFirstSyncCountsTheTruth(t *testing.T) {
 	inv := tr.FirstSync()
 	if inv.Brands != 2 || inv.Projects != 1 || inv.ProjectDetails != 1 || inv.Budgets != 1 || inv.Emails != 2 ||
 		inv.ProfitabilityProject != 1 || inv.ProfitabilityBrand != 2 || inv.Summary != 1 ||
-		!maps.Equal(inv.BrandContacts, map[string]int{"1": 2, "2": 0}) {
+		!maps.Equal(inv.BrandContacts, map[string]int{"1": 2, "2": 0}) ||
+		len(inv.BrandLists) != 1 || !maps.Equal(inv.BrandLists["brand_notes"], map[string]int{"2": 1}) {
 		t.Errorf("FirstSync = %+v", inv)
+	}
+}
+
+// Each brand whose detail the sync fetches costs a request of each other
+// list per brand too, one for an empty list; brands not due cost none.
+func TestMinimumRequestsCountsBrandLists(t *testing.T) {
+	inv := Inventory{BrandContacts: map[string]int{"1": 0, "2": 0},
+		BrandLists: map[string]map[string]int{"brand_notes": {"1": 1500, "3": 4}}}
+	m := MinimumRequests(inv)
+	if m.ByEndpoint["brand_notes"] != 2+1 || m.Total != 10+2+2+3 {
+		t.Errorf("MinimumRequests = %+v, want brand_notes 3 (brand 1's two pages, brand 2's empty list) of 17", m)
 	}
 }
 

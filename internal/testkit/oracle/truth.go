@@ -34,12 +34,15 @@ import (
 type Line struct {
 	// Stream is the truth's stream name: brands, brand_details, contacts,
 	// projects, budgets, invoices, collections, payments, profitability,
-	// summary or communications.
+	// summary or communications, or the inventory name of a list per brand
+	// the sandbox serves from its declaration.
 	Stream string `json:"stream"`
 	// Key is the record's key: its id (profitability: level:entity:period,
 	// summary: the period).
 	Key string `json:"key"`
-	// BrandID is the brand of a contact.
+	// BrandID is the brand of a contact, or of a record of another list
+	// asked per brand (one the sandbox serves from its declaration, whose
+	// Stream is the list's inventory name).
 	BrandID string `json:"brand_id"`
 	// Bad marks a record the sandbox made malformed: the worker must reject it.
 	Bad bool `json:"bad"`

@@ -49,44 +49,64 @@ func (s *Server) Declare(l DeclaredList) {
 func (s *Server) declaredRoute(path string) (DeclaredList, string, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	parts := strings.Split(strings.Trim(path, "/"), "/")
 	for _, d := range s.declared {
-		tmpl := strings.Split(strings.Trim(d.Path, "/"), "/")
-		if len(tmpl) != len(parts) {
-			continue
-		}
-		id, ok := "", true
-		for i, seg := range tmpl {
-			switch {
-			case seg == "{id}":
-				v, err := url.PathUnescape(parts[i])
-				id, ok = v, ok && err == nil && v != ""
-			case seg != parts[i]:
-				ok = false
-			}
-		}
-		if ok {
+		if id, ok := matchPath(d.Path, path); ok {
 			return d, id, true
 		}
 	}
 	return DeclaredList{}, "", false
 }
 
+// matchPath reports whether path is the template tmpl, a path whose
+// segment "{id}" stands for any id, and returns that id ("" for none).
+func matchPath(tmpl, path string) (string, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	segs := strings.Split(strings.Trim(tmpl, "/"), "/")
+	if len(segs) != len(parts) {
+		return "", false
+	}
+	id := ""
+	for i, seg := range segs {
+		switch {
+		case seg == "{id}":
+			v, err := url.PathUnescape(parts[i])
+			if err != nil || v == "" {
+				return "", false
+			}
+			id = v
+		case seg != parts[i]:
+			return "", false
+		}
+	}
+	return id, true
+}
+
 // handleDeclared answers a request for the declared list d of parent id.
 func (s *Server) handleDeclared(w http.ResponseWriter, e *enc, r *http.Request, d DeclaredList, id string, a auth) (int, string) {
+	return s.answerRecords(w, e, r, d.Name, a, func() ([]DeclaredRecord, bool) {
+		recs, ok := d.Records[id]
+		return recs, ok
+	})
+}
+
+// answerRecords answers a request for the list name with the records recs
+// returns under the read lock (false: the parent the path names is not
+// there, 404), paged and enveloped as every main list; a foreign key gets
+// 403 on records that are there.
+func (s *Server) answerRecords(w http.ResponseWriter, e *enc, r *http.Request, name string, a auth, recsOf func() ([]DeclaredRecord, bool)) (int, string) {
 	if r.Method != http.MethodGet {
 		return methodNotAllowed(w, e, http.MethodGet)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	recs, ok := d.Records[id]
+	recs, ok := recsOf()
 	if !ok {
 		return notFound(e)
 	}
 	if a == authForeign {
 		return forbidden(e)
 	}
-	lp, reason := s.parseList(r.URL.Query(), d.Name)
+	lp, reason := s.parseList(r.URL.Query(), name)
 	if reason != "" {
 		return s.badParam(e, reason)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // Error bodies of the spec's table. Bodies carry no trailing newline.
@@ -44,11 +46,12 @@ type Server struct {
 	mainSt  mainStyle
 	commsSt commsStyle
 
-	mu       sync.RWMutex // guards data, mail and declared
-	data     *dataset
-	mail     *mailStore
-	declared []DeclaredList // lists served from given records (Declare)
-	clock    atomic.Int64   // sandbox now, Unix nanoseconds
+	mu         sync.RWMutex // guards data, mail, declared and brandLists
+	data       *dataset
+	mail       *mailStore
+	declared   []DeclaredList // lists served from given records (Declare)
+	brandLists []brandList    // lists per brand served from their declarations
+	clock      atomic.Int64   // sandbox now, Unix nanoseconds
 
 	faultMu sync.Mutex
 	fc      faultConfig
@@ -114,6 +117,7 @@ func New(opts Options) (*Server, error) {
 		b.outsiders = append(b.outsiders, o)
 	}
 	s.mail = newMailStore(&s.opts, s.data, people, outsiders)
+	s.brandLists = brandListsOf(stream.All())
 	log.Debug("sandbox dataset built",
 		zap.Int("brands", len(s.data.brands)), zap.Int("projects", len(s.data.projects)),
 		zap.Int("invoices", len(s.data.invoices)), zap.Int("emails", len(s.mail.ts)))
@@ -461,6 +465,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := routeMain(r.URL.Path)
+	if rt.endpoint == epUnknown {
+		if l, id, ok := s.brandListRoute(r.URL.Path); ok {
+			s.serve(w, r, l.name, s.apiLim, authorized, func(e *enc) (int, string) {
+				return s.handleBrandList(w, e, r, l, id, a)
+			})
+			return
+		}
+	}
 	s.serve(w, r, rt.endpoint, s.apiLim, authorized, func(e *enc) (int, string) {
 		return s.handleMain(w, e, r, rt, a)
 	})

@@ -29,8 +29,9 @@ func (s *Server) truthStyles() (mainStyle, commsStyle) {
 }
 
 // Truth writes the complete current dataset as JSON lines, one record per
-// line: {"stream":S,"key":K,"bad":B,"record":R} (contacts also carry
-// "brand_id"). R is the record as the API serves it in canonical shapes;
+// line: {"stream":S,"key":K,"bad":B,"record":R} (contacts, and the records
+// of the lists per brand served from their declarations, whose S is the
+// list's inventory name, also carry "brand_id"). R is the record as the API serves it in canonical shapes;
 // B is true for records made malformed by the bad-record rate. Deleted
 // brands and projects are left out. The order is stable: streams as listed
 // in the README, records by id (profitability by level, entity, period).
@@ -80,6 +81,16 @@ func (s *Server) Truth(w io.Writer) error {
 		for k := range b.contacts {
 			c := &b.contacts[k]
 			line(streamContacts, key(c.id), key(b.id), false, func(e *enc) { writeContact(e, c, st) })
+		}
+	}
+	for _, l := range s.brandLists {
+		for _, b := range d.brands {
+			if b.deleted {
+				continue
+			}
+			for _, rec := range l.records(b.id, s.opts.Start) {
+				line(l.name, rec.ID, key(b.id), false, func(e *enc) { e.raw(string(rec.JSON)) })
+			}
 		}
 	}
 	for _, p := range d.projects {
