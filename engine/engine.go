@@ -267,7 +267,7 @@ func New(d Deps, s Settings) (*Engine, error) {
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
 		progress: d.Progress, live: d.Live, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
-	recon, err := load.NewReconciler(d.Pool, s.Schema)
+	recon, err := load.NewReconciler(d.Pool, s.Schema, e.mailStream())
 	if err != nil {
 		return nil, fmt.Errorf("create engine: %w", err)
 	}

@@ -114,7 +114,7 @@ WHERE stream = $1 AND partition = ANY($2) AND last_success_at >= $3`, s.id("sync
 }
 
 // StreamInProgress reports whether a partition of stream holds a cursor
-// that a run resumes: a communications increment, an unfinished backfill, a
+// that a run resumes: a date-windowed increment, an unfinished backfill, a
 // manual range or a refresh range.
 func (s *Store) StreamInProgress(ctx context.Context, stream string) (bool, error) {
 	q := fmt.Sprintf(`SELECT bool_or(cursor::text NOT IN ('{}', 'null') AND (cursor ? 'increment' OR cursor->'backfill'->>'done' = 'false' OR cursor ? 'manual' OR cursor->'refresh' ? 'current'))
@@ -156,7 +156,7 @@ type RunSummary struct {
 	RowsByTable     map[string]int `json:"rows_by_table"`
 	Error           string         `json:"error,omitempty"`
 	// StreamsDetail is sync_runs.streams_detail: per task, the stream,
-	// requests, records read, duration and communications ranges fetched.
+	// requests, records read, duration and date ranges fetched.
 	StreamsDetail map[string]TaskDetail `json:"streams_detail"`
 }
 

@@ -92,7 +92,7 @@ const Quarter = 15 * time.Minute
 
 // EmailQuarterCounts counts the records the warehouse holds per quarter
 // hour from start to end (both on a quarter-hour boundary of Unix time):
-// the live e-mails and the rejected communications records (not also live
+// the live e-mails and the rejected e-mail records (not also live
 // e-mails, not keyed in skip) with a readable email_at. Element i is the
 // quarter starting at start + i×Quarter. Summing runs of it gives the
 // warehouse's count of a calendar day under any whole-quarter UTC offset.

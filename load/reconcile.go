@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Reconciler holds the statements of the communications reconciliation
+// Reconciler holds the statements of the e-mails' reconciliation
 // (agencysync verify): how many e-mails the warehouse holds per calendar day
 // of a time zone, and the soft deletion of the e-mails a re-fetched day no
 // longer holds.
@@ -18,15 +18,19 @@ type Reconciler struct {
 	pool    *pgxpool.Pool
 	emails  string // qualified emails table
 	rejects string // qualified rejected_records table
+	stream  string // the reject stream of the e-mails' records, and its prefix
 }
 
-// NewReconciler returns the reconciliation statements of schema.
-func NewReconciler(pool *pgxpool.Pool, schema string) (*Reconciler, error) {
+// NewReconciler returns the reconciliation statements of schema for the
+// e-mails of the stream named stream: its rejected records (reject stream
+// stream or stream.<table>) count where the e-mails do. An empty stream
+// counts no rejects.
+func NewReconciler(pool *pgxpool.Pool, schema, stream string) (*Reconciler, error) {
 	if pool == nil || schema == "" {
 		return nil, errors.New("create reconciler: pool and schema are required")
 	}
 	return &Reconciler{pool: pool, emails: pgx.Identifier{schema, "emails"}.Sanitize(),
-		rejects: pgx.Identifier{schema, "rejected_records"}.Sanitize()}, nil
+		rejects: pgx.Identifier{schema, "rejected_records"}.Sanitize(), stream: stream}, nil
 }
 
 // DayStart is the first instant of the calendar day of d (its year, month
@@ -39,7 +43,7 @@ func DayStart(d time.Time, loc *time.Location) time.Time {
 // EmailDayCounts counts the records the warehouse holds for each calendar
 // day from..to (inclusive; their dates are taken as calendar dates) of loc:
 // the e-mails not soft-deleted whose email_at falls on the day, plus the
-// rejected communications records (not also live e-mails) whose payload's
+// rejected e-mail records (not also live e-mails) whose payload's
 // email.email_at does — a record the service returns is in the warehouse
 // either way. A rejected record without a readable email_at counts on the
 // day of the live e-mails next to it by record id when both lie on the same
@@ -92,7 +96,7 @@ FROM %s WHERE _deleted_at IS NULL AND email_at >= $2 AND email_at < $3 GROUP BY 
 	return out, nil
 }
 
-// eachHeldReject calls fn with the instant of each rejected communications
+// eachHeldReject calls fn with the instant of each rejected e-mail
 // record that is not also a live e-mail and whose key is not in skip.
 // Rejected records are few: their dates are read in Go, which also skips
 // the ones that are not timestamps. A record whose email_at cannot be read
@@ -105,12 +109,12 @@ func (r *Reconciler) eachHeldReject(ctx context.Context, skip []string, loc *tim
 	(SELECT e.email_at FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id > k.id ORDER BY e.record_id LIMIT 1)
 FROM %[1]s AS r
 CROSS JOIN LATERAL (SELECT CASE WHEN r.record_key ~ '^[0-9]{1,18}$' THEN r.record_key::bigint END AS id) AS k
-WHERE (r.stream = 'communications' OR r.stream LIKE 'communications.%%') AND NOT (r.record_key = ANY($1::text[]))
+WHERE $2 <> '' AND (r.stream = $2 OR starts_with(r.stream, $2 || '.')) AND NOT (r.record_key = ANY($1::text[]))
 AND NOT EXISTS (SELECT 1 FROM %[2]s AS e WHERE e._deleted_at IS NULL AND e.record_id = k.id)`, r.rejects, r.emails)
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err := r.pool.Query(ctx, rq, skip)
+	rows, err := r.pool.Query(ctx, rq, skip, r.stream)
 	if err != nil {
 		return err
 	}
@@ -136,17 +140,17 @@ func sameDay(a, b time.Time, loc *time.Location) bool {
 	return ya == yb && ma == mb && da == db
 }
 
-// RejectsSeenByRun counts the communications rejects among keys that run
+// RejectsSeenByRun counts the e-mails' rejects among keys that run
 // runID already recorded (rejected_records.last_run_id): a day re-fetched
 // in the run that first met them does not count them twice.
 func (r *Reconciler) RejectsSeenByRun(ctx context.Context, runID string, keys []string) (int, error) {
 	if runID == "" || len(keys) == 0 {
 		return 0, nil
 	}
-	q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE (stream = 'communications' OR stream LIKE 'communications.%%')
+	q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE $3 <> '' AND (stream = $3 OR starts_with(stream, $3 || '.'))
 AND record_key = ANY($1::text[]) AND last_run_id = $2::uuid`, r.rejects)
 	var n int
-	if err := r.pool.QueryRow(ctx, q, keys, runID).Scan(&n); err != nil {
+	if err := r.pool.QueryRow(ctx, q, keys, runID, r.stream).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rejects seen by the run: %w", err)
 	}
 	return n, nil

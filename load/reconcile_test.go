@@ -95,8 +95,10 @@ func TestEmailQuarterCountsAndLiveEmails(t *testing.T) {
 
 // TestEmailDayCountsPlacesRejects: a rejected record counts on the day of
 // its readable email_at, or, unreadable, on the day of its neighbours by
-// record id when they share it; skipped keys and rejects that are live
-// e-mails do not count.
+// record id when they share it; skipped keys, rejects that are live
+// e-mails and rejects of other streams (one whose name only starts like
+// the e-mails' stream included) do not count; a reject of one of the
+// stream's tables does.
 func TestEmailDayCountsPlacesRejects(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -106,22 +108,39 @@ func TestEmailDayCountsPlacesRejects(t *testing.T) {
 		storedEmail{id: 20, at: "2025-03-02T08:00:00Z"},
 		storedEmail{id: 30, at: "2025-03-03T08:00:00Z"},
 	)
-	rej := func(key, payload string) {
+	rejIn := func(stream, key, payload string) {
 		t.Helper()
-		execSQL(t, pool, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ('communications', $1, $2::jsonb, 'bad')", key, payload)
+		execSQL(t, pool, "INSERT INTO "+qualified(schema, "rejected_records")+" (stream, record_key, payload, error) VALUES ($1, $2, $3::jsonb, 'bad')", stream, key, payload)
 	}
-	rej("10", `{"email":{"email_at":"yesterday"}}`)               // between 9 and 11: 03-01
-	rej("15", `{"email":{"email_at":"yesterday"}}`)               // between 11 (03-01) and 20 (03-02): nowhere
-	rej("25", `{"email":{"email_at":"2025-03-02T23:00:00.5Z"}}`)  // readable: 03-02
-	rej("30", `{"email":{"email_at":"2025-03-02T23:00:00Z"}}`)    // a live e-mail: not counted twice
-	rej("h:abc", `{"email":{"email_at":"2025-03-01T01:00:00Z"}}`) // hash key, readable: 03-01
-	rej("12", `{"email":{"email_at":"2025-03-01T02:00:00Z"}}`)    // skipped by the caller
+	rej := func(key, payload string) { t.Helper(); rejIn("communications", key, payload) }
+	rej("10", `{"email":{"email_at":"yesterday"}}`)                                                 // between 9 and 11: 03-01
+	rej("15", `{"email":{"email_at":"yesterday"}}`)                                                 // between 11 (03-01) and 20 (03-02): nowhere
+	rej("25", `{"email":{"email_at":"2025-03-02T23:00:00.5Z"}}`)                                    // readable: 03-02
+	rej("30", `{"email":{"email_at":"2025-03-02T23:00:00Z"}}`)                                      // a live e-mail: not counted twice
+	rej("h:abc", `{"email":{"email_at":"2025-03-01T01:00:00Z"}}`)                                   // hash key, readable: 03-01
+	rej("12", `{"email":{"email_at":"2025-03-01T02:00:00Z"}}`)                                      // skipped by the caller
+	rejIn("communications.email_recipients", "26", `{"email":{"email_at":"2025-03-02T09:00:00Z"}}`) // the stream's table: 03-02
+	rejIn("communications_old", "27", `{"email":{"email_at":"2025-03-02T09:00:00Z"}}`)              // another stream
+	rejIn("invoices", "28", `{"email":{"email_at":"2025-03-02T09:00:00Z"}}`)                        // another stream
 	got, err := rc.EmailDayCounts(ctx, time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC), time.UTC, []string{"12"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{"2025-03-01": 4, "2025-03-02": 2, "2025-03-03": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := map[string]int{"2025-03-01": 4, "2025-03-02": 3, "2025-03-03": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counts = %v, want %v", got, want)
+	}
+	// The e-mails' stream is the reconciler's, not a name load knows: for
+	// a stream named invoices, its reject counts and the others do not.
+	other, err := NewReconciler(pool, schema, "invoices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = other.EmailDayCounts(ctx, time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2025, 3, 3, 0, 0, 0, 0, time.UTC), time.UTC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"2025-03-01": 2, "2025-03-02": 2, "2025-03-03": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("counts with the stream invoices = %v, want %v", got, want)
 	}
 }
 
@@ -184,7 +203,7 @@ func reconcilerOver(t *testing.T, emails ...storedEmail) (*Reconciler, *pgxpool.
 			t.Fatal(err)
 		}
 	}
-	rc, err := NewReconciler(pool, schema)
+	rc, err := NewReconciler(pool, schema, "communications")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 // TaskDetail is what one task of a run did, stored in
 // sync_runs.streams_detail under the task's name.
 type TaskDetail struct {
-	// Stream is the stream the task belongs to ("brands,projects" for the
-	// details).
+	// Stream is the stream the task belongs to (the streams, joined by
+	// commas, whose details it asked).
 	Stream string `json:"stream"`
 	// Requests is the number of requests the task sent, retries included.
 	Requests int `json:"requests"`
@@ -22,7 +22,8 @@ type TaskDetail struct {
 	RecordsRead int64 `json:"records_read"`
 	// DurationSeconds is how long the task ran.
 	DurationSeconds float64 `json:"duration_seconds"`
-	// Ranges are the communications date ranges the task fetched, in order.
+	// Ranges are the date ranges of a date-windowed endpoint the task
+	// fetched, in order.
 	Ranges []RangeFetched `json:"ranges,omitempty"`
 	// Changed are the rows the task changed, by table: inserted, updated
 	// (only rows whose content changed are rewritten) and soft-deleted,
@@ -30,7 +31,8 @@ type TaskDetail struct {
 	Changed map[string]int64 `json:"changed,omitempty"`
 }
 
-// RangeFetched is one communications date range a task paged through.
+// RangeFetched is one date range of a date-windowed endpoint a task paged
+// through.
 type RangeFetched struct {
 	// From and To are the range's days, YYYY-MM-DD, inclusive.
 	From string `json:"from"`
