@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,6 +35,10 @@ type Dir struct {
 	dir  string
 	log  *zap.Logger
 	bufs sync.Pool // *[]byte: Put's encoding buffers, reused (a page's is a few MiB)
+	// size is the length of the largest value Put encoded: a buffer the
+	// pool no longer holds (a garbage collection empties it) is made that
+	// large at once rather than grown, copied, many times over.
+	size atomic.Int64
 }
 
 // Appender is a value Put can spool: it appends its JSON encoding to buf,
@@ -109,9 +114,14 @@ func (s *Dir) Put(key string, v Appender) {
 	if bp == nil {
 		bp = new([]byte)
 	}
+	if size := int(s.size.Load()); cap(*bp) < size {
+		*bp = make([]byte, 0, size+size/8)
+	}
 	defer s.bufs.Put(bp)
 	buf, err := v.AppendJSON((*bp)[:0])
 	*bp = buf
+	for n, was := int64(len(buf)), s.size.Load(); n > was && !s.size.CompareAndSwap(was, n); was = s.size.Load() {
+	}
 	if err == nil {
 		var tmp *os.File
 		if tmp, err = os.CreateTemp(s.dir, ".tmp-*"); err == nil {
