@@ -130,7 +130,10 @@ func TestSeveralRequestsInFlightAtARaisedLimit(t *testing.T) {
 	t.Parallel()
 	const rate, latency = 100, 50 * time.Millisecond
 	h, api, comms := pacedHarness(t, rate, latency, 5, 8, 2500, nil)
-	h.mustSucceed(Request{}, "run")
+	res := h.run(Request{})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("run: %s %v", res.Status, res.Err)
+	}
 	h.assertEqualsTruth()
 	if n := api.most("detail"); n < 2 {
 		t.Errorf("at most %d detail request(s) in flight at once; want several at %v/s with %v latency", n, rate, latency)
@@ -149,13 +152,17 @@ func TestSeveralRequestsInFlightAtARaisedLimit(t *testing.T) {
 		t.Errorf("ledger counted %d, client sent %d, sandbox saw %d requests", got, h.sent.Load(), st.Requests)
 	}
 
-	// The same sync one request at a time costs exactly as many requests.
+	// The same sync one request at a time costs exactly as many requests,
+	// retries apart: a loaded machine may drop an answer (a truncated body,
+	// retried and counted), and neither way of fetching may need more.
 	seq, _, _ := pacedHarness(t, rate, 0, 5, 8, 2500, func(s *Settings) { s.NoPrefetch = true })
-	if res := seq.run(Request{}); res.Status != StatusSucceeded {
-		t.Fatalf("sequential run %s: %v", res.Status, res.Err)
+	sres := seq.run(Request{})
+	if sres.Status != StatusSucceeded {
+		t.Fatalf("sequential run %s: %v", sres.Status, sres.Err)
 	}
-	if a, b := st.Requests, seq.sb.Stats().Requests; a != b {
-		t.Errorf("%d requests with several in flight, %d one at a time", a, b)
+	a, b := st.Requests-int64(res.Retries), seq.sb.Stats().Requests-int64(sres.Retries)
+	if a != b {
+		t.Errorf("%d requests with several in flight, %d one at a time (retries apart: %d and %d)", a, b, res.Retries, sres.Retries)
 	}
 }
 
