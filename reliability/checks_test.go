@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,7 +71,7 @@ func readBackfill(ctx context.Context, pool *pgxpool.Pool, schema string) (backf
 // ran (a first sync on one day).
 func checkWholePages(t *testing.T, pool *pgxpool.Pool, schema string, ids []int64, bad []bool) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	st, err := readBackfill(ctx, pool, schema)
 	if err != nil {
@@ -121,7 +121,7 @@ func checkWholePages(t *testing.T, pool *pgxpool.Pool, schema string, ids []int6
 // brand or project.
 func checkIntegrity(t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	for what, q := range map[string]string{
 		"e-mails without a sender":            "SELECT count(*) FROM %[1]s.emails e WHERE NOT EXISTS (SELECT 1 FROM %[1]s.email_recipients r WHERE r.record_id = e.record_id AND r.role = 'from')",

@@ -61,7 +61,7 @@ type sandboxProc struct {
 // test ends.
 func startSandbox(t *testing.T, o sandboxOptions) *sandboxProc {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	p, err := childproc.StartSandbox(ctx, sandboxBin, o)
 	if err != nil {
@@ -71,16 +71,16 @@ func startSandbox(t *testing.T, o sandboxOptions) *sandboxProc {
 	return &sandboxProc{t: t, p: p, apiURL: p.APIURL()}
 }
 
-// adminContext bounds one admin call.
-func adminContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 2*time.Minute)
+// adminContext bounds one admin call of t by the test's deadline.
+func adminContext(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), patience.Left(t))
 }
 
 // admin calls the sandbox's admin API and decodes the answer into out (nil:
 // discarded); any status but 200 fails the test.
 func (s *sandboxProc) admin(method, path string, body, out any) {
 	s.t.Helper()
-	ctx, cancel := adminContext()
+	ctx, cancel := adminContext(s.t)
 	defer cancel()
 	if err := s.p.Admin(ctx, method, path, body, out); err != nil {
 		s.t.Fatal(err)
@@ -90,7 +90,7 @@ func (s *sandboxProc) admin(method, path string, body, out any) {
 // stats returns the sandbox's counters.
 func (s *sandboxProc) stats() sandbox.Stats {
 	s.t.Helper()
-	ctx, cancel := adminContext()
+	ctx, cancel := adminContext(s.t)
 	defer cancel()
 	st, err := s.p.Stats(ctx)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *sandboxProc) stats() sandbox.Stats {
 // advance moves the sandbox clock.
 func (s *sandboxProc) advance(d time.Duration) time.Time {
 	s.t.Helper()
-	ctx, cancel := adminContext()
+	ctx, cancel := adminContext(s.t)
 	defer cancel()
 	now, err := s.p.Advance(ctx, d)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 // scenario is one scenario test in progress: its figures for the results
@@ -191,7 +193,7 @@ func auditOutput(t *testing.T, what string, b []byte) {
 // auditRuns searches the sync_runs rows of schema (every column, as JSON).
 func auditRuns(t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	var exists bool
 	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", pgx.Identifier{schema, "sync_runs"}.Sanitize()).Scan(&exists); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/warehouse"
 )
 
@@ -149,7 +150,7 @@ func TestS16SecretsThroughTruncation(t *testing.T) {
 	res := r.run(nil)
 	var outputs []string
 	outputs = append(outputs, res.stdout, res.stderr)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	for _, table := range []string{"sync_runs", "rejected_records", "sync_state"} {
 		rows, err := r.pool.Query(ctx, "SELECT row_to_json(x)::text FROM "+pgx.Identifier{r.schema, table}.Sanitize()+" AS x")
@@ -202,7 +203,7 @@ func TestS17LyingListPaging(t *testing.T) {
 	mustSucceed(t, "first sync", r.run(nil))
 	r.sb.twists(map[string]any{"lying_paging": true})
 	res := r.run(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	var brands, projects int
 	for _, c := range []struct {

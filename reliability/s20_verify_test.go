@@ -7,9 +7,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 // TestS20VerifyGaps: on a two-year history with three single-day gaps made
@@ -54,7 +55,7 @@ func TestS20VerifyGaps(t *testing.T) {
 			gaps = append(gaps, d)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	emails, recipients := pgx.Identifier{r.schema, "emails"}.Sanitize(), pgx.Identifier{r.schema, "email_recipients"}.Sanitize()
 	removed := 0

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 	"github.com/agencysync/agencysync/internal/testkit/warehousetest"
 	"github.com/agencysync/agencysync/internal/testkit/webhook"
 	"github.com/agencysync/agencysync/logging"
@@ -183,7 +184,7 @@ type fleetJob struct {
 // jobs reads the queue's jobs.
 func (r *fleetRig) jobs() []fleetJob {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(r.t))
 	defer cancel()
 	rows, err := r.pool.Query(ctx, "SELECT id, args->>'agency', state::text, coalesce(attempted_by, '{}'), coalesce(metadata->'output'->>'hold', ''), attempt FROM "+
 		pgx.Identifier{r.queue, "river_job"}.Sanitize()+" ORDER BY id")

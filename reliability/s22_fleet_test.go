@@ -288,8 +288,12 @@ func (r *fleetRig) checkAgency(sc *scenario, a *fleetAgency, tr truth, runs []fl
 		bound++
 	}
 	statuses := map[string]int{}
+	failed := 0 // failed runs but those killed with their worker
 	for _, x := range runs {
 		statuses[x.status]++
+		if x.status == "failed" && !strings.Contains(x.errorText, "killed") {
+			failed++
+		}
 	}
 	if int(st.Keyed()) > bound {
 		_, byEndpoint := tr.minimumRequests()
@@ -303,8 +307,11 @@ func (r *fleetRig) checkAgency(sc *scenario, a *fleetAgency, tr truth, runs []fl
 		r.t.Errorf("%s: %d requests, more than its minimum %d plus %d interrupted runs' requests in flight: %s (%d keyless)",
 			a.name, st.Keyed(), minimum, lost, strings.Join(more, ", "), st.Keyless)
 	}
-	if a.quota && (statuses["failed"] != 0 || statuses["succeeded"] != 1) {
-		r.t.Errorf("%s: runs %v, want partial ones then one success, none failed", a.name, statuses)
+	// The quota agency's runs end partial until its next service day, then
+	// succeed; a run of it killed with the worker that held it (the SIGKILL
+	// may fall on it too) is failed by the kill, not by the quota.
+	if a.quota && (failed != 0 || statuses["succeeded"] != 1) {
+		r.t.Errorf("%s: runs %v, want partial ones then one success, none failed but by the worker's SIGKILL", a.name, statuses)
 	}
 	sc.fig("%s: %s; %d requests (minimum %d, %d interrupted); runs %s", a.name, summarize(checks, rows), st.Keyed(), minimum, lost, tally(statuses))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agencysync/agencysync/internal/testkit/oracle"
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 // truth is the sandbox's dataset at one moment, by stream (oracle.Truth
@@ -20,7 +21,7 @@ type truth map[string][]oracle.Line
 // (hundreds of megabytes at soak sizes), then split by oracle.Parse.
 func (s *sandboxProc) truth() truth {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(s.t))
 	defer cancel()
 	rc, err := s.p.Truth(ctx)
 	if err != nil {
@@ -77,7 +78,7 @@ func compareWithTruth(t *testing.T, pool *pgxpool.Pool, schema string, tr truth)
 // diffWithTruth is compareWithTruth without the verdict.
 func diffWithTruth(t *testing.T, pool *pgxpool.Pool, schema string, tr truth) ([]oracle.Check, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(t))
 	defer cancel()
 	start := time.Now()
 	checks, err := oracle.Compare(ctx, pool, schema, oracle.Truth(tr))

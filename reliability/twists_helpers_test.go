@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agencysync/agencysync/internal/testkit/patience"
 )
 
 // The twist scenarios (12 to 20, TestS12… to TestS20…): servers that follow the
@@ -66,7 +68,7 @@ func (r *rig) emailHoldings() holdings {
 	r.t.Helper()
 	tr := r.sb.truth()
 	var h holdings
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Left(r.t))
 	defer cancel()
 	stored, rejected := map[string]bool{}, map[string]bool{}
 	rows, err := r.pool.Query(ctx, "SELECT record_id::text FROM "+pgx.Identifier{r.schema, "emails"}.Sanitize())
