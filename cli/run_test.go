@@ -48,6 +48,9 @@ func startSandbox(t *testing.T, mutate func(*sandbox.Options)) (*sandbox.Server,
 	t.Helper()
 	o := sandbox.DefaultOptions()
 	o.Brands, o.ProjectsPerBrand, o.Users, o.Emails, o.HistoryDays = 3, 2, 10, 1500, 30
+	// The commands run on the real clock: the history ends today, so that
+	// the last 30 days (check's first window) always hold e-mails.
+	o.Start = time.Now().UTC().Truncate(24 * time.Hour)
 	o.NoLimits = true
 	o.APIKey, o.CommsKey = testAPIKey, testCommsKey
 	if mutate != nil {
