@@ -139,11 +139,12 @@ func (a *app) build(ctx context.Context, mode openMode, client bool, progress fu
 	live := progressLive()
 	eng, err = engine.New(engine.Deps{Pool: w.Pool, Store: store, Ledger: ledger, Client: c, Clock: clock, Metrics: metrics,
 		Progress: progress, Live: live, Logger: a.log}, engine.Settings{
-		Schema: w.Schema, DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
-		WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
-		BackfillWindow: cfg.CommsBackfillWindow, DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
-		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, FinanceFullEvery: cfg.FinanceFullEvery, CommsRefreshAge: cfg.CommsRefreshAge,
-		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now, CommsTZ: cfg.CommsTZ.Location,
+		Schema: w.Schema, Mail: engine.MailSettings{DomainID: cfg.CommsDomainID, UserIDs: cfg.CommsUserIDs, BrandURL: cfg.CommsBrandURL,
+			WithMessage: cfg.CommsWithMessage, StartDate: cfg.CommsStartDate.Time, Lookback: cfg.CommsLookback,
+			BackfillWindow: cfg.CommsBackfillWindow, RefreshAge: cfg.CommsRefreshAge, TZ: cfg.CommsTZ.Location},
+		DailyQuota: cfg.DailyQuota, QuotaReserve: float64(cfg.QuotaReserve),
+		Priorities: priorities(cfg.Priorities), DetailMaxAge: cfg.DetailMaxAge, IncrementalFullEvery: cfg.FinanceFullEvery,
+		NoPrefetch: !cfg.Prefetch, MaxInFlight: cfg.MaxInFlight, SpoolDir: spoolDir(w.Schema, cfg.CommsURL), Now: clock.Now,
 		Streams: streams,
 	})
 	if err != nil {
@@ -323,7 +324,7 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 		if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms | config.NeedStartDate); err != nil {
 			return err
 		}
-		return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, RefreshNext: true})
+		return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, Mail: engine.MailRequest{RefreshNext: true}})
 	}
 	f, err := parseDay("--from", *from)
 	if err != nil {
@@ -343,7 +344,7 @@ func runBackfill(ctx context.Context, a *app, args []string) error {
 	if err := a.cfg.Require(config.NeedBaseURL | config.NeedComms); err != nil {
 		return err
 	}
-	return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, Backfill: &engine.Range{From: f, To: t}})
+	return a.syncOnce(ctx, !*noMigrate, engine.Request{Trigger: engine.TriggerBackfill, Mail: engine.MailRequest{Backfill: &engine.Range{From: f, To: t}}})
 }
 
 func runPlan(ctx context.Context, a *app, args []string) error {

@@ -57,7 +57,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer x.close()
-	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerVerify, Verify: &rg})
+	res, err := x.eng.Run(ctx, engine.Request{Trigger: engine.TriggerVerify, Mail: engine.MailRequest{Verify: &rg}})
 	if err != nil {
 		return err
 	}

@@ -203,10 +203,10 @@ func (e *Engine) tableOf(name string) (*stream.Table, *stream.Stream, bool) {
 	return nil, nil, false
 }
 
-// commsTask reports whether task t asks the communications interface (a
-// task of a stream whose endpoints are date-windowed lists), else the main
+// windowTask reports whether task t asks the second interface (a task of a
+// stream whose endpoints are date-windowed lists), else the main
 // interface.
-func (e *Engine) commsTask(t Task) bool {
+func (e *Engine) windowTask(t Task) bool {
 	s, _ := e.hooksOfTask(t)
 	return s != nil && len(s.EndpointsOf(stream.KindWindow)) > 0
 }

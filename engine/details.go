@@ -86,8 +86,8 @@ func (v *childVerdicts) judge(r *run, log *zap.Logger) {
 	}
 }
 
-// of names the child listings of entities: "contacts of brand 7",
-// "contacts of 12 brands (7, 9, 15, …)".
+// of names the child listings of entities by the list's and the entity's
+// declared nouns: "<list> of <noun> 7", "<list> of 12 <noun>s (7, 9, 15, …)".
 func (v *childVerdicts) of(ids []string) string {
 	if len(ids) == 1 {
 		return v.what + " of " + v.noun + " " + ids[0]
@@ -316,7 +316,7 @@ func (r *run) fetchChild(ctx context.Context, s *stream.Stream, ep stream.Endpoi
 }
 
 // inFlight is the number of requests the run keeps in flight for the main
-// interface, or with comms for the communications endpoint: the setting
+// interface, or with comms for the second (date-windowed) one: the setting
 // MaxInFlight, else what the client's pace and the answer times measured so
 // far call for (extract.Client.InFlight: 1 at the default 10/s with answers
 // under 100 ms, so one request at a time). Without a spool it is 1: items
@@ -338,8 +338,3 @@ func (r *run) inFlight(comms bool) int {
 // past a few dozen they starve the page commits of connections and hold
 // gigabytes. 16 covers 100/s at 100 ms answers.
 const maxDerivedInFlight = 16
-
-// maxPagesAhead caps the communications pages fetched ahead of the one in
-// hand: a page holds up to 1000 e-mails, and the load path, not the fetch,
-// is the ceiling of a backfill, so more pages ahead only wait in memory.
-const maxPagesAhead = 3

@@ -70,18 +70,8 @@ var ErrInterrupted = errors.New("interrupted")
 type Settings struct {
 	// Schema is the warehouse schema; it keys the advisory lock.
 	Schema string
-	// DomainID, UserIDs, BrandURL and WithMessage shape communications requests.
-	DomainID    int64
-	UserIDs     []int64
-	BrandURL    string
-	WithMessage string
-	// StartDate is the first day of the communications backfill.
-	StartDate time.Time
-	// Lookback is how far before the watermark an increment starts (default 24h).
-	Lookback time.Duration
-	// BackfillWindow splits the backfill into date windows of this length
-	// (0: one range, the fewest requests).
-	BackfillWindow time.Duration
+	// Mail are the settings of the mail hooks (mail.go).
+	Mail MailSettings
 	// DailyQuota and QuotaReserve (a share, 0..1) bound each day's requests.
 	DailyQuota   int
 	QuotaReserve float64
@@ -95,34 +85,28 @@ type Settings struct {
 	// way, without it the page in hand and the one being fetched.
 	NoPrefetch bool
 	// MaxInFlight bounds the requests kept in flight at once by detail
-	// fetches and communications pages fetched ahead (0: what the client's
+	// fetches and the mail hooks' pages fetched ahead (0: what the client's
 	// pace and the answer times call for, extract.Client.InFlight — 1 at
 	// 10/s with answers under 100 ms, 9 at 100/s with 50 ms answers).
 	// Requests still leave paced; a crash loses at most those in flight
 	// (fetched items wait in the spool). Ignored with NoPrefetch, and 1
 	// without a SpoolDir.
 	MaxInFlight int
-	// SpoolDir is a private folder where each communications page waits
-	// from its answer to its commit, so that a crash loses at most the
-	// request in flight (see pageSpool); "" keeps pages in memory only.
+	// SpoolDir is a private folder where each page of the mail hooks and
+	// each fetched detail waits from its answer to its commit, so that a
+	// crash loses at most the requests in flight (see pageSpool); "" keeps
+	// them in memory only.
 	SpoolDir string
 	// DetailMaxAge is the maximum age of an entity's detail and child lists
 	// whose list entry did not change; the refreshes are staggered over its
 	// days (see load.DetailState; default 90 days, 0 keeps the default).
 	DetailMaxAge time.Duration
-	// FinanceFullEvery (SYNC_FINANCE_FULL_EVERY) lists an incremental
-	// listing (stream.List.Incremental: the finance lists) without
-	// updated_since at least this often, so deletions are seen (default 7
-	// days); never less often than CommsRefreshAge, so that a record whose
-	// updated_at did not move is read again within it too.
-	FinanceFullEvery time.Duration
-	// CommsRefreshAge is the most time that passes before a day of the
-	// e-mail history is read in full again (default 60 days): each night
-	// re-reads the days read longest ago, an even share (see refreshplan.go).
-	CommsRefreshAge time.Duration
-	// CommsTZ is the zone of the communications endpoint's calendar dates:
-	// reconciliation counts the warehouse's e-mails per day of it (default UTC).
-	CommsTZ *time.Location
+	// IncrementalFullEvery (SYNC_FINANCE_FULL_EVERY) lists an incremental
+	// listing (stream.List.Incremental) without updated_since at least
+	// this often, so deletions are seen (default 7 days); never less often
+	// than Mail.RefreshAge, so that a record whose updated_at did not move
+	// is read again within it too.
+	IncrementalFullEvery time.Duration
 	// Now is the clock (default time.Now); the quota day comes from the ledger.
 	Now func() time.Time
 	// Streams are the stream declarations the engine runs, in their
@@ -201,7 +185,7 @@ type Engine struct {
 	set      Settings
 	book     *bookkeeping
 	spool    *pageSpool // nil without Settings.SpoolDir
-	recon    *load.Reconciler
+	mail     mailState  // the mail hooks' collaborators (mail.go)
 
 	retries atomic.Int64 // retries of the current run (the client's hook counts them)
 	bodies  bodyWatch    // the current run's response bodies: charsets, invalid UTF-8 (bodies.go)
@@ -226,27 +210,16 @@ func New(d Deps, s Settings) (*Engine, error) {
 	case s.MaxInFlight < 0:
 		return nil, errors.New("create engine: max in flight must not be negative")
 	}
-	if s.Lookback == 0 {
-		s.Lookback = 24 * time.Hour
-	}
 	if s.DetailMaxAge <= 0 {
 		s.DetailMaxAge = 90 * 24 * time.Hour
 	}
-	if s.FinanceFullEvery <= 0 {
-		s.FinanceFullEvery = 7 * 24 * time.Hour
-	}
-	if s.CommsRefreshAge <= 0 {
-		s.CommsRefreshAge = DefaultCommsRefreshAge
+	if s.IncrementalFullEvery <= 0 {
+		s.IncrementalFullEvery = 7 * 24 * time.Hour
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	if s.CommsTZ == nil {
-		s.CommsTZ = time.UTC
-	}
-	if s.WithMessage == "" {
-		s.WithMessage = "0"
-	}
+	s.Mail = s.Mail.withDefaults()
 	if s.Streams == nil {
 		s.Streams = stream.All()
 	}
@@ -267,11 +240,13 @@ func New(d Deps, s Settings) (*Engine, error) {
 	e := &Engine{pool: d.Pool, store: d.Store, ledger: d.Ledger, client: d.Client, clock: d.Clock, metrics: d.Metrics,
 		progress: d.Progress, live: d.Live, log: d.Logger, set: s, book: book}
 	e.spool = openSpool(s.SpoolDir, s.Schema, e.log)
-	recon, err := load.NewReconciler(d.Pool, s.Schema, e.mailStream())
-	if err != nil {
-		return nil, fmt.Errorf("create engine: %w", err)
+	for _, st := range s.Streams {
+		if h := hooksNamed(st.Hooks); h != nil {
+			if err := h.open(e, st); err != nil {
+				return nil, fmt.Errorf("create engine: %w", err)
+			}
+		}
 	}
-	e.recon = recon
 	return e, nil
 }
 
@@ -315,24 +290,10 @@ type Request struct {
 	// FullRefresh names streams whose state is reset before the run, so they
 	// are synced from scratch.
 	FullRefresh []string
-	// Backfill, when set, re-fetches this range of communications instead of
-	// the normal tasks.
-	Backfill *Range
-	// Verify, when set, reconciles this range of communications with the
-	// warehouse (agencysync verify) instead of the normal tasks; a zero
-	// From is AGENCY_COMMS_START_DATE, a zero To today.
-	Verify *Range
-	// RefreshNext re-reads the days of the e-mail history the refresh would
-	// reach next, now (agencysync backfill without a range), instead of the
-	// normal tasks.
-	RefreshNext bool
+	// Mail, when set, asks the mail hooks for a run of their own instead
+	// of the normal tasks (mail.go).
+	Mail MailRequest
 }
-
-// DefaultCommsRefreshAge is SYNC_COMMS_REFRESH_AGE's default: 60 days. At
-// the large agency (1 000 000 e-mails, about 1 000 pages for the whole
-// history) the nightly share is about 17 pages, which keeps the nightly run
-// under 2 % of a 10 000-request quota (see docs/reconciliation.md).
-const DefaultCommsRefreshAge = 60 * 24 * time.Hour
 
 // Result is how a run ended.
 type Result struct {
@@ -360,7 +321,7 @@ type Result struct {
 	// OpenRejects counts the rejected records of the run's streams still
 	// open when it ended (sync_runs.open_rejects holds their sum), by
 	// stream: a stream counts the rejects of its lists and details too
-	// (finance: finance.invoices, …).
+	// (reject streams named "<stream>.<list>").
 	OpenRejects map[string]int64
 	// RejectsResolved counts the earlier rejects the run resolved
 	// (sync_runs.rejects_resolved).
@@ -385,9 +346,8 @@ type run struct {
 	notes     []string
 	stopErr   error           // budget, quota or interruption: stops every task
 	down      map[bool]downed // per interface (comms): the task whose error ended it (iface.go)
-	closing   []closedRange   // ranges closed by the current task, reconciled after it (verify.go)
-	gaps      []string        // differences not repaired within the run (verify.go)
-	verified  *VerifyReport   // the run's verification, if any
+	gaps      []string        // what the run did not land whole (outcome.go): it ends partial
+	mail      mailRun         // the mail hooks' state in this run (mail.go)
 	stats     runStats        // per task: requests, records, duration, ranges (runstats.go)
 	fields    *fieldWatch     // the field inventory and column coverage of the run's records (runstats.go)
 	dups      dupWatch        // records dropped for a later one of the same id and page (bodies.go)

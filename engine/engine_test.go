@@ -144,7 +144,7 @@ func (h *harness) wire(w wiring) (*Engine, *load.Ledger) {
 	for i := range users {
 		users[i] = int64(i + 1)
 	}
-	s := Settings{Schema: h.schema, DomainID: h.opts.DomainID, UserIDs: users, StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1),
+	s := Settings{Schema: h.schema, Mail: MailSettings{DomainID: h.opts.DomainID, UserIDs: users, StartDate: h.opts.Start.AddDate(0, 0, -h.opts.HistoryDays-1)},
 		DailyQuota: cmp.Or(w.dailyQuota, 10000), QuotaReserve: 0.05, Now: now, SpoolDir: w.spoolDir}
 	if w.tune != nil {
 		w.tune(&s)
@@ -863,7 +863,7 @@ func TestFullRefreshAndManualBackfill(t *testing.T) {
 		t.Errorf("full refresh of %d e-mails sent %d requests, want %d", h.opts.Emails, got, want)
 	}
 	from := h.opts.Start.AddDate(0, 0, -10)
-	res = h.run(Request{Trigger: TriggerBackfill, Backfill: &Range{From: from, To: h.opts.Start}})
+	res = h.run(Request{Trigger: TriggerBackfill, Mail: MailRequest{Backfill: &Range{From: from, To: h.opts.Start}}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("backfill %s: %v", res.Status, res.Err)
 	}
@@ -1059,7 +1059,7 @@ func (h *harness) refreshShare(readToday time.Time) []int {
 		}
 	}
 	var eligible []int
-	for d := utcDate(h.eng.set.StartDate); d.Before(readToday); d = d.AddDate(0, 0, 1) {
+	for d := utcDate(h.eng.set.Mail.StartDate); d.Before(readToday); d = d.AddDate(0, 0, 1) {
 		eligible = append(eligible, per[d.Format(time.DateOnly)])
 	}
 	return []int{oracle.RefreshShare(eligible, total, refreshDays(DefaultCommsRefreshAge))}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"github.com/agencysync/agencysync/stream"
 )
 
 // streamHooks run a stream whose behaviour its declaration cannot say: the
@@ -11,6 +13,9 @@ import (
 // where it would run a generic stream — to list, estimate and run the
 // stream's tasks, to end each task, and to report the stream's own state.
 type streamHooks interface {
+	// open prepares engine e to run stream s; New calls it once for each
+	// declared stream that names the hooks.
+	open(e *Engine, s *stream.Stream) error
 	// tasks are the stream's tasks in their default order: those run
 	// before the list tasks, and those run after the details.
 	tasks() (first, later []Task)

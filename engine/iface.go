@@ -6,18 +6,22 @@ import (
 	"fmt"
 
 	"github.com/agencysync/agencysync/extract"
+	"github.com/agencysync/agencysync/stream"
 )
 
 // The service has two interfaces, each with its own address and key: the
-// main one (the lists, details and child lists) and the communications
-// endpoint (the date-windowed list). A refused key or an unreachable host
-// ends the tasks of its interface only; the other interface's tasks still
-// run and land. Engine.commsTask says which interface a task asks.
+// main one (the lists, details and child lists) and a second one that
+// serves the date-windowed list. A refused key or an unreachable host ends
+// the tasks of its interface only; the other interface's tasks still run
+// and land. Engine.windowTask says which interface a task asks.
 
-// interfaceName names the interface of task t for logs and errors.
+// interfaceName names the interface of task t for logs and errors: the
+// main interface, or the date-windowed endpoint by its declared name.
 func (e *Engine) interfaceName(t Task) string {
-	if e.commsTask(t) {
-		return "communications endpoint"
+	if e.windowTask(t) {
+		if s, _ := e.hooksOfTask(t); s != nil {
+			return s.EndpointsOf(stream.KindWindow)[0].Name + " endpoint"
+		}
 	}
 	return "main interface"
 }
@@ -52,8 +56,8 @@ func (r *run) endInterface(t Task, err error) {
 	if r.down == nil {
 		r.down = map[bool]downed{}
 	}
-	if _, ok := r.down[r.e.commsTask(t)]; !ok {
-		r.down[r.e.commsTask(t)] = downed{task: t, err: err}
+	if _, ok := r.down[r.e.windowTask(t)]; !ok {
+		r.down[r.e.windowTask(t)] = downed{task: t, err: err}
 	}
 }
 
@@ -62,7 +66,7 @@ func (r *run) endInterface(t Task, err error) {
 func (r *run) interfaceDown(t Task) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d, ok := r.down[r.e.commsTask(t)]
+	d, ok := r.down[r.e.windowTask(t)]
 	if !ok {
 		return nil
 	}

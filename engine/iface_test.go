@@ -15,7 +15,7 @@ import (
 // communications endpoint, in their default order.
 func interfaceTasks(e *Engine) (main, comms []Task) {
 	for _, t := range e.set.Priorities {
-		if e.commsTask(t) {
+		if e.windowTask(t) {
 			comms = append(comms, t)
 		} else {
 			main = append(main, t)

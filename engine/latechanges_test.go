@@ -80,23 +80,23 @@ func TestSandboxDayBoundaryNeverDeletesLiveMail(t *testing.T) {
 			}
 			for back := 12; back >= 4; back-- {
 				day := utcDate(h.sb.Now()).AddDate(0, 0, -back)
-				res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: day, To: day}})
+				res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: day, To: day}}})
 				noneDeleted("after verify --from D --to D")
 				check(res, "verify of "+dateString(day))
 			}
 			if named == 0 {
 				t.Errorf("no verification of a single day named UTC%s and %s", c.name, c.zone)
 			}
-			res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+			res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 			noneDeleted("after verify")
 			check(res, "verify of the history")
 			h.eng = h.engine(func(s *Settings) {
 				s.DetailMaxAge = 100 * 365 * 24 * time.Hour
-				s.CommsTZ = mustZone(t, c.zone)
+				s.Mail.TZ = mustZone(t, c.zone)
 			})
 			h.run(Request{})
-			h.run(Request{Trigger: TriggerVerify, Verify: &Range{}}) // repairs what the wrong zone left unproved
-			res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+			h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}}) // repairs what the wrong zone left unproved
+			res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 			if res.Status != StatusSucceeded || !res.Verify.Proved || res.RequestsUsed != 1 {
 				t.Errorf("verify with AGENCY_COMMS_TZ=%s: %s, %d requests, %s; want succeeded with one request", c.zone, res.Status, res.RequestsUsed, res.Verify.Summary())
 			}

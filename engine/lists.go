@@ -135,7 +135,7 @@ func (r *run) lists(ctx context.Context, s *stream.Stream, log *zap.Logger) erro
 // SYNC_COMMS_REFRESH_AGE, so that a record corrected without moving its
 // updated_at is read again within the same age as an old e-mail.
 func (e *Engine) fullListEvery() time.Duration {
-	return min(e.set.FinanceFullEvery, e.set.CommsRefreshAge)
+	return min(e.set.IncrementalFullEvery, e.set.Mail.RefreshAge)
 }
 
 // listCursor is the cursor of one listing.

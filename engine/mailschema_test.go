@@ -43,7 +43,7 @@ type mailQuery struct {
 type mailEngine struct {
 	url         string // the server (both interfaces)
 	now         func() time.Time
-	start       time.Time // Settings.StartDate
+	start       time.Time // MailSettings.StartDate
 	perPage     int       // the client's per_page (0: default)
 	rate        float64
 	maxAttempts int // the client's (0: default)
@@ -65,7 +65,7 @@ func (w mailSchema) engine(m mailEngine) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Settings{Schema: w.schema, DomainID: 1, UserIDs: []int64{1}, StartDate: m.start, DailyQuota: m.dailyQuota, Now: m.now}
+	s := Settings{Schema: w.schema, Mail: MailSettings{DomainID: 1, UserIDs: []int64{1}, StartDate: m.start}, DailyQuota: m.dailyQuota, Now: m.now}
 	if m.tune != nil {
 		m.tune(&s)
 	}

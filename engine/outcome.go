@@ -102,7 +102,7 @@ func (e *Engine) finishRun(ctx context.Context, r *run, res *Result, streams []s
 	r.mu.Lock()
 	res.Counts = r.counts
 	r.mu.Unlock()
-	res.Verify = r.verified
+	res.Verify = r.mail.verified
 	res.RejectsResolved = res.Counts.Resolved
 	// Record the end even when the run's context was cancelled, and through
 	// a database blip: the error that failed the run may have left dead
@@ -199,4 +199,30 @@ func summaryFields(res *Result, dur time.Duration) []zap.Field {
 		fields = append(fields, zap.String("error", res.Err.Error()))
 	}
 	return fields
+}
+
+// ErrIncomplete means a task did not land everything it set out to and
+// could not repair it within the run (a listing not proven complete, a range that ended without its last page,
+// a shortfall against the server's total). The gap stays open in the cursor; the run ends
+// partial and the next run fetches it again.
+var ErrIncomplete = errors.New("incomplete")
+
+// ErrGap means a run could not land or repair everything it set out to:
+// the difference is recorded in the run's notes and retried.
+var ErrGap = errors.New("gap not repaired within the run")
+
+// gap records a difference the run could not repair: a run note, and the
+// run ends partial (ErrGap) instead of succeeded.
+func (r *run) gap(msg string) {
+	r.note(msg)
+	r.mu.Lock()
+	r.gaps = append(r.gaps, msg)
+	r.mu.Unlock()
+}
+
+// gapError is the error of a run that recorded gaps.
+// It wraps ErrGap and ErrIncomplete: the run did not land everything and
+// the next run fetches or reconciles it again.
+func gapError(gaps []string) error {
+	return fmt.Errorf("%w (%w): %s", ErrGap, ErrIncomplete, strings.Join(gaps, "; "))
 }

@@ -20,7 +20,7 @@ func TestEngineWithoutClientOnlyReads(t *testing.T) {
 	now := func() time.Time { return time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC) }
 	store, ledger := storeAndLedger(t, pool, schema, log, now)
 	eng, err := New(Deps{Pool: pool, Store: store, Ledger: ledger, Logger: log},
-		Settings{Schema: schema, DailyQuota: 10000, QuotaReserve: 0.05, StartDate: now().AddDate(0, -1, 0), Now: now})
+		Settings{Schema: schema, DailyQuota: 10000, QuotaReserve: 0.05, Mail: MailSettings{StartDate: now().AddDate(0, -1, 0)}, Now: now})
 	if err != nil {
 		t.Fatalf("New without a client: %v", err)
 	}

@@ -44,7 +44,7 @@ func (e *Engine) tasksDone(parts map[string]bool) map[Task]bool {
 // not cost the next run the listings it had completed.
 func (e *Engine) listsDoneByUnfinishedRun(ctx context.Context, req Request) (map[string]bool, error) {
 	done := map[string]bool{}
-	if req.Backfill != nil || len(req.FullRefresh) > 0 {
+	if _, own, _ := e.requestHooks(req); own != nil || len(req.FullRefresh) > 0 {
 		return done, nil
 	}
 	// The unfinished runs since the last succeeded one (a "running" row while

@@ -14,8 +14,8 @@ import (
 )
 
 // runStats gathers, per task of a run, what sync_runs.streams_detail keeps:
-// requests spent, records read, duration and the communications ranges
-// fetched. Tasks run one after the other; pages commit inside their task.
+// requests spent, records read, duration and the date ranges the mail
+// hooks fetched. Tasks run one after the other; pages commit inside their task.
 type runStats struct {
 	mu      sync.Mutex
 	cur     Task
@@ -61,7 +61,7 @@ func (s *runStats) read(b *transform.Batch) {
 	}
 }
 
-// rangePage records a committed communications page of range from..to
+// rangePage records a committed page of the mail hooks' range from..to
 // carrying records records; last says it was the range's last page.
 func (s *runStats) rangePage(from, to string, records int64, last bool) {
 	s.mu.Lock()

@@ -11,7 +11,7 @@ import (
 	"github.com/agencysync/agencysync/transform"
 )
 
-// pageSpool keeps each communications page and each entity's detail and
+// pageSpool keeps each page of the mail hooks' ranges and each entity's detail and
 // child lists from the moment its answer is in until its commit, in a file of its own: a
 // worker killed while loading page n, with page n+1 already fetched, resumes
 // from both files instead of asking for them again, so a crash loses at most
@@ -65,7 +65,7 @@ func (s *pageSpool) get(key string, v any) bool { return s.dir.Get(key, v) }
 // drop removes key's file (after its commit).
 func (s *pageSpool) drop(key string) { s.dir.Drop(key) }
 
-// spooledPage is a transformed communications page, as spooled (JSON: it
+// spooledPage is a transformed page of the mail hooks' range, as spooled (JSON: it
 // keeps nil pointers apart from pointers to zero values, which gob does not).
 type spooledPage struct {
 	Number, PerPage, Total, LastPage, Rows int

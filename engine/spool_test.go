@@ -25,7 +25,7 @@ func TestPageSpool(t *testing.T) {
 		t.Fatal("a spool without a folder")
 	}
 	sp := openSpool(dir, "s", zap.NewNop()).prepare()
-	set := Settings{DomainID: 1, UserIDs: []int64{1, 2}, WithMessage: "0"}
+	set := Settings{Mail: MailSettings{DomainID: 1, UserIDs: []int64{1, 2}, WithMessage: "0"}}
 	rk := sp.pageKey("communications", set, "2024-01-01", "2024-01-31", 3)
 	p := &spooledPage{Number: 3, PerPage: 1000, Total: 2500, LastPage: 3, Rows: 500,
 		Batch: tableBatch("emails", []any{int64(7), nil, nil, nil, nil, "Q3 plan", nil, false, nil, nil, nil,
@@ -42,7 +42,7 @@ func TestPageSpool(t *testing.T) {
 	}
 	// Another page, another range or another schema finds nothing.
 	other := set
-	other.UserIDs = []int64{1}
+	other.Mail.UserIDs = []int64{1}
 	t2 := openSpool(dir, "t", zap.NewNop()).prepare()
 	for name, k := range map[string]string{
 		"page 2":       sp.pageKey("communications", set, "2024-01-01", "2024-01-31", 2),

@@ -34,8 +34,8 @@ type StatusReport struct {
 	QuotaSpent int            `json:"quota_spent"`
 	QuotaLeft  int            `json:"quota_left"` // after the reserve
 	Streams    []StreamStatus `json:"streams"`
-	// Verify is the reconciliation of communications with the service
-	// (sync_state, stream communications, partition verify).
+	// Verify is the mail hooks' reconciliation with the service (their
+	// stream's sync_state partition verify).
 	Verify *VerifyStatus `json:"verify,omitempty"`
 	// Refresh is the rolling re-read of the e-mail history (partition
 	// refresh); nil before it started.

@@ -92,8 +92,9 @@ func (k *Kit) Engine() *engine.Engine {
 	for i := range users {
 		users[i] = int64(i + 1)
 	}
-	s := engine.Settings{Schema: k.Schema, DomainID: k.Opts.DomainID, UserIDs: users,
-		StartDate: k.Opts.Start.AddDate(0, 0, -k.Opts.HistoryDays-1), DailyQuota: 10000, QuotaReserve: 0.05, Now: clock,
+	s := engine.Settings{Schema: k.Schema,
+		Mail:       engine.MailSettings{DomainID: k.Opts.DomainID, UserIDs: users, StartDate: k.Opts.Start.AddDate(0, 0, -k.Opts.HistoryDays-1)},
+		DailyQuota: 10000, QuotaReserve: 0.05, Now: clock,
 		Streams: k.Streams}
 	eng, err = engine.New(engine.Deps{Pool: k.Pool, Store: store, Ledger: ledger, Client: client, Metrics: metrics.New(nil),
 		Live: k.Live, Logger: log}, s)

@@ -143,12 +143,12 @@ func (fs *fetchedSpans) known() []knownTotal {
 // fetchSpan pages the days a..b in full and commits their records. Records
 // filed far from their date are recorded (recordFiled).
 func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*spanFetch, error) {
-	loc := r.e.set.CommsTZ
+	loc := r.e.set.Mail.TZ
 	f := &spanFetch{a: a, b: b, ids: map[int64]bool{}, total: -1, stable: true, offLo: minOffset - time.Hour, offHi: maxOffset + time.Hour}
 	name := spanName(a, b)
 	start, end := load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc)
-	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: a, DateEnd: b, WithMessage: r.e.set.WithMessage}
+	q := extract.CommsQuery{DomainID: r.e.set.Mail.DomainID, UserIDs: r.e.set.Mail.UserIDs, BrandURL: r.e.set.Mail.BrandURL,
+		DateStart: a, DateEnd: b, WithMessage: r.e.set.Mail.WithMessage}
 	users := newKnownUsers()
 	var far []farRecord
 	seen := 0
@@ -168,7 +168,7 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 		batch := users.filter(r.commsBatch(page))
 		keys := f.scan(&batch, start, end)
 		seen += page.Rows()
-		again, err := r.e.recon.RejectsSeenByRun(ctx, r.id, keys)
+		again, err := r.e.mail.recon.RejectsSeenByRun(ctx, r.id, keys)
 		if err != nil {
 			return f, err
 		}
@@ -210,8 +210,8 @@ type absentee struct {
 // under: those of its email_at under any offset within ±14 h, or, filed
 // far, its filing day and the days next to it.
 func (r *run) absentees(ctx context.Context, a, b time.Time, fs *fetchedSpans, vs *verifyState) ([]absentee, error) {
-	loc := r.e.set.CommsTZ
-	rows, err := r.e.recon.EmailsNotIn(ctx, load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc), fs.ids())
+	loc := r.e.set.Mail.TZ
+	rows, err := r.e.mail.recon.EmailsNotIn(ctx, load.DayStart(a, loc), load.DayStart(b.AddDate(0, 0, 1), loc), fs.ids())
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (r *run) absentees(ctx context.Context, a, b time.Time, fs *fetchedSpans, v
 		}
 		filed = append(filed, id)
 	}
-	live, err := r.e.recon.LiveEmails(ctx, filed)
+	live, err := r.e.mail.recon.LiveEmails(ctx, filed)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func (r *run) deleteAbsent(ctx context.Context, log *zap.Logger, a, b time.Time,
 			gone = append(gone, x.id)
 		}
 	}
-	deleted, err = r.e.recon.SoftDeleteEmails(ctx, gone)
+	deleted, err = r.e.mail.recon.SoftDeleteEmails(ctx, gone)
 	if err != nil {
 		return 0, elsewhere, pages, err
 	}
@@ -363,7 +363,7 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 		case d.Resolved:
 		case d.Elsewhere > 0 || d.Outside > 0:
 			d.Reason = fmt.Sprintf("the service files %d e-mail(s) of %s in %s under a neighbouring day and returned %d dated outside it: "+
-				"it does not cut its days in AGENCY_COMMS_TZ; nothing live was soft-deleted", d.Elsewhere, d.Day, r.e.set.CommsTZ, d.Outside)
+				"it does not cut its days in AGENCY_COMMS_TZ; nothing live was soft-deleted", d.Elsewhere, d.Day, r.e.set.Mail.TZ, d.Outside)
 		default:
 			d.Reason = fmt.Sprintf("after the re-fetch the warehouse holds %d (%d of them rejected records) for the service's %d", d.WarehouseAfter, d.Rejected, d.Service)
 		}

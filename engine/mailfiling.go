@@ -286,9 +286,9 @@ func (vs *verifyState) filedKeys() (rejects []string, emails []int64) {
 // the records filed far from their date on the day that returned them
 // (vs.Filed) instead of their email_at's.
 func (e *Engine) heldDays(ctx context.Context, from, to time.Time, vs *verifyState) (map[string]int, error) {
-	loc := e.set.CommsTZ
+	loc := e.set.Mail.TZ
 	rejects, emails := vs.filedKeys()
-	wh, err := e.recon.EmailDayCounts(ctx, from, to, loc, append(vs.undatedKeys(), rejects...))
+	wh, err := e.mail.recon.EmailDayCounts(ctx, from, to, loc, append(vs.undatedKeys(), rejects...))
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ type heldRecord struct {
 // rejected ones, and the e-mails among emails (vs.filedKeys) that are live;
 // an e-mail soft-deleted since, or never loaded, is left out.
 func (e *Engine) heldFiled(ctx context.Context, emails []int64, vs *verifyState) ([]heldRecord, error) {
-	live, err := e.recon.LiveEmails(ctx, emails)
+	live, err := e.mail.recon.LiveEmails(ctx, emails)
 	if err != nil {
 		return nil, err
 	}

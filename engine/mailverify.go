@@ -20,7 +20,7 @@ import (
 // closing range's own pages, or one per_page=1 request) with the number of
 // records the warehouse holds (heldDays: e-mails not soft-deleted, and
 // rejected records not also e-mails, with email_at on those days in
-// Settings.CommsTZ; records filed far from their date on the day that
+// MailSettings.TZ; records filed far from their date on the day that
 // returned them). Where they differ it bisects: it asks the total of the
 // left half (one per_page=1 request; the right half's is the rest of the
 // parent's), recurses into the halves that differ, and re-fetches the days
@@ -29,30 +29,24 @@ import (
 // no day it could be filed under (its own and the neighbouring ones under
 // any offset within ±14 h, paged too) returned it, every page with a total
 // that did not change (deleteAbsent). When a day boundary other than
-// Settings.CommsTZ's explains the totals, the bisection stops and names it
-// (boundary.go). A gap is about log2(days) count requests plus its pages; a
+// MailSettings.TZ's explains the totals, the bisection stops and names it
+// (mailboundary.go). A gap is about log2(days) count requests plus its pages; a
 // complete warehouse costs one request for the whole history, or none when
 // a closing range's pages carried the total.
 //
 // Equal counts are taken as equal content: a day that lost one e-mail and
 // gained another would pass, and an edit changes no count. The per-record
 // content of a day is compared when the day is next paged in full; the
-// rolling re-read (refreshplan.go) pages every day within
-// Settings.CommsRefreshAge.
+// rolling re-read (mailrefreshplan.go) pages every day within
+// MailSettings.RefreshAge.
 
 // partVerify is the sync_state partition of the communications stream
 // that keeps the reconciliation's results.
 const partVerify = "verify"
 
-// Errors of the reconciliation callers branch on.
-var (
-	// ErrGap means a run could not land or repair everything it set out
-	// to: the difference is recorded in the run's notes and retried.
-	ErrGap = errors.New("gap not repaired within the run")
-	// ErrNoServiceTotal means the service answered a count request without
-	// a total, so a range cannot be reconciled.
-	ErrNoServiceTotal = errors.New("the service answered without a total")
-)
+// ErrNoServiceTotal means the service answered a count request without
+// a total, so a range cannot be reconciled.
+var ErrNoServiceTotal = errors.New("the service answered without a total")
 
 // DayRepair is one calendar day (or span of days) whose counts differed
 // and that was re-fetched.
@@ -206,25 +200,9 @@ func (r *run) check(log *zap.Logger, rc *rangeCursor) *rangeCheck {
 		return c
 	}
 	r.mu.Lock()
-	r.closing = append(r.closing, closedRange{from: rc.From, to: rc.To, total: rc.Total, seen: rc.Seen})
+	r.mail.closing = append(r.mail.closing, closedRange{from: rc.From, to: rc.To, total: rc.Total, seen: rc.Seen})
 	r.mu.Unlock()
 	return c
-}
-
-// gap records a difference the run could not repair: a run note, and the
-// run ends partial (ErrGap) instead of succeeded.
-func (r *run) gap(msg string) {
-	r.note(msg)
-	r.mu.Lock()
-	r.gaps = append(r.gaps, msg)
-	r.mu.Unlock()
-}
-
-// gapError is the error of a run that recorded gaps.
-// It wraps ErrGap and ErrIncomplete: the run did not land everything and
-// the next run fetches or reconciles it again.
-func gapError(gaps []string) error {
-	return fmt.Errorf("%w (%w): %s", ErrGap, ErrIncomplete, strings.Join(gaps, "; "))
 }
 
 // afterTask reconciles the ranges that closed during a task. When the task
@@ -235,8 +213,8 @@ func gapError(gaps []string) error {
 // verified the whole history: the scheduled verification waits a day.
 func (r *run) afterTask(ctx context.Context, task Task, manual bool, log *zap.Logger, taskErr error) error {
 	r.mu.Lock()
-	pending := r.closing
-	r.closing = nil
+	pending := r.mail.closing
+	r.mail.closing = nil
 	r.mu.Unlock()
 	proved := true
 	for _, c := range pending {
@@ -305,7 +283,7 @@ func (r *run) backfillClosed(ctx context.Context, log *zap.Logger, proved bool) 
 	for _, c := range wh {
 		n += c
 	}
-	rep := &VerifyReport{From: bf.Start, To: bf.End, Zone: r.e.set.CommsTZ.String(), Closing: true,
+	rep := &VerifyReport{From: bf.Start, To: bf.End, Zone: r.e.set.Mail.TZ.String(), Closing: true,
 		ServiceTotal: n, WarehouseTotal: n, Proved: true, At: r.e.set.Now().UTC()}
 	log.Info("communications backfill complete and every window reconciled: the history is verified", zap.String("summary", rep.Summary()))
 	return r.saveVerify(ctx, func(st *verifyState) {
@@ -352,7 +330,7 @@ func (r *run) reconcileClosed(ctx context.Context, log *zap.Logger, c closedRang
 // pages carry it), or negative to ask for it (one per_page=1 request). The
 // report is returned with the error too (what was done before it).
 func (r *run) reconcile(ctx context.Context, log *zap.Logger, from, to time.Time, knownTotal int) (*VerifyReport, error) {
-	loc := r.e.set.CommsTZ
+	loc := r.e.set.Mail.TZ
 	from, to = utcDate(from), utcDate(to)
 	rep := &VerifyReport{From: dateString(from), To: dateString(to), Zone: loc.String(), At: r.e.set.Now().UTC()}
 	spent := r.budget.Spent()
@@ -498,7 +476,7 @@ func (b *bisection) explained(ctx context.Context, repaired bool) (bool, error) 
 		}
 		b.model = m
 	}
-	bd, off := b.model.explain(spans, b.r.e.set.CommsTZ, b.fs.allows)
+	bd, off := b.model.explain(spans, b.r.e.set.Mail.TZ, b.fs.allows)
 	if bd == nil {
 		return false, nil
 	}
@@ -572,7 +550,7 @@ func (b *bisection) repair(ctx context.Context, differ []span) error {
 // serviceCount asks the service how many e-mails from..to holds: one
 // per_page=1 request, counted in the quota and the run's budget.
 func (r *run) serviceCount(ctx context.Context, from, to time.Time) (int, error) {
-	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
+	q := extract.CommsQuery{DomainID: r.e.set.Mail.DomainID, UserIDs: r.e.set.Mail.UserIDs, BrandURL: r.e.set.Mail.BrandURL,
 		DateStart: from, DateEnd: to, WithMessage: "0", PerPage: 1}
 	p, err := r.client.CommunicationsPage(ctx, q, 1)
 	if err != nil {
@@ -640,11 +618,11 @@ func (r *run) saveVerify(ctx context.Context, update func(*verifyState)) error {
 // historyRange is the whole history: AGENCY_COMMS_START_DATE to today in
 // the communications zone.
 func (e *Engine) historyRange() (Range, error) {
-	if e.set.StartDate.IsZero() {
+	if e.set.Mail.StartDate.IsZero() {
 		return Range{}, errors.New("verify communications: AGENCY_COMMS_START_DATE is not set")
 	}
-	y, m, d := e.set.Now().In(e.set.CommsTZ).Date()
-	return Range{From: utcDate(e.set.StartDate), To: time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}, nil
+	y, m, d := e.set.Now().In(e.set.Mail.TZ).Date()
+	return Range{From: utcDate(e.set.Mail.StartDate), To: time.Date(y, m, d, 0, 0, 0, 0, time.UTC)}, nil
 }
 
 // fillRange fills a verification range's zero ends from the whole history.
@@ -660,7 +638,7 @@ func (e *Engine) fillRange(rg Range) (Range, error) {
 		rg.From = h.From
 	}
 	if rg.To.IsZero() {
-		y, m, d := e.set.Now().In(e.set.CommsTZ).Date()
+		y, m, d := e.set.Now().In(e.set.Mail.TZ).Date()
 		rg.To = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	}
 	return rg, nil
@@ -771,7 +749,7 @@ func (r *run) verifyRange(ctx context.Context, log *zap.Logger, rg Range) error 
 		return err
 	}
 	r.mu.Lock()
-	r.verified = rep
+	r.mail.verified = rep
 	r.mu.Unlock()
 	hist, herr := r.e.historyRange()
 	whole := herr == nil && !rg.From.After(hist.From) && !rg.To.Before(hist.To)

@@ -92,7 +92,7 @@ func TestLateEditsLandWithinTheRefreshAge(t *testing.T) {
 	o.HistoryDays, o.Emails = 450, 2700
 	const ageDays = 10
 	h := newHarness(t, o, func(s *Settings) {
-		s.CommsRefreshAge = ageDays * 24 * time.Hour
+		s.Mail.RefreshAge = ageDays * 24 * time.Hour
 		s.DetailMaxAge = 100 * 365 * 24 * time.Hour
 	})
 	h.mustSucceed(Request{}, "first sync")
@@ -161,7 +161,7 @@ func TestBackfillWithoutRangeReadsTheNextDays(t *testing.T) {
 	// The days the refresh reaches next follow tonight's slice.
 	var next string
 	for _, r := range st.Reads {
-		if r.On == dateString(utcDate(h.sb.Now())) && r.From == dateString(utcDate(h.eng.set.StartDate)) {
+		if r.On == dateString(utcDate(h.sb.Now())) && r.From == dateString(utcDate(h.eng.set.Mail.StartDate)) {
 			next = nextDay(r.To)
 		}
 	}
@@ -172,7 +172,7 @@ func TestBackfillWithoutRangeReadsTheNextDays(t *testing.T) {
 	tr := h.truth()
 	ago := int(utcDate(h.sb.Now()).Sub(nd)/(24*time.Hour)) - 1
 	e := h.editOld(tr, ago, 2)
-	res := h.run(Request{Trigger: TriggerBackfill, RefreshNext: true})
+	res := h.run(Request{Trigger: TriggerBackfill, Mail: MailRequest{RefreshNext: true}})
 	if res.Status != StatusSucceeded {
 		t.Fatalf("backfill of the next days: %s %v", res.Status, res.Err)
 	}
@@ -205,8 +205,8 @@ func TestFinanceCorrectionLandsWithinTheRefreshAge(t *testing.T) {
 	t.Parallel()
 	const ageDays = 3
 	h := newHarness(t, smallSandbox(), func(s *Settings) {
-		s.CommsRefreshAge = ageDays * 24 * time.Hour
-		s.FinanceFullEvery = 30 * 24 * time.Hour
+		s.Mail.RefreshAge = ageDays * 24 * time.Hour
+		s.IncrementalFullEvery = 30 * 24 * time.Hour
 		s.DetailMaxAge = 100 * 365 * 24 * time.Hour
 	})
 	h.mustSucceed(Request{}, "first sync")

@@ -55,7 +55,7 @@ func (e *Engine) backfillDone(ctx context.Context) (bool, error) {
 // history lists the days of the history (AGENCY_COMMS_START_DATE to today)
 // with when each was last read and the records the warehouse holds for it.
 func (e *Engine) history(ctx context.Context, st *refreshState, today time.Time) ([]historyDay, error) {
-	from := utcDate(e.set.StartDate)
+	from := utcDate(e.set.Mail.StartDate)
 	if from.After(today) {
 		return nil, nil
 	}
@@ -138,7 +138,7 @@ func (r *run) planRefresh(ctx context.Context, log *zap.Logger, cs *commsState) 
 	if err != nil {
 		return err
 	}
-	st.Slice = refreshPolicy{days: refreshDays(r.e.set.CommsRefreshAge), today: today}.plan(hist)
+	st.Slice = refreshPolicy{days: refreshDays(r.e.set.Mail.RefreshAge), today: today}.plan(hist)
 	st.SliceOn = today
 	pages, rows := refreshPages(hist, st.Slice)
 	log.Info("communications refresh slice planned", zap.Any("ranges", st.Slice), zap.Int("records", rows), zap.Int("pages", pages))
@@ -188,7 +188,7 @@ func (e *Engine) refreshEstimate(ctx context.Context, force bool) (Estimate, err
 	if c.Refresh != nil {
 		st = c.Refresh
 	}
-	age := refreshDays(e.set.CommsRefreshAge)
+	age := refreshDays(e.set.Mail.RefreshAge)
 	ranges := st.Slice
 	replan := st.SliceOn != dateString(today) || force && len(ranges) == 0 && st.Current == nil
 	if !replan && len(ranges) == 0 && st.Current == nil {
@@ -238,15 +238,15 @@ func (e *Engine) refreshStatus(ctx context.Context) (*RefreshStatus, error) {
 		return nil, err
 	}
 	st := c.Refresh
-	rs := &RefreshStatus{MaxAgeDays: refreshDays(e.set.CommsRefreshAge), SliceOn: st.SliceOn}
+	rs := &RefreshStatus{MaxAgeDays: refreshDays(e.set.Mail.RefreshAge), SliceOn: st.SliceOn}
 	for _, rg := range st.Slice {
 		rs.Pending = append(rs.Pending, rg.From+".."+rg.To)
 	}
-	if e.set.StartDate.IsZero() {
+	if e.set.Mail.StartDate.IsZero() {
 		return rs, nil
 	}
 	today := utcDate(e.set.Now())
-	for d := utcDate(e.set.StartDate); !d.After(today); d = d.AddDate(0, 0, 1) {
+	for d := utcDate(e.set.Mail.StartDate); !d.After(today); d = d.AddDate(0, 0, 1) {
 		if on := st.readOn(dateString(d)); rs.OldestReadOn == "" || on < rs.OldestReadOn {
 			rs.OldestDay, rs.OldestReadOn = dateString(d), on
 		}

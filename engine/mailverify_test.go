@@ -123,7 +123,7 @@ type dayMailHarness struct {
 // warehouse (a changed configuration between two runs).
 func (h *dayMailHarness) retune(tune func(*Settings)) {
 	h.t.Helper()
-	h.eng = h.engine(mailEngine{url: h.url, now: func() time.Time { return time.Unix(0, h.now.Load()).UTC() }, start: h.eng.set.StartDate,
+	h.eng = h.engine(mailEngine{url: h.url, now: func() time.Time { return time.Unix(0, h.now.Load()).UTC() }, start: h.eng.set.Mail.StartDate,
 		perPage: h.per, rate: 1000, dailyQuota: 10000, tune: tune})
 }
 
@@ -185,7 +185,7 @@ func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 	mails, start := tenDays()
 	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
-	if res := h.run(Request{Backfill: rg}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Mail: MailRequest{Backfill: rg}}); res.Status != StatusSucceeded {
 		t.Fatalf("backfill: %s %v", res.Status, res.Err)
 	}
 	if got := h.ids("_deleted_at IS NULL"); len(got) != 30 {
@@ -194,7 +194,7 @@ func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 	h.srv.remove(7) // 2025-06-03
 	h.srv.remove(8) // 2025-06-03
 	h.srv.set(31, day("2025-06-08").Add(5*time.Hour))
-	res := h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if res.Status != StatusSucceeded || res.Verify == nil || !res.Verify.Proved {
 		t.Fatalf("verify: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -221,12 +221,12 @@ func TestVerifySoftDeletesWhatTheServiceNoLongerHolds(t *testing.T) {
 	// The e-mails come back: they are live again.
 	h.srv.set(7, mails[7])
 	h.srv.set(8, mails[8])
-	res = h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if got, want := h.ids("_deleted_at IS NULL"), h.serverIDs(); !res.Verify.Proved || !slices.Equal(got, want) {
 		t.Errorf("an e-mail that came back is not live again: %+v", res.Verify)
 	}
 	before := h.srv.requests.Load()
-	res = h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if sent := h.srv.requests.Load() - before; sent != 1 || res.RequestsUsed != 1 || !res.Verify.Proved || res.Counts.Written() != 0 {
 		t.Errorf("verify of an equal warehouse: %d requests sent (%d counted), proved %v, %d rows written; want 1, 1, true, 0",
 			sent, res.RequestsUsed, res.Verify.Proved, res.Counts.Written())
@@ -245,7 +245,7 @@ func TestVerifyDeletesNothingWhileTheTotalMoves(t *testing.T) {
 	mails, start := tenDays()
 	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
-	h.run(Request{Backfill: rg})
+	h.run(Request{Mail: MailRequest{Backfill: rg}})
 	h.srv.remove(4) // 2025-06-02: 5 and 6 remain
 	moved := false
 	next := int64(100)
@@ -263,7 +263,7 @@ func TestVerifyDeletesNothingWhileTheTotalMoves(t *testing.T) {
 	for i := int64(41); i <= 44; i++ {
 		h.srv.set(i, day("2025-06-02").Add(time.Duration(i-30)*time.Hour))
 	}
-	res := h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if !moved {
 		t.Fatal("the test server never moved the total: the day was not paged")
 	}
@@ -278,7 +278,7 @@ func TestVerifyDeletesNothingWhileTheTotalMoves(t *testing.T) {
 	if next < 102 {
 		t.Errorf("the day was paged %d time(s) while it moved, want a retry (2)", next-100)
 	}
-	res = h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if res.Status != StatusSucceeded || !res.Verify.Proved {
 		t.Fatalf("second verify: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -303,13 +303,13 @@ func TestVerifyWrongZoneDeletesNothing(t *testing.T) {
 	// UTC day returns, and the two would be taken for deleted.
 	mails[101] = day("2025-05-31").Add(20 * time.Hour)
 	mails[102] = day("2025-05-31").Add(22 * time.Hour)
-	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), func(s *Settings) { s.CommsTZ = tokyo })
-	h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: start.AddDate(0, 0, 9)}})
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), func(s *Settings) { s.Mail.TZ = tokyo })
+	h.run(Request{Mail: MailRequest{Backfill: &Range{From: start.AddDate(0, 0, -1), To: start.AddDate(0, 0, 9)}}})
 	if got := h.ids("true"); len(got) != 32 {
 		t.Fatalf("backfill loaded %d e-mails, want 32", len(got))
 	}
 	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
-	res := h.run(Request{Trigger: TriggerVerify, Verify: rg})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
 	if got := h.ids("_deleted_at IS NOT NULL"); len(got) != 0 {
 		t.Errorf("soft-deleted %v under a wrong zone, want none", got)
 	}
@@ -405,7 +405,7 @@ func TestVerifyTwoYearsThreeGaps(t *testing.T) {
 
 	// A complete warehouse: one request for the whole history, nothing written.
 	v0, sent := versions(), h.sent.Load()
-	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 	if res.Status != StatusSucceeded || res.Verify == nil || !res.Verify.Proved {
 		t.Fatalf("verify of a complete warehouse: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -415,8 +415,8 @@ func TestVerifyTwoYearsThreeGaps(t *testing.T) {
 	if res.Counts.Written() != 0 || versions() != v0 {
 		t.Errorf("verify of a complete warehouse wrote %d rows (versions changed: %v)", res.Counts.Written(), versions() != v0)
 	}
-	if days := res.Verify.To; days != dateString(h.sb.Now()) || res.Verify.From != dateString(h.eng.set.StartDate) {
-		t.Errorf("whole history = %s..%s, want %s..%s", res.Verify.From, res.Verify.To, dateString(h.eng.set.StartDate), dateString(h.sb.Now()))
+	if days := res.Verify.To; days != dateString(h.sb.Now()) || res.Verify.From != dateString(h.eng.set.Mail.StartDate) {
+		t.Errorf("whole history = %s..%s, want %s..%s", res.Verify.From, res.Verify.To, dateString(h.eng.set.Mail.StartDate), dateString(h.sb.Now()))
 	}
 
 	// Three single-day gaps, deleted straight from the warehouse.
@@ -452,7 +452,7 @@ func TestVerifyTwoYearsThreeGaps(t *testing.T) {
 		pages += (g.n + 999) / 1000
 	}
 	sent = h.sent.Load()
-	res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 	if res.Status != StatusSucceeded || !res.Verify.Proved {
 		t.Fatalf("verify with three gaps: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -473,7 +473,7 @@ func TestVerifyTwoYearsThreeGaps(t *testing.T) {
 
 	// Equal again: one request.
 	sent = h.sent.Load()
-	if res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}}); !res.Verify.Proved || h.sent.Load()-sent != 1 {
+	if res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}}); !res.Verify.Proved || h.sent.Load()-sent != 1 {
 		t.Errorf("verify after the repair: proved %v, %d requests; want true, 1", res.Verify.Proved, h.sent.Load()-sent)
 	}
 }
@@ -499,12 +499,12 @@ func TestVerifyCountsRejectedRecordsAsHeld(t *testing.T) {
 		t.Errorf("the run reports %d rejected, the truth has %d bad (days re-fetched count their rejects once)", res.Counts.Rejected, bad)
 	}
 	sent := h.sent.Load()
-	res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 	if !res.Verify.Proved || h.sent.Load()-sent != 1 {
 		t.Errorf("verify with rejects: %s, %d requests; want proved with 1", res.Verify.Summary(), h.sent.Load()-sent)
 	}
 	sent = h.sent.Load()
-	res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{}})
+	res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{}}})
 	if !res.Verify.Proved || h.sent.Load()-sent != 1 {
 		t.Errorf("second verify with rejects: %s, %d requests; want proved with 1", res.Verify.Summary(), h.sent.Load()-sent)
 	}
@@ -517,7 +517,7 @@ func TestVerifyOfAnEmptyWarehouseFetchesTheRangeWhole(t *testing.T) {
 	t.Parallel()
 	mails, start := tenDays()
 	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
-	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: start.AddDate(0, 0, 9)}})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: start, To: start.AddDate(0, 0, 9)}}})
 	if res.Status != StatusSucceeded || !res.Verify.Proved {
 		t.Fatalf("verify: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -543,7 +543,7 @@ func TestManualBackfillDoesNotVerifyTheHistory(t *testing.T) {
 		t.Fatalf("first run: %s %v", res.Status, res.Err)
 	}
 	h.now.Store(start.AddDate(0, 0, 10).Add(12 * time.Hour).UnixNano())
-	if res := h.run(Request{Backfill: &Range{From: start, To: start.AddDate(0, 0, 2)}}); res.Status != StatusSucceeded {
+	if res := h.run(Request{Mail: MailRequest{Backfill: &Range{From: start, To: start.AddDate(0, 0, 2)}}}); res.Status != StatusSucceeded {
 		t.Fatalf("manual backfill: %s %v", res.Status, res.Err)
 	}
 	due, why, err := h.eng.verifyDue(context.Background())

@@ -101,7 +101,7 @@ func (e *Engine) quarterModel(ctx context.Context, from, to time.Time, vs *verif
 	start := utcDate(from).Add(-maxOffset)
 	end := utcDate(to).AddDate(0, 0, 1).Add(-minOffset)
 	rejects, emails := vs.filedKeys()
-	qs, err := e.recon.EmailQuarterCounts(ctx, start, end, append(vs.undatedKeys(), rejects...))
+	qs, err := e.mail.recon.EmailQuarterCounts(ctx, start, end, append(vs.undatedKeys(), rejects...))
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -14,13 +13,6 @@ import (
 	"github.com/agencysync/agencysync/extract"
 	"github.com/agencysync/agencysync/spool"
 )
-
-// ErrIncomplete means a task did not land everything it set out to and
-// could not repair it within the run (a range that ended without its last
-// page, a range that kept changing while it was paged, a shortfall against
-// the server's total). The gap stays open in the cursor; the run ends
-// partial and the next run fetches it again.
-var ErrIncomplete = errors.New("incomplete")
 
 // pageStep is one page of a range as the page loop commits it.
 type pageStep struct {
@@ -39,12 +31,12 @@ func (r *run) pageKey(rc *rangeCursor, n int) string {
 // window: the range's request (the schema, domain, users, brand, with
 // message and dates) and the page number.
 func (s *pageSpool) pageKey(window string, set Settings, from, to string, page int) string {
-	ids := make([]string, len(set.UserIDs))
-	for i, id := range set.UserIDs {
+	ids := make([]string, len(set.Mail.UserIDs))
+	for i, id := range set.Mail.UserIDs {
 		ids[i] = strconv.FormatInt(id, 10)
 	}
-	return spool.Key(window, s.schema, strconv.FormatInt(set.DomainID, 10), strings.Join(ids, ","),
-		set.BrandURL, set.WithMessage, from, to, strconv.Itoa(page))
+	return spool.Key(window, s.schema, strconv.FormatInt(set.Mail.DomainID, 10), strings.Join(ids, ","),
+		set.Mail.BrandURL, set.Mail.WithMessage, from, to, strconv.Itoa(page))
 }
 
 // rangeStepBacks bounds the pages re-requested because a range changed
@@ -491,6 +483,11 @@ func (p *spooledPage) addID(id int64) {
 // commsEndpoint is the name of the date-windowed endpoint the mail hooks
 // page.
 func (r *run) commsEndpoint() string {
-	_, ep := r.e.mail()
+	_, ep := r.e.mailDecl()
 	return ep.Name
 }
+
+// maxPagesAhead caps the pages of a range fetched ahead of the one in
+// hand: a page holds up to 1000 e-mails, and the load path, not the fetch,
+// is the ceiling of a backfill, so more pages ahead only wait in memory.
+const maxPagesAhead = 3

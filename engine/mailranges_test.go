@@ -183,7 +183,7 @@ func (h *mailHarness) cursor() commsCursor {
 }
 
 func windowed(days int) func(*Settings) {
-	return func(s *Settings) { s.BackfillWindow = time.Duration(days) * 24 * time.Hour }
+	return func(s *Settings) { s.Mail.BackfillWindow = time.Duration(days) * 24 * time.Hour }
 }
 
 // TestCancelWhileAPageIsInFlightKeepsTheRangeOpen: SIGTERM while page 3 is
@@ -329,7 +329,7 @@ func TestRecordsInsertedMidRangeAreNotLost(t *testing.T) {
 	if miss := h.missing(); len(miss) > 0 && res.Status == StatusSucceeded {
 		t.Fatalf("run succeeded with %d records missing: %v", len(miss), miss)
 	}
-	// The closing reconciliation (verify.go) finds the range short and
+	// The closing reconciliation (mailverify.go) finds the range short and
 	// re-fetches the days that differ within the run; a run that could not
 	// would end partial and leave it to the next one.
 	if miss := h.missing(); len(miss) > 0 && res.Status != StatusPartial {

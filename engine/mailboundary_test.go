@@ -75,7 +75,7 @@ func TestShiftedDayBoundaryDeletesNothingAndIsNamed(t *testing.T) {
 					t.Fatalf("%s: live e-mails %v, want all %d (soft-deleted: %v)", when, len(got), len(all), h.ids("_deleted_at IS NOT NULL"))
 				}
 			}
-			res := h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: last.AddDate(0, 0, 1)}})
+			res := h.run(Request{Mail: MailRequest{Backfill: &Range{From: start.AddDate(0, 0, -1), To: last.AddDate(0, 0, 1)}}})
 			live("after the backfill")
 			named := func(res *Result, what string) {
 				t.Helper()
@@ -93,11 +93,11 @@ func TestShiftedDayBoundaryDeletesNothingAndIsNamed(t *testing.T) {
 				}
 			}
 			for _, d := range []time.Time{start.AddDate(0, 0, 4), start.AddDate(0, 0, 7)} {
-				res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: d, To: d}})
+				res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: d, To: d}}})
 				live("after verify --from " + dateString(d) + " --to " + dateString(d))
 				named(res, "verify of "+dateString(d))
 			}
-			res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: last}})
+			res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: start, To: last}}})
 			live("after verifying the history")
 			named(res, "verify of the history")
 			if res.RequestsUsed > 12 {
@@ -106,9 +106,9 @@ func TestShiftedDayBoundaryDeletesNothingAndIsNamed(t *testing.T) {
 			h.now.Store(last.AddDate(0, 0, 2).Add(3 * time.Hour).UnixNano())
 			res = h.run(Request{Streams: []string{"communications"}})
 			live("after a run")
-			h.retune(func(s *Settings) { s.CommsTZ = mustZone(t, c.zone) })
-			h.run(Request{Backfill: &Range{From: start.AddDate(0, 0, -1), To: last.AddDate(0, 0, 1)}})
-			res = h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: last}})
+			h.retune(func(s *Settings) { s.Mail.TZ = mustZone(t, c.zone) })
+			h.run(Request{Mail: MailRequest{Backfill: &Range{From: start.AddDate(0, 0, -1), To: last.AddDate(0, 0, 1)}}})
+			res = h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: start, To: last}}})
 			if res.Status != StatusSucceeded || res.Verify == nil || !res.Verify.Proved || res.RequestsUsed != 1 {
 				t.Errorf("verify with AGENCY_COMMS_TZ=%s: %s, %d requests, %+v; want succeeded, one request, proved", c.zone, res.Status, res.RequestsUsed, res.Verify)
 			}
@@ -134,11 +134,11 @@ func TestDeletionIsNotTakenForADayBoundary(t *testing.T) {
 	mails, start := aroundTheClock()
 	last := start.AddDate(0, 0, 9)
 	h := newDayMailHarness(t, mails, start, last.AddDate(0, 0, 1).Add(12*time.Hour), nil)
-	h.run(Request{Backfill: &Range{From: start, To: last}})
+	h.run(Request{Mail: MailRequest{Backfill: &Range{From: start, To: last}}})
 	h.srv.remove(8) // 2025-06-01 21:30
 	h.srv.remove(40)
 	want := []int64{8, 40}
-	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: start, To: last}})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: start, To: last}}})
 	if res.Status != StatusSucceeded || res.Verify == nil || !res.Verify.Proved || res.Verify.Boundary != nil {
 		t.Fatalf("verify: %s %v %+v", res.Status, res.Err, res.Verify)
 	}
@@ -156,11 +156,11 @@ func TestVerifyOneDayKeepsAnEmailFiledUnderTheNextDay(t *testing.T) {
 	mails := map[int64]time.Time{1: d.Add(-14 * time.Hour), 2: d.Add(10 * time.Hour), 3: d.Add(21 * time.Hour), 4: d.Add(34 * time.Hour)}
 	h := newDayMailHarness(t, mails, d.AddDate(0, 0, -1), d.AddDate(0, 0, 3), nil)
 	h.srv.offset = 3 * time.Hour
-	h.run(Request{Backfill: &Range{From: d.AddDate(0, 0, -1), To: d.AddDate(0, 0, 2)}})
+	h.run(Request{Mail: MailRequest{Backfill: &Range{From: d.AddDate(0, 0, -1), To: d.AddDate(0, 0, 2)}}})
 	if got := h.ids("_deleted_at IS NULL"); len(got) != 4 {
 		t.Fatalf("after the backfill %v live, want 4", got)
 	}
-	res := h.run(Request{Trigger: TriggerVerify, Verify: &Range{From: d, To: d}})
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: &Range{From: d, To: d}}})
 	if got := h.ids("_deleted_at IS NOT NULL"); len(got) != 0 {
 		t.Errorf("verify --from %s --to %s soft-deleted %v, a live e-mail the service files under the next day", dateString(d), dateString(d), got)
 	}

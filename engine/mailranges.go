@@ -183,11 +183,11 @@ func (r *run) initBackfill(ctx context.Context, cs *commsState) error {
 	if cs.cur.Backfill != nil {
 		return nil
 	}
-	if r.e.set.StartDate.IsZero() {
+	if r.e.set.Mail.StartDate.IsZero() {
 		return errors.New("start backfill: AGENCY_COMMS_START_DATE is not set")
 	}
 	end := r.today
-	start := utcDate(r.e.set.StartDate)
+	start := utcDate(r.e.set.Mail.StartDate)
 	cs.cur.Backfill = &backfillCursor{Start: dateString(start), End: dateString(end), Done: start.After(end)}
 	return r.save(ctx, cs, false)
 }
@@ -224,8 +224,8 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 	} else {
 		// The earlier of the UTC date and the AGENCY_COMMS_TZ date: a zone
 		// west of UTC files the instant under the day before.
-		back := cs.watermark.Add(-r.e.set.Lookback)
-		from = minTime(utcDate(back), dateIn(back, r.e.set.CommsTZ))
+		back := cs.watermark.Add(-r.e.set.Mail.Lookback)
+		from = minTime(utcDate(back), dateIn(back, r.e.set.Mail.TZ))
 	}
 	to := r.commsToday(r.today)
 	if from.After(to) {
@@ -250,7 +250,7 @@ func (r *run) commsIncrement(ctx context.Context, log *zap.Logger) error {
 // AGENCY_COMMS_TZ (a zone east of UTC starts its day before UTC's), at
 // least today (UTC, as the run started).
 func (r *run) commsToday(today time.Time) time.Time {
-	return maxTime(today, dateIn(r.e.set.Now(), r.e.set.CommsTZ))
+	return maxTime(today, dateIn(r.e.set.Now(), r.e.set.Mail.TZ))
 }
 
 // catchUpServiceDay fetches the days after to that the service's clock has
@@ -301,7 +301,7 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	if err != nil {
 		return err
 	}
-	loc := r.e.set.CommsTZ
+	loc := r.e.set.Mail.TZ
 	vs, err := r.e.loadVerify(ctx)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (r *run) skipHeld(ctx context.Context, log *zap.Logger, cs *commsState) err
 	if page <= 1 {
 		return nil
 	}
-	lastID, err := r.e.recon.MaxEmailID(ctx, load.DayStart(from, loc), load.DayStart(to.AddDate(0, 0, 1), loc))
+	lastID, err := r.e.mail.recon.MaxEmailID(ctx, load.DayStart(from, loc), load.DayStart(to.AddDate(0, 0, 1), loc))
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func (r *run) commsBackfill(ctx context.Context, log *zap.Logger) error {
 				return err
 			}
 			to := end
-			if w := r.e.set.BackfillWindow; w > 0 {
+			if w := r.e.set.Mail.BackfillWindow; w > 0 {
 				days := max(int(w/(24*time.Hour)), 1)
 				to = from.AddDate(0, 0, days-1)
 				if to.After(end) {
@@ -517,8 +517,8 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	if err != nil {
 		return err
 	}
-	q := extract.CommsQuery{DomainID: r.e.set.DomainID, UserIDs: r.e.set.UserIDs, BrandURL: r.e.set.BrandURL,
-		DateStart: from, DateEnd: to, WithMessage: r.e.set.WithMessage}
+	q := extract.CommsQuery{DomainID: r.e.set.Mail.DomainID, UserIDs: r.e.set.Mail.UserIDs, BrandURL: r.e.set.Mail.BrandURL,
+		DateStart: from, DateEnd: to, WithMessage: r.e.set.Mail.WithMessage}
 	r.progress.Update(r.e.mailStream(), rc.NextPage-1, rc.LastPage)
 	// Each page is fetched, decoded and transformed ahead (when prefetching,
 	// in the prefetcher's goroutine, while the page before commits), and
@@ -547,7 +547,7 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		batch := users.filter(page.Batch)
 		// A record filed far from its date (a bogus Date: header) is
 		// recorded where it is filed once the page is committed.
-		far := farRecords(&batch, from, to, r.e.set.CommsTZ)
+		far := farRecords(&batch, from, to, r.e.set.Mail.TZ)
 		future += raiseWatermark(cs, &batch, far, now)
 		rc.NextPage = page.Number + 1
 		rc.PerPage, rc.Total, rc.LastPage = page.PerPage, page.Total, page.LastPage
@@ -612,7 +612,7 @@ func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err err
 	switch {
 	case bf == nil:
 		back.Requests, back.Unknown = 1, true
-		back.Note = fmt.Sprintf("first backfill from %s; the first page tells its size", dateString(e.set.StartDate))
+		back.Note = fmt.Sprintf("first backfill from %s; the first page tells its size", dateString(e.set.Mail.StartDate))
 	case !bf.Done:
 		if bf.End < dateString(today) {
 			inc.Requests++
