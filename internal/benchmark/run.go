@@ -53,6 +53,42 @@ const (
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	started := time.Now()
 	cpuStart, cpuErr := SampleCPU(0)
+	h := newHarness(withDefaults(cfg))
+	loadStart := LoadAverage()
+	removeBinaries, err := h.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer removeBinaries()
+	stop, err := h.startWarehouse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	rep := h.newReport(ctx, loadStart)
+	h.log("%s mode, %d runs a figure; load average %s", h.sizes.Name, h.cfg.Runs, loadStart)
+
+	rows, err := h.runSteps(ctx, rep)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("run benchmarks: no figure selected")
+	}
+	rep.Rows = sortRows(rows)
+	rep.Machine.LoadEnd = LoadAverage()
+	stop() // the private cluster's CPU time becomes this process's children's
+	rep.OtherCores = -1
+	if cpuEnd, err := SampleCPU(0); err == nil && cpuErr == nil {
+		rep.OtherCores = OtherCores(cpuStart, cpuEnd)
+	}
+	rep.Took = time.Since(started)
+	return rep, nil
+}
+
+// withDefaults returns cfg with at least 3 runs, a log (discarding) and a
+// module folder (the current one).
+func withDefaults(cfg Config) Config {
 	if cfg.Runs < 3 {
 		cfg.Runs = 3
 	}
@@ -62,6 +98,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.ModuleDir == "" {
 		cfg.ModuleDir = "."
 	}
+	return cfg
+}
+
+// newHarness returns the harness of cfg: its mode's sizes (with
+// cfg.LargeDays, when set) and its progress log.
+func newHarness(cfg Config) *harness {
 	h := &harness{cfg: cfg, sizes: FullSizes, log: func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "agencybench: "+format+"\n", args...)
 	}}
@@ -71,16 +113,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.LargeDays > 0 {
 		h.sizes.Large.Days = cfg.LargeDays
 	}
-	loadStart := LoadAverage()
-	bin := cfg.BinDir
+	return h
+}
+
+// binaries sets the harness's agencysync and agencysandbox: those of
+// cfg.BinDir, or, without one, binaries built into a temporary folder
+// which the returned function removes.
+func (h *harness) binaries(ctx context.Context) (remove func(), err error) {
+	remove = func() {}
+	bin := h.cfg.BinDir
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "agencybench-bin-")
 		if err != nil {
 			return nil, fmt.Errorf("create binaries folder: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		remove = func() { os.RemoveAll(dir) }
 		h.log("building agencysync and agencysandbox")
-		if err := build(ctx, cfg.ModuleDir, dir); err != nil {
+		if err := build(ctx, h.cfg.ModuleDir, dir); err != nil {
+			remove()
 			return nil, err
 		}
 		bin = dir
@@ -88,42 +138,61 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	h.agencysync, h.sandboxBin = filepath.Join(bin, "agencysync"), filepath.Join(bin, "agencysandbox")
 	for _, b := range []string{h.agencysync, h.sandboxBin} {
 		if _, err := os.Stat(b); err != nil {
+			remove()
 			return nil, fmt.Errorf("find binary: %w", err)
 		}
 	}
-	pool, dsn, private, stopWarehouse, err := openWarehouse(ctx, cfg.DatabaseURL, cfg.PGBinDir)
+	return remove, nil
+}
+
+// startWarehouse opens the warehouse of cfg.DatabaseURL, or starts a
+// private cluster (whose postmaster's CPU time then counts as the
+// benchmark's). The returned function closes it; calls after the first do
+// nothing.
+func (h *harness) startWarehouse(ctx context.Context) (stop func(), err error) {
+	pool, dsn, private, stopWarehouse, err := openWarehouse(ctx, h.cfg.DatabaseURL, h.cfg.PGBinDir)
 	if err != nil {
 		return nil, err
 	}
 	stopped := false
-	stop := func() {
+	stop = func() {
 		if !stopped {
 			stopped = true
 			stopWarehouse()
 		}
 	}
-	defer stop()
 	h.pool, h.dsn, h.private = pool, dsn, private
 	if private {
 		h.pgRoot = postmasterPID(ctx, pool)
 	}
-	rep := &Report{Sizes: h.sizes, Runs: cfg.Runs}
-	rep.Machine = DescribeMachine(ctx, pool)
+	return stop, nil
+}
+
+// newReport starts the session's report: its sizes and runs, and the
+// machine (loadStart is the load average at the start).
+func (h *harness) newReport(ctx context.Context, loadStart string) *Report {
+	rep := &Report{Sizes: h.sizes, Runs: h.cfg.Runs}
+	rep.Machine = DescribeMachine(ctx, h.pool)
 	rep.Machine.LoadStart = loadStart
-	rep.Machine.Commit = gitDescribe(ctx, cfg.ModuleDir)
+	rep.Machine.Commit = gitDescribe(ctx, h.cfg.ModuleDir)
 	rep.Machine.Warehouse = "DATABASE_URL"
-	if private {
+	if h.private {
 		rep.Machine.Warehouse = "a private cluster started by the harness (warehouse.StartLocal)"
 	}
-	h.log("%s mode, %d runs a figure; load average %s", h.sizes.Name, cfg.Runs, loadStart)
+	return rep
+}
 
-	var rows []Row
-	type step struct {
-		figs []string
-		name string
-		run  func(context.Context) []Row
-	}
-	for _, s := range []step{
+// benchStep is one step of a session: the figures it measures, its name
+// in the log and the report, and what runs it.
+type benchStep struct {
+	figs []string
+	name string
+	run  func(context.Context) []Row
+}
+
+// steps are the session's steps, in the order they run.
+func (h *harness) steps() []benchStep {
+	return []benchStep{
 		{[]string{"7"}, "micro-benchmarks", h.micro},
 		{[]string{"3"}, "pipeline", h.pipeline},
 		{[]string{"2"}, "pace", h.pace},
@@ -133,7 +202,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{[]string{"9"}, "storage (raw compressed with pglz and lz4)", h.storage},
 		{[]string{"10"}, "fleet (agencies per hour per worker, 1 and 3 workers)", h.fleet},
 		{[]string{"11"}, "memory under gzip bombs", h.bombs},
-	} {
+	}
+}
+
+// runSteps runs the steps of the selected figures and returns their rows,
+// adding each step's time and the other processes' CPU meanwhile to rep.
+// A cancelled ctx stops it before the next step.
+func (h *harness) runSteps(ctx context.Context, rep *Report) ([]Row, error) {
+	var rows []Row
+	for _, s := range h.steps() {
 		wanted := false
 		for _, f := range s.figs {
 			wanted = wanted || h.want(f)
@@ -155,18 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Steps = append(rep.Steps, step)
 		h.log("%s done in %s (other processes used %s cores meanwhile)", s.name, step.Took.Round(time.Second), Float(step.OtherCores, 2))
 	}
-	if len(rows) == 0 {
-		return nil, errors.New("run benchmarks: no figure selected")
-	}
-	rep.Rows = sortRows(rows)
-	rep.Machine.LoadEnd = LoadAverage()
-	stop() // the private cluster's CPU time becomes this process's children's
-	rep.OtherCores = -1
-	if cpuEnd, err := SampleCPU(0); err == nil && cpuErr == nil {
-		rep.OtherCores = OtherCores(cpuStart, cpuEnd)
-	}
-	rep.Took = time.Since(started)
-	return rep, nil
+	return rows, nil
 }
 
 // sortRows orders rows by figure number, keeping the order within a figure.
@@ -218,9 +284,21 @@ func (r *Report) Markdown() string {
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(Table(r.Rows))
 	b.WriteString("\n## How each figure is measured\n\n")
+	b.WriteString(r.howFirstSyncsPacePipeline())
+	b.WriteString(r.howSteadyMemoryMicro())
+	b.WriteString("\n")
+	b.WriteString(r.howLargeAgency())
+	b.WriteString(r.howStorageBombs())
+	b.WriteString("\n" + howClockAndReproduce)
+	b.WriteString(r.fleetNote())
+	return b.String()
+}
+
+// howFirstSyncsPacePipeline says how figures 1 to 3 are measured:
+// request efficiency, pace and the pipeline.
+func (r *Report) howFirstSyncsPacePipeline() string {
 	z := r.Sizes
-	steady := z.agency(z.SteadyEmails)
-	fmt.Fprintf(&b, `1. **Request efficiency** — the sandbox (`+"`--no-limits`"+`) holds %s; the worker
+	return fmt.Sprintf(`1. **Request efficiency** — the sandbox (`+"`--no-limits`"+`) holds %s; the worker
    (`+"`AGENCY_RATE_LIMIT=1000`"+`) runs one `+"`agencysync run`"+` on an empty schema. Requests are the sandbox's count
    (`+"`sync_runs.requests_used`"+` is shown beside it); the minimum is `+"`oracle.MinimumRequests`"+` of the sandbox's ground truth
    (`+"`GET /_sandbox/truth`"+`): ceil(rows/1000) for each list — brands, projects, the seven finance lists (budgets,
@@ -239,7 +317,15 @@ func (r *Report) Markdown() string {
    worker's decoders or transforms — by plain COPY into unlogged, index-free tables of the same schema in
    transactions of 1000 e-mails (only the row encoding and the COPY are timed, as in `+"`load`"+`'s
    `+"`BenchmarkLoadEmails`"+`).
-4. **Steady state** — the sandbox (`+"`--no-limits`"+`) holds %s: a first sync; then a day of changes (the
+`, describe(z.agency(z.BackfillLarge)), describe(z.Pace), Int(int64(z.PipelineEmails)))
+}
+
+// howSteadyMemoryMicro says how figures 4 to 7 are measured: the steady
+// state, the no-op re-run, memory and the micro-benchmarks.
+func (r *Report) howSteadyMemoryMicro() string {
+	z := r.Sizes
+	steady := z.agency(z.SteadyEmails)
+	return fmt.Sprintf(`4. **Steady state** — the sandbox (`+"`--no-limits`"+`) holds %s: a first sync; then a day of changes (the
    sandbox clock advanced 24 h, %s e-mails appended, the deadline of 2%% of the projects and the amount of 1%%
    of the budgets, invoices, collections and payments changed through the admin API); then the nightly
    `+"`agencysync run`"+`, whose requests are divided by the daily quota (`+"`AGENCY_DAILY_QUOTA=10000`"+`). The naive
@@ -262,8 +348,16 @@ func (r *Report) Markdown() string {
    split, transformed and offered to the field inventory, which observes the records through the views the
    transform made (each record parsed once; 0.97× of parsing the inventory's records again when every record
    is observed, 1.02× — within the runs' spread — at a run's sampling).
+`, describe(steady),
+		Int(int64(z.SteadyAppend)), Int(int64(z.BackfillSmall)), Int(int64(z.BackfillLarge)),
+		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs)
+}
 
-8. **The large agency** — the sandbox (`+"`--no-limits`"+`) holds %s. (a) The first sync on a fresh
+// howLargeAgency says how figure 8 is measured: the large agency, the
+// raised limit and the first sync over several quota days.
+func (r *Report) howLargeAgency() string {
+	z := r.Sizes
+	return fmt.Sprintf(`8. **The large agency** — the sandbox (`+"`--no-limits`"+`) holds %s. (a) The first sync on a fresh
    schema (`+"`AGENCY_RATE_LIMIT=1000`"+`, otherwise the default configuration), requests ÷ `+"`oracle.MinimumRequests`"+`.
    (b) A day of changes (the sandbox clock +24 h, %s e-mails appended, the deadline of 2%% of the projects and the
    amount of 1%% of the finance records changed through the admin API), then the nightly `+"`agencysync run`"+`: its
@@ -287,7 +381,15 @@ func (r *Report) Markdown() string {
    the sandbox clock +24 h after each partial run, until one succeeds; every run must end succeeded or partial (exit
    75), and the warehouse is then compared with the whole truth, table by table (row counts and content checksums
    against `+"`oracle.Expected`"+`, the truth's rows built without the worker's code).
-9. **Storage** — the sandbox (`+"`--no-limits`"+`) holds %s; for e-mails without and with bodies
+`, describe(withLimitsOff(z.Large.Agency)), Int(int64(z.Large.DayAppend)), z.Large.Days, hourlyRuns, Int(int64(z.Large.HourlyAppend)),
+		describe(z.Large.Huge), Int(int64(z.Large.HugeQuota)))
+}
+
+// howStorageBombs says how storage (figure 9) and the memory under gzip
+// bombs are measured.
+func (r *Report) howStorageBombs() string {
+	z := r.Sizes
+	return fmt.Sprintf(`9. **Storage** — the sandbox (`+"`--no-limits`"+`) holds %s; for e-mails without and with bodies
    (`+"`AGENCY_COMMS_WITH_MESSAGE`"+` 0 and 1), one first `+"`agencysync run`"+` on a fresh schema whose `+"`raw`"+` and `+"`detail_raw`"+`
    columns are compressed with pglz, and one with lz4 (migration 00016's, where the server has it). The schema's
    tables are vacuumed, then measured: `+"`pg_total_relation_size`"+` (indexes and TOAST included) per table and in all,
@@ -302,24 +404,20 @@ func (r *Report) Markdown() string {
    flight and at `+"`SYNC_MAX_IN_FLIGHT=4`"+`; the figure is the peak RSS (`+"`ru_maxrss`"+`) with bombs ÷ without. The
    bombed run must exit 1 naming `+"`AGENCY_MAX_RESPONSE_BYTES`"+` (default 32 MiB) and write the same rows to every
    table but `+"`emails`"+`, `+"`email_recipients`"+` and `+"`users`"+` as the run without.
-
-The sandbox's clock starts at 2026-11-01 (its history ends there) and moves only when a scenario moves it; the
-worker takes its quota day from the sandbox's `+"`Date`"+` header. `+"`AGENCY_COMMS_START_DATE`"+` is the day before the
-sandbox's history, so the backfill covers all of it. A sync's own time is read off the worker's log (from
-`+"`sync started`"+` to `+"`sync summary`"+`, both stamped by the worker's clock).
-
-Reproduce with `+"`make bench`"+` (writes this file; about 25 minutes on these 2 cores) or `+"`make bench-quick`"+` (the
-same table with smaller sizes in a few minutes; printed, this file is left alone). `+"`DATABASE_URL`"+` selects the
-server; unset, a private cluster is started and thrown away.
-`, describe(z.agency(z.BackfillLarge)), describe(z.Pace), Int(int64(z.PipelineEmails)), describe(steady),
-		Int(int64(z.SteadyAppend)), Int(int64(z.BackfillSmall)), Int(int64(z.BackfillLarge)),
-		z.DecodeBenchtime, r.Runs, z.LoadBenchEmails, r.Runs,
-		describe(withLimitsOff(z.Large.Agency)), Int(int64(z.Large.DayAppend)), z.Large.Days, hourlyRuns, Int(int64(z.Large.HourlyAppend)),
-		describe(z.Large.Huge), Int(int64(z.Large.HugeQuota)),
-		describe(z.agency(z.StorageEmails)), Int(groupedPage), describe(z.agency(z.BackfillSmall)))
-	b.WriteString(r.fleetNote())
-	return b.String()
+`, describe(z.agency(z.StorageEmails)), Int(groupedPage), describe(z.agency(z.BackfillSmall)))
 }
+
+// howClockAndReproduce ends "How each figure is measured": the
+// sandbox's clock, and how to reproduce the figures.
+const howClockAndReproduce = `The sandbox's clock starts at 2026-11-01 (its history ends there) and moves only when a scenario moves it; the
+worker takes its quota day from the sandbox's ` + "`Date`" + ` header. ` + "`AGENCY_COMMS_START_DATE`" + ` is the day before the
+sandbox's history, so the backfill covers all of it. A sync's own time is read off the worker's log (from
+` + "`sync started`" + ` to ` + "`sync summary`" + `, both stamped by the worker's clock).
+
+Reproduce with ` + "`make bench`" + ` (writes this file; about 25 minutes on these 2 cores) or ` + "`make bench-quick`" + ` (the
+same table with smaller sizes in a few minutes; printed, this file is left alone). ` + "`DATABASE_URL`" + ` selects the
+server; unset, a private cluster is started and thrown away.
+`
 
 // Busy reports whether other processes competed for the CPU during the
 // session: BusyCores or more on average, or, when that could not be
