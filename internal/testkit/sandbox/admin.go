@@ -592,99 +592,16 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/_sandbox"), "/"), "/")
-	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
-	route := strings.Join(parts, "/")
-	idAt := func(k int) (int64, bool) {
-		if k >= len(parts) {
-			return 0, false
-		}
-		v, err := strconv.ParseInt(parts[k], 10, 64)
-		return v, err == nil
-	}
-	var e enc
-	var err error
-	switch {
-	case route == "stats" && get:
-		err = writeJSONValue(&e, s.Stats())
-	case route == "stats/reset" && post:
-		s.ResetStats()
-		err = writeJSONValue(&e, s.Stats())
-	case route == "faults" && (get || post):
-		err = adminState(&e, r, s.ApplyFaultSettings, func() any { return s.FaultSettings() })
-	case route == "clock" && (get || post):
-		err = adminState(&e, r, s.adminClock, func() any { return map[string]string{"now": s.Now().Format(time.RFC3339Nano)} })
-	case route == "emails" && post:
-		var req struct {
-			Append  int    `json:"append"`
-			EmailAt string `json:"email_at"`
-		}
-		if err = decodeAdmin(r, &req); err == nil {
-			var first, last int64
-			if req.EmailAt != "" {
-				var at time.Time
-				if at, err = time.Parse(time.RFC3339Nano, req.EmailAt); err != nil {
-					err = invalid("email_at must be an RFC 3339 time")
-				} else {
-					first, last, err = s.AppendEmailsDated(req.Append, at)
-				}
-			} else {
-				first, last, err = s.AppendEmails(req.Append)
-			}
-			if err == nil {
-				err = writeJSONValue(&e, map[string]int64{"appended": int64(req.Append), "first_id": first, "last_id": last, "emails": int64(s.Stats().Emails)})
-			}
-		}
-	case len(parts) == 2 && parts[0] == "emails" && post:
-		if id, ok := idAt(1); ok {
-			err = adminEdit(s, &e, r, streamCommunications, id, s.EditEmail)
-		} else {
-			err = fmt.Errorf("find email %s: %w", parts[1], ErrNotFound)
-		}
-	case len(parts) >= 2 && (parts[0] == "brands" || parts[0] == "projects") && post:
-		err = s.adminEntity(&e, r, parts, idAt)
-	case len(parts) == 3 && parts[0] == "finance" && post:
-		if id, ok := idAt(2); ok {
-			err = adminEdit(s, &e, r, parts[1], id, func(id int64, ed FinanceEdit) error { return s.EditFinance(parts[1], id, ed) })
-		} else {
-			err = fmt.Errorf("find %s %s: %w", parts[1], parts[2], ErrNotFound)
-		}
-	case route == "quota" && post:
-		var req struct {
-			Spend int    `json:"spend"`
-			Scope string `json:"scope"`
-		}
-		if err = decodeAdmin(r, &req); err == nil {
-			l := s.apiLim
-			switch req.Scope {
-			case "", "api":
-			case "comms":
-				l = s.commsLim
-			default:
-				err = invalid(`scope must be "api" or "comms"`)
-			}
-			if err == nil {
-				if err = s.spend(l, req.Spend); err == nil {
-					d := s.quotaDay()
-					err = writeJSONValue(&e, map[string]any{"scope": l.name, "day": d, "used": l.usage(d), "limit": s.opts.DailyQuota})
-				}
-			}
-		}
-	case route == "twists" && (get || post):
-		err = adminState(&e, r, s.SetTwists, func() any { return s.TwistsStatus() })
-	case route == "twists/mutate-between-pages" && post:
-		err = adminState(&e, r, s.ArmMutation, func() any { return s.TwistsStatus() })
-	case route == "truth" && get:
+	if strings.Join(parts, "/") == "truth" && r.Method == http.MethodGet {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
 		if err := s.Truth(w); err != nil {
 			s.log.Debug("truth not fully written")
 		}
 		return
-	default:
-		writeError(w, http.StatusNotFound, body404)
-		return
 	}
-	switch {
+	var e enc
+	switch err := s.adminRoute(&e, r, parts); {
 	case err == nil:
 		writeBody(w, http.StatusOK, ctJSON, e.b)
 	case errors.Is(err, ErrNotFound):
@@ -694,6 +611,105 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		errorBody(&b, body400Prefix, err.Error())
 		writeBody(w, http.StatusBadRequest, ctJSON, b.b)
 	}
+}
+
+// adminRoute serves the admin path parts (the truth aside) and writes its
+// JSON answer into e; an unknown path or record is an ErrNotFound, any other
+// error a bad request.
+func (s *Server) adminRoute(e *enc, r *http.Request, parts []string) error {
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	route := strings.Join(parts, "/")
+	idAt := func(k int) (int64, bool) {
+		if k >= len(parts) {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(parts[k], 10, 64)
+		return v, err == nil
+	}
+	switch {
+	case route == "stats" && get:
+		return writeJSONValue(e, s.Stats())
+	case route == "stats/reset" && post:
+		s.ResetStats()
+		return writeJSONValue(e, s.Stats())
+	case route == "faults" && (get || post):
+		return adminState(e, r, s.ApplyFaultSettings, func() any { return s.FaultSettings() })
+	case route == "clock" && (get || post):
+		return adminState(e, r, s.adminClock, func() any { return map[string]string{"now": s.Now().Format(time.RFC3339Nano)} })
+	case route == "emails" && post:
+		return s.adminAppendEmails(e, r)
+	case len(parts) == 2 && parts[0] == "emails" && post:
+		if id, ok := idAt(1); ok {
+			return adminEdit(s, e, r, streamCommunications, id, s.EditEmail)
+		}
+		return fmt.Errorf("find email %s: %w", parts[1], ErrNotFound)
+	case len(parts) >= 2 && (parts[0] == "brands" || parts[0] == "projects") && post:
+		return s.adminEntity(e, r, parts, idAt)
+	case len(parts) == 3 && parts[0] == "finance" && post:
+		if id, ok := idAt(2); ok {
+			return adminEdit(s, e, r, parts[1], id, func(id int64, ed FinanceEdit) error { return s.EditFinance(parts[1], id, ed) })
+		}
+		return fmt.Errorf("find %s %s: %w", parts[1], parts[2], ErrNotFound)
+	case route == "quota" && post:
+		return s.adminQuota(e, r)
+	case route == "twists" && (get || post):
+		return adminState(e, r, s.SetTwists, func() any { return s.TwistsStatus() })
+	case route == "twists/mutate-between-pages" && post:
+		return adminState(e, r, s.ArmMutation, func() any { return s.TwistsStatus() })
+	}
+	return fmt.Errorf("route admin path %s: %w", route, ErrNotFound)
+}
+
+// adminAppendEmails serves POST /_sandbox/emails: it appends e-mails at the
+// clock's now, or at the email_at given, and answers their ids.
+func (s *Server) adminAppendEmails(e *enc, r *http.Request) error {
+	var req struct {
+		Append  int    `json:"append"`
+		EmailAt string `json:"email_at"`
+	}
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	var first, last int64
+	var err error
+	if req.EmailAt != "" {
+		at, perr := time.Parse(time.RFC3339Nano, req.EmailAt)
+		if perr != nil {
+			return invalid("email_at must be an RFC 3339 time")
+		}
+		first, last, err = s.AppendEmailsDated(req.Append, at)
+	} else {
+		first, last, err = s.AppendEmails(req.Append)
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSONValue(e, map[string]int64{"appended": int64(req.Append), "first_id": first, "last_id": last, "emails": int64(s.Stats().Emails)})
+}
+
+// adminQuota serves POST /_sandbox/quota: it counts requests made elsewhere
+// today against a limit scope's quota and answers the scope's use.
+func (s *Server) adminQuota(e *enc, r *http.Request) error {
+	var req struct {
+		Spend int    `json:"spend"`
+		Scope string `json:"scope"`
+	}
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	l := s.apiLim
+	switch req.Scope {
+	case "", "api":
+	case "comms":
+		l = s.commsLim
+	default:
+		return invalid(`scope must be "api" or "comms"`)
+	}
+	if err := s.spend(l, req.Spend); err != nil {
+		return err
+	}
+	d := s.quotaDay()
+	return writeJSONValue(e, map[string]any{"scope": l.name, "day": d, "used": l.usage(d), "limit": s.opts.DailyQuota})
 }
 
 // clockRequest is the body of POST /_sandbox/clock.

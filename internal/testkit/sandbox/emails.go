@@ -291,6 +291,25 @@ func (c *emailCore) has(u int64) bool {
 func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 	*c = emailCore{brand: -1, project: -1, buf: c.buf}
 	c.root = m.threadRoot(i)
+	m.deriveTopic(c)
+
+	r := newRNG(m.seed, tagEmail, uint64(i))
+	c.forward = c.root == i && r.chance(0.05)
+	incoming := r.chance(0.4)
+	c.to, c.cc, c.bcc = c.buf[:0:4], c.buf[4:4:8], c.buf[8:8:12]
+	m.pickSender(&r, c, incoming)
+	m.pickRecipients(&r, c)
+	deriveTraits(&r, c, incoming)
+
+	if outsiderRecipients && !incoming && len(m.outsiders) > 0 {
+		m.pickOutsiderRecipients(i, c)
+	}
+}
+
+// deriveTopic fills in what c's conversation (its root) is about, the same
+// for every e-mail of it: the brand and project, the subject template and
+// its number.
+func (m *mailStore) deriveTopic(c *emailCore) {
 	t := newRNG(m.seed, tagTopic, uint64(c.root))
 	d := m.data
 	if len(d.brands) > 0 && t.chance(0.65) {
@@ -307,11 +326,12 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 		c.template = t.intn(len(plainSubjects))
 	}
 	c.number = t.between(1, 9999)
+}
 
-	r := newRNG(m.seed, tagEmail, uint64(i))
-	c.forward = c.root == i && r.chance(0.05)
-	incoming := r.chance(0.4)
-	c.to, c.cc, c.bcc = c.buf[:0:4], c.buf[4:4:8], c.buf[8:8:12]
+// pickSender draws c's sender: an outsider of the e-mail's brand (or any
+// outsider) for an incoming e-mail, else a platform user.
+func (m *mailStore) pickSender(r *rng, c *emailCore, incoming bool) {
+	d := m.data
 	if incoming {
 		if c.brand >= 0 && len(d.brands[c.brand].outsiders) > 0 && r.chance(0.85) {
 			os := d.brands[c.brand].outsiders
@@ -319,12 +339,17 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 		} else {
 			c.fromOut = r.intn(len(m.outsiders))
 		}
-	} else {
-		c.fromUser = m.pickUser(&r, c.brand, c)
-		if c.fromUser == 0 {
-			c.fromUser = 1
-		}
+		return
 	}
+	c.fromUser = m.pickUser(r, c.brand, c)
+	if c.fromUser == 0 {
+		c.fromUser = 1
+	}
+}
+
+// pickRecipients draws c's platform users in to, cc and bcc, so that every
+// e-mail involves at least one platform user.
+func (m *mailStore) pickRecipients(r *rng, c *emailCore) {
 	nTo := 1
 	switch x := r.float(); {
 	case x < 0.005:
@@ -337,13 +362,13 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 		nTo = 3
 	}
 	for range nTo {
-		if u := m.pickUser(&r, c.brand, c); u > 0 {
+		if u := m.pickUser(r, c.brand, c); u > 0 {
 			c.to = append(c.to, u)
 		}
 	}
 	if r.chance(0.25) {
 		for range r.between(1, 2) {
-			if u := m.pickUser(&r, c.brand, c); u > 0 {
+			if u := m.pickUser(r, c.brand, c); u > 0 {
 				c.cc = append(c.cc, u)
 			}
 		}
@@ -356,7 +381,7 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 		nBCC = r.between(1, 2)
 	}
 	for range nBCC {
-		if u := m.pickUser(&r, c.brand, c); u > 0 {
+		if u := m.pickUser(r, c.brand, c); u > 0 {
 			c.bcc = append(c.bcc, u)
 		}
 	}
@@ -364,6 +389,11 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 		// every e-mail involves at least one platform user
 		c.to = append(c.to, int64(1+r.intn(m.users)))
 	}
+}
+
+// deriveTraits draws c's type, attachments, size and the way it is
+// malformed when it is a bad record.
+func deriveTraits(r *rng, c *emailCore, incoming bool) {
 	switch x := r.float(); {
 	case x < 0.15:
 		c.typeID = 0
@@ -382,23 +412,26 @@ func (m *mailStore) derive(i uint32, c *emailCore, outsiderRecipients bool) {
 	}
 	c.badKind = r.intn(4)
 	c.hasAttachB = r.chance(0.5)
+}
 
-	if outsiderRecipients && !incoming && len(m.outsiders) > 0 {
-		o := newRNG(m.seed, tagEmailOutsider, uint64(i))
-		c.outTo, c.outCC = c.outBuf[:0:1], c.outBuf[1:1:2]
-		pool := func() int {
-			if c.brand >= 0 && len(d.brands[c.brand].outsiders) > 0 {
-				os := d.brands[c.brand].outsiders
-				return os[o.intn(len(os))]
-			}
-			return o.intn(len(m.outsiders))
+// pickOutsiderRecipients draws the outsiders in to and cc of e-mail i (the
+// outsider-recipients variant), from its brand's outsiders when it has some.
+func (m *mailStore) pickOutsiderRecipients(i uint32, c *emailCore) {
+	d := m.data
+	o := newRNG(m.seed, tagEmailOutsider, uint64(i))
+	c.outTo, c.outCC = c.outBuf[:0:1], c.outBuf[1:1:2]
+	pool := func() int {
+		if c.brand >= 0 && len(d.brands[c.brand].outsiders) > 0 {
+			os := d.brands[c.brand].outsiders
+			return os[o.intn(len(os))]
 		}
-		if o.chance(0.5) {
-			c.outTo = append(c.outTo, pool())
-		}
-		if o.chance(0.1) {
-			c.outCC = append(c.outCC, pool())
-		}
+		return o.intn(len(m.outsiders))
+	}
+	if o.chance(0.5) {
+		c.outTo = append(c.outTo, pool())
+	}
+	if o.chance(0.1) {
+		c.outCC = append(c.outCC, pool())
 	}
 }
 

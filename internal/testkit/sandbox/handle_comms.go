@@ -84,32 +84,58 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 	q := &req.query
 	q.brand = -1
 	q.from, q.to = math.MinInt64, math.MaxInt64
+	if reason := parseCommsUsers(raw, q); reason != "" {
+		return req, reason
+	}
+	if reason := s.parseCommsScope(raw, q); reason != "" {
+		return req, reason
+	}
+	if reason := s.parseCommsDates(raw, q); reason != "" {
+		return req, reason
+	}
+	if reason := parseWithMessage(raw, &req); reason != "" {
+		return req, reason
+	}
+	if reason := s.parseCommsPaging(raw, &req); reason != "" {
+		return req, reason
+	}
+	return req, ""
+}
 
+// parseCommsUsers reads the required user_id, an array of integers, into
+// q's sorted users without duplicates; the reason is empty when valid.
+func parseCommsUsers(raw map[string]json.RawMessage, q *commsQuery) string {
 	ur, ok := raw["user_id"]
 	if !ok || isNull(ur) {
-		return req, "user_id is required"
+		return "user_id is required"
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(ur, &items) != nil {
-		return req, "user_id must be an array of integers"
+		return "user_id must be an array of integers"
 	}
 	if len(items) == 0 {
-		return req, "user_id must not be empty"
+		return "user_id must not be empty"
 	}
 	for _, it := range items {
 		v, ok := jsonInt(it)
 		if !ok {
-			return req, "user_id must be an array of integers"
+			return "user_id must be an array of integers"
 		}
 		q.users = append(q.users, v)
 	}
 	slices.Sort(q.users)
 	q.users = slices.Compact(q.users)
+	return ""
+}
 
+// parseCommsScope reads the optional domain_id and -brand_url into q: another
+// domain, or a brand that does not exist, matches nothing. The reason is
+// empty when valid.
+func (s *Server) parseCommsScope(raw map[string]json.RawMessage, q *commsQuery) string {
 	if v, ok := raw["domain_id"]; ok && !isNull(v) {
 		id, ok := jsonInt(v)
 		if !ok {
-			return req, "domain_id must be an integer"
+			return "domain_id must be an integer"
 		}
 		if id != s.opts.DomainID {
 			q.none = true
@@ -117,12 +143,12 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 	}
 	brandURL, ok := jsonString(raw["-brand_url"])
 	if !ok {
-		return req, "-brand_url must be a string"
+		return "-brand_url must be a string"
 	}
 	if brandURL != "" {
 		id, ok := brandIDFromURL(brandURL)
 		if !ok {
-			return req, "-brand_url must be a brand address such as " + BrandURLPrefix + "42"
+			return "-brand_url must be a brand address such as " + BrandURLPrefix + "42"
 		}
 		if k, found := s.data.brandByID[id]; found {
 			q.brand = k
@@ -130,6 +156,13 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 			q.none = true
 		}
 	}
+	return ""
+}
+
+// parseCommsDates reads the optional date_start and date_end into q's range
+// of microseconds, the days cut where the comms day offset says; the reason
+// is empty when valid.
+func (s *Server) parseCommsDates(raw map[string]json.RawMessage, q *commsQuery) string {
 	var start, end time.Time
 	for _, f := range []struct {
 		name string
@@ -137,14 +170,14 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 	}{{"date_start", &start}, {"date_end", &end}} {
 		v, ok := jsonString(raw[f.name])
 		if !ok {
-			return req, f.name + " must be a date YYYY-MM-DD"
+			return f.name + " must be a date YYYY-MM-DD"
 		}
 		if v == "" {
 			continue
 		}
 		t, err := time.Parse(layoutDate, v)
 		if err != nil {
-			return req, f.name + " must be a date YYYY-MM-DD"
+			return f.name + " must be a date YYYY-MM-DD"
 		}
 		*f.dst = t
 	}
@@ -157,35 +190,47 @@ func (s *Server) parseComms(body []byte) (commsRequest, string) {
 		q.to = end.AddDate(0, 0, 1).UnixMicro() - offset
 	}
 	if !start.IsZero() && !end.IsZero() && start.After(end) {
-		return req, "date_start must not be after date_end"
+		return "date_start must not be after date_end"
 	}
+	return ""
+}
+
+// parseWithMessage reads the optional with_message flag into req; the reason
+// is empty when valid.
+func parseWithMessage(raw map[string]json.RawMessage, req *commsRequest) string {
 	wm, ok := jsonString(raw["with_message"])
 	switch {
 	case !ok:
-		return req, `with_message must be one of "0", "1", "true", "false"`
+		return `with_message must be one of "0", "1", "true", "false"`
 	case wm == "" || wm == "0" || wm == "false":
 	case wm == "1" || wm == "true":
 		req.withMessage = true
 	default:
-		return req, `with_message must be one of "0", "1", "true", "false"`
+		return `with_message must be one of "0", "1", "true", "false"`
 	}
+	return ""
+}
+
+// parseCommsPaging reads the optional page and per_page into req, per_page
+// as the sandbox answers it; the reason is empty when valid.
+func (s *Server) parseCommsPaging(raw map[string]json.RawMessage, req *commsRequest) string {
 	req.page, req.perPage = 1, defaultCommsPerPage
 	if v, ok := raw["page"]; ok && !isNull(v) {
 		n, ok := jsonInt(v)
 		if !ok || n < 1 || n > math.MaxInt32 {
-			return req, "page must be an integer of at least 1"
+			return "page must be an integer of at least 1"
 		}
 		req.page = int(n)
 	}
 	if v, ok := raw["per_page"]; ok && !isNull(v) {
 		n, ok := jsonInt(v)
 		if !ok || n < 1 || n > math.MaxInt32 {
-			return req, "per_page must be an integer of at least 1"
+			return "per_page must be an integer of at least 1"
 		}
 		req.perPage = int(n)
 	}
 	req.perPage = s.answeredPerPage(req.perPage)
-	return req, ""
+	return ""
 }
 
 // pendingMutation is a mutation that fires once the answer in hand is

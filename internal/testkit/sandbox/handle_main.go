@@ -149,6 +149,8 @@ func (s *Server) parseList(q url.Values, endpoint string) (listParams, string) {
 	return p, ""
 }
 
+// handleMain answers a main-interface request for route rt with key
+// standing a: a record's details, or a page of a list.
 func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt route, a auth) (int, string) {
 	if rt.endpoint == epUnknown {
 		return notFound(e)
@@ -163,21 +165,9 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 
 	// Detail paths: unknown or deleted ids are 404 for every key; a foreign
 	// key gets 403 on this agency's existing records.
-	var b *brand
-	var p *project
-	switch rt.endpoint {
-	case epBrandDetail, epContacts:
-		if k, ok := d.brandByID[rt.id]; ok && !rt.badID && !d.brands[k].deleted {
-			b = d.brands[k]
-		} else {
-			return notFound(e)
-		}
-	case epProjectDetail:
-		if k, ok := d.projectByID[rt.id]; ok && !rt.badID && !d.projects[k].deleted {
-			p = d.projects[k]
-		} else {
-			return notFound(e)
-		}
+	b, p, found := d.detailRecords(rt)
+	if !found {
+		return notFound(e)
 	}
 	if a == authForeign {
 		return forbidden(e)
@@ -190,7 +180,34 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 		d.writeProject(e, p, true, st)
 		return http.StatusOK, ctJSON
 	}
+	return s.handleList(w, e, r, rt, b)
+}
 
+// detailRecords returns the brand (brand detail, contacts) or the project
+// (project detail) that rt names; found is false when the record does not
+// exist or is deleted. Other endpoints name none and are always found.
+func (d *dataset) detailRecords(rt route) (b *brand, p *project, found bool) {
+	switch rt.endpoint {
+	case epBrandDetail, epContacts:
+		k, ok := d.brandByID[rt.id]
+		if !ok || rt.badID || d.brands[k].deleted {
+			return nil, nil, false
+		}
+		return d.brands[k], nil, true
+	case epProjectDetail:
+		k, ok := d.projectByID[rt.id]
+		if !ok || rt.badID || d.projects[k].deleted {
+			return nil, nil, false
+		}
+		return nil, d.projects[k], true
+	}
+	return nil, nil, true
+}
+
+// handleList answers a page of the main list of rt (the contacts of brand
+// b): it reads the list's query and paging parameters, then writes the
+// page. The caller holds s.mu.
+func (s *Server) handleList(w http.ResponseWriter, e *enc, r *http.Request, rt route, b *brand) (int, string) {
 	lp, reason := s.parseList(r.URL.Query(), rt.endpoint)
 	if reason != "" {
 		return s.badParam(e, reason)
@@ -203,6 +220,14 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	pageOf := func(n int) page {
 		return s.pagedAs(w, r, page{total: n, perPage: lp.perPage, current: lp.page, lying: lying, path: path})
 	}
+	s.writeListPage(e, rt.endpoint, b, lp, pageOf)
+	return http.StatusOK, ctJSON
+}
+
+// writeListPage writes the page of the list of endpoint (the contacts of
+// brand b) that pageOf gives for the number of records, filtered by lp.
+func (s *Server) writeListPage(e *enc, endpoint string, b *brand, lp listParams, pageOf func(n int) page) {
+	d, st := s.data, s.mainSt
 	idKey := func(id int64) string { return strconv.FormatInt(id, 10) }
 	wrap := func(name string) string {
 		if st.wrapped {
@@ -214,7 +239,7 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 	brandOK := func(bi int) bool { return lp.brandID == 0 || d.brands[bi].id == lp.brandID }
 	fresh := func(t time.Time) bool { return lp.since.IsZero() || !t.Before(lp.since) }
 
-	switch rt.endpoint {
+	switch endpoint {
 	case epBrands:
 		var list []*brand
 		for _, b := range d.brands {
@@ -237,7 +262,7 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 		writeList(e, st, pageOf(len(list)), wrap("project_info"), func(k int) string { return idKey(list[k].id) },
 			func(e *enc, k int) { d.writeProject(e, list[k], false, st) })
 	case epBudgets, epInvoices, epCollections, epPayments:
-		l, _ := d.ledger(rt.endpoint)
+		l, _ := d.ledger(endpoint)
 		var list []int
 		for k := range l.n {
 			if brandOK(l.brand(k)) && fresh(l.entry(k).updatedAt) {
@@ -247,22 +272,7 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 		writeList(e, st, pageOf(len(list)), wrap(l.wrap()), func(k int) string { return idKey(l.entry(list[k]).id) },
 			func(e *enc, k int) { l.writeRecord(e, list[k], st, seed, badRate) })
 	case epProfitability:
-		var list []*profitRow
-		for k := range d.profit {
-			row := &d.profit[k]
-			if lp.level != "" && row.level != lp.level {
-				continue
-			}
-			if lp.brandID != 0 {
-				if row.level == "brand" && row.entityID != lp.brandID {
-					continue
-				}
-				if row.level == "project" && d.brands[d.projects[d.projectByID[row.entityID]].brand].id != lp.brandID {
-					continue
-				}
-			}
-			list = append(list, row)
-		}
+		list := d.profitRows(lp)
 		writeList(e, st, pageOf(len(list)), wrap("profitability_info"), func(k int) string { return list[k].key() },
 			func(e *enc, k int) { writeProfit(e, list[k], st) })
 	case epSummary:
@@ -270,7 +280,28 @@ func (s *Server) handleMain(w http.ResponseWriter, e *enc, r *http.Request, rt r
 		writeList(e, st, pageOf(len(periods)), wrap("summary_info"), func(k int) string { return periodString(periods[k]) },
 			func(e *enc, k int) { writeSummary(e, periods[k], d.summary[periods[k]], st) })
 	}
-	return http.StatusOK, ctJSON
+}
+
+// profitRows returns the profitability rows of lp's level and brand (all
+// when they are not given).
+func (d *dataset) profitRows(lp listParams) []*profitRow {
+	var list []*profitRow
+	for k := range d.profit {
+		row := &d.profit[k]
+		if lp.level != "" && row.level != lp.level {
+			continue
+		}
+		if lp.brandID != 0 {
+			if row.level == "brand" && row.entityID != lp.brandID {
+				continue
+			}
+			if row.level == "project" && d.brands[d.projects[d.projectByID[row.entityID]].brand].id != lp.brandID {
+				continue
+			}
+		}
+		list = append(list, row)
+	}
+	return list
 }
 
 // badKindOf returns the bad-record kind, or -1 for a sound record.

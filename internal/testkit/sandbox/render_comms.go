@@ -24,19 +24,39 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	m.derive(i, c, st.outsiderRecipients)
 	ed := m.edits[i]
 	c.applyEdit(ed)
-	d := m.data
 	badKind := -1
 	if bad {
 		badKind = c.badKind
 	}
 	e.sep()
-	b := e.b
-	null := "null"
+	b := appendEmailType(e.b, c.typeID, st)
+	b = m.appendEmailLinks(b, c, st, badKind)
+	b, scratch = m.appendEmailText(b, i, c, ed, withMessage, st, badKind, scratch)
+	b = appendAttachments(b, c, st)
+	b = appendEmailSize(b, c.size, st, badKind)
+	b = m.appendEmailPlace(b, i, c.root, ed, badKind)
+	b = append(b, `},"users":{"from":`...)
+	b = m.appendUsers(b, c, st)
+	b = append(b, "}}"...)
+	e.b = b
+	return scratch
+}
+
+// nullText is what a missing value is written as: null, or false under
+// php-false.
+func (st commsStyle) nullText() string {
 	if st.phpFalse {
-		null = "false"
+		return "false"
 	}
+	return "null"
+}
+
+// appendEmailType appends the start of an e-mail object up to the key of
+// its brand_id: the object's opening, type_id and type_name.
+func appendEmailType(b []byte, typeID int, st commsStyle) []byte {
 	switch {
-	case c.typeID == 0:
+	case typeID == 0:
+		null := st.nullText()
 		b = append(b, `{"email":{"type_id":`...)
 		b = append(b, null...)
 		b = append(b, `,"type_name":`...)
@@ -44,17 +64,24 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 		b = append(b, `,"brand_id":`...)
 	case st.phpStrings:
 		b = append(b, `{"email":{"type_id":"`...)
-		b = strconv.AppendInt(b, int64(c.typeID), 10)
+		b = strconv.AppendInt(b, int64(typeID), 10)
 		b = append(b, `","type_name":"`...)
-		b = append(b, typeNames[c.typeID]...)
+		b = append(b, typeNames[typeID]...)
 		b = append(b, `","brand_id":`...)
 	default:
 		b = append(b, `{"email":{"type_id":`...)
-		b = strconv.AppendInt(b, int64(c.typeID), 10)
+		b = strconv.AppendInt(b, int64(typeID), 10)
 		b = append(b, `,"type_name":"`...)
-		b = append(b, typeNames[c.typeID]...)
+		b = append(b, typeNames[typeID]...)
 		b = append(b, `","brand_id":`...)
 	}
+	return b
+}
+
+// appendEmailLinks appends the value of brand_id (malformed as {"id":N}
+// for bad kind 3) and the project_id member.
+func (m *mailStore) appendEmailLinks(b []byte, c *emailCore, st commsStyle, badKind int) []byte {
+	d := m.data
 	switch {
 	case badKind == 3:
 		id := int64(3)
@@ -67,14 +94,19 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	case c.brand >= 0:
 		b = appendID(b, d.brands[c.brand].id, st.numericIDs)
 	default:
-		b = append(b, null...)
+		b = append(b, st.nullText()...)
 	}
 	b = append(b, `,"project_id":`...)
 	if c.project >= 0 {
-		b = appendID(b, d.projects[c.project].id, st.numericIDs)
-	} else {
-		b = append(b, null...)
+		return appendID(b, d.projects[c.project].id, st.numericIDs)
 	}
+	return append(b, st.nullText()...)
+}
+
+// appendEmailText appends the subject (left out for bad kind 2; an edited
+// one replaces the generated one) and the message, text only withMessage.
+// It returns b and scratch, which holds the generated text.
+func (m *mailStore) appendEmailText(b []byte, i uint32, c *emailCore, ed *emailEdit, withMessage bool, st commsStyle, badKind int, scratch []byte) ([]byte, []byte) {
 	if badKind != 2 {
 		b = append(b, `,"subject":`...)
 		if ed != nil && ed.subject != nil {
@@ -87,42 +119,55 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	b = append(b, `,"message":`...)
 	if withMessage {
 		scratch = m.message(scratch[:0], i, c)
-		b = appendJSONString(b, scratch)
-	} else {
-		b = append(b, null...)
+		return appendJSONString(b, scratch), scratch
 	}
+	return append(b, st.nullText()...), scratch
+}
+
+// appendAttachments appends the has_attachments member in the spelling the
+// variants ask for.
+func appendAttachments(b []byte, c *emailCore, st commsStyle) []byte {
 	b = append(b, `,"has_attachments":`...)
 	switch {
 	case c.attach && st.hasAttachments && c.hasAttachB:
-		b = append(b, "true"...)
+		return append(b, "true"...)
 	case c.attach && st.phpStrings:
-		b = append(b, `"1"`...)
+		return append(b, `"1"`...)
 	case c.attach:
-		b = append(b, '1')
+		return append(b, '1')
 	case st.hasAttachments && c.hasAttachB && st.phpStrings:
-		b = append(b, `"0"`...)
+		return append(b, `"0"`...)
 	case st.hasAttachments && c.hasAttachB:
-		b = append(b, '0')
-	default:
-		b = append(b, null...)
+		return append(b, '0')
 	}
+	return append(b, st.nullText()...)
+}
+
+// appendEmailSize appends the size member: bytes, or kilobytes as text
+// such as "12kb" for bad kind 0.
+func appendEmailSize(b []byte, size int64, st commsStyle, badKind int) []byte {
 	b = append(b, `,"size":`...)
 	switch {
 	case badKind == 0:
 		b = append(b, '"')
-		b = strconv.AppendInt(b, c.size/1024, 10)
-		b = append(b, `kb"`...)
+		b = strconv.AppendInt(b, size/1024, 10)
+		return append(b, `kb"`...)
 	case st.phpStrings:
 		b = append(b, '"')
-		b = strconv.AppendInt(b, c.size, 10)
-		b = append(b, '"')
-	default:
-		b = strconv.AppendInt(b, c.size, 10)
+		b = strconv.AppendInt(b, size, 10)
+		return append(b, '"')
 	}
+	return strconv.AppendInt(b, size, 10)
+}
+
+// appendEmailPlace appends the mailbox ids of e-mail i and of its thread's
+// root, its email_at ("yesterday" for bad kind 1; an edited one replaces
+// the filing time) and the nested extra member an edit asks for.
+func (m *mailStore) appendEmailPlace(b []byte, i, root uint32, ed *emailEdit, badKind int) []byte {
 	b = append(b, `,"mailbox_id":"`...)
 	b = appendHex16(b, m.mailboxID(i))
 	b = append(b, `","mailbox_thread":"`...)
-	b = appendHex16(b, m.mailboxID(c.root))
+	b = appendHex16(b, m.mailboxID(root))
 	b = append(b, `","email_at":"`...)
 	switch {
 	case badKind == 1:
@@ -142,7 +187,12 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 			b = append(b, ']')
 		}
 	}
-	b = append(b, `},"users":{"from":`...)
+	return b
+}
+
+// appendUsers appends the values of the users object: from (an array, or
+// an object under from-object), then the to, cc and bcc members.
+func (m *mailStore) appendUsers(b []byte, c *emailCore, st commsStyle) []byte {
 	var sender *person
 	if c.fromUser > 0 {
 		sender = &m.people[c.fromUser]
@@ -164,10 +214,7 @@ func (m *mailStore) writeEmail(e *enc, i uint32, c *emailCore, withMessage bool,
 	b = append(b, `,"cc":`...)
 	b = m.appendRecipients(b, c.cc, c.outCC, st)
 	b = append(b, `,"bcc":`...)
-	b = m.appendRecipients(b, c.bcc, nil, st)
-	b = append(b, "}}"...)
-	e.b = b
-	return scratch
+	return m.appendRecipients(b, c.bcc, nil, st)
 }
 
 // appendID appends an identifier as a JSON string, or a number when numeric.

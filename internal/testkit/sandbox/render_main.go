@@ -230,16 +230,17 @@ func writeRef(e *enc, id int64, st mainStyle, malformed bool) {
 	e.id(id, st.numericIDs)
 }
 
-// writeAmount writes an amount; malformed as typed text.
-func writeAmount(e *enc, key string, cents int64, cur string, st mainStyle, badKind int) {
+// writeMoney writes a finance record's amount under key, then its currency;
+// a malformed amount (bad kind 0) as typed text, or (bad kind 3) missing.
+func writeMoney(e *enc, key string, cents int64, cur string, st mainStyle, badKind int) {
 	switch badKind {
 	case 3: // missing
-		return
 	case 0:
 		e.key(key).str(badAmount(cents, cur))
 	default:
 		st.money(e.key(key), cents)
 	}
+	e.key("currency").str(cur)
 }
 
 // writeDay writes a date; malformed as DD/MM/YYYY.
@@ -258,8 +259,7 @@ func (d *dataset) writeBudget(e *enc, bg *budget, st mainStyle, badKind int) {
 	e.open()
 	e.key("id").id(bg.id, st.numericIDs)
 	writeOwner(e, p.id, b.id, st, badKind == 1)
-	writeAmount(e, "amount", bg.amount, b.currency, st, badKind)
-	e.key("currency").str(b.currency)
+	writeMoney(e, "amount", bg.amount, b.currency, st, badKind)
 	writeDay(e, "period_start", bg.periodStart, badKind == 2)
 	e.key("period_end").date(bg.periodEnd)
 	e.key("updated_at").ts(bg.updatedAt)
@@ -276,8 +276,7 @@ func (d *dataset) writeInvoice(e *enc, inv *invoice, st mainStyle, badKind int) 
 	writeOwner(e, p.id, b.id, st, badKind == 1)
 	writeDay(e, n("issue_date"), inv.issue, badKind == 2)
 	e.key(n("due_date")).date(inv.due)
-	writeAmount(e, n("amount"), inv.amount, b.currency, st, badKind)
-	e.key("currency").str(b.currency)
+	writeMoney(e, n("amount"), inv.amount, b.currency, st, badKind)
 	e.key("status").str(inv.status)
 	e.key("updated_at").ts(inv.updatedAt)
 	e.close()
@@ -290,8 +289,7 @@ func (d *dataset) writeCollection(e *enc, c *collection, st mainStyle, badKind i
 	e.key("id").id(c.id, st.numericIDs)
 	writeRef(e.key("invoice_id"), inv.id, st, badKind == 1)
 	writeDay(e, "collected_on", c.on, badKind == 2)
-	writeAmount(e, "amount", c.amount, b.currency, st, badKind)
-	e.key("currency").str(b.currency)
+	writeMoney(e, "amount", c.amount, b.currency, st, badKind)
 	e.key("updated_at").ts(c.updatedAt)
 	e.close()
 }
@@ -304,8 +302,7 @@ func (d *dataset) writePayment(e *enc, pm *payment, st mainStyle, badKind int) {
 	writeOwner(e, p.id, b.id, st, badKind == 1)
 	e.key("payee").str(pm.payee)
 	writeDay(e, "paid_on", pm.paidOn, badKind == 2)
-	writeAmount(e, "amount", pm.amount, b.currency, st, badKind)
-	e.key("currency").str(b.currency)
+	writeMoney(e, "amount", pm.amount, b.currency, st, badKind)
 	e.key("status").str(pm.status)
 	e.key("updated_at").ts(pm.updatedAt)
 	e.close()
@@ -399,42 +396,7 @@ func writePaging(e *enc, p page, asStrings bool) {
 // element itself; wrap, when not empty, wraps each element in {wrap: ...}.
 func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) string, item func(e *enc, k int)) {
 	from, to := p.bounds()
-	elements := func(keyed bool) {
-		if to == from {
-			switch {
-			case keyed && st.emptyRows():
-				e.raw("[]")
-			case keyed:
-				e.raw("{}")
-			default:
-				st.emptyArr(e)
-			}
-			return
-		}
-		if keyed {
-			e.open()
-		} else {
-			e.openArr()
-		}
-		for k := from; k < to; k++ {
-			if keyed {
-				e.keyStr(keyOf(k))
-			}
-			if wrap != "" {
-				e.open()
-				e.key(wrap)
-				item(e, k)
-				e.close()
-			} else {
-				item(e, k)
-			}
-		}
-		if keyed {
-			e.close()
-		} else {
-			e.closeArr()
-		}
-	}
+	elements := func(keyed bool) { writeElements(e, st, from, to, keyed, wrap, keyOf, item) }
 	switch st.listShape {
 	case VariantOffsetPaging, VariantCursorPaging, VariantLinkPaging, VariantSilentCap, VariantIgnorePage:
 		writePagedList(e, st, p, func() { elements(false) })
@@ -454,60 +416,9 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 		e.close()
 		e.close()
 	case VariantPHPPaginator:
-		// Laravel's LengthAwarePaginator: the paging fields beside data,
-		// with the page URLs, in its (alphabetical) order.
-		last := p.lastPage()
-		e.open()
-		e.key("current_page").num(int64(p.current), st.phpStrings)
-		e.key("data")
-		elements(false)
-		e.key("first_page_url").str(pageURL(p.path, 1))
-		e.key("from")
-		if to > from {
-			e.num(int64(from+1), st.phpStrings)
-		} else {
-			e.null()
-		}
-		e.key("last_page").num(int64(last), st.phpStrings)
-		e.key("last_page_url").str(pageURL(p.path, max(last, 1)))
-		e.key("links")
-		writePaginatorLinks(e, p, p.path)
-		e.key("next_page_url")
-		urlOrNull(e, p.path, p.current+1, last)
-		e.key("path").str(p.path)
-		e.key("per_page").num(int64(p.perPage), st.phpStrings)
-		e.key("prev_page_url")
-		urlOrNull(e, p.path, p.current-1, last)
-		e.key("to")
-		if to > from {
-			e.num(int64(to), st.phpStrings)
-		} else {
-			e.null()
-		}
-		e.key("total").num(int64(p.total), st.phpStrings)
-		e.close()
+		writePHPPaginator(e, st, p, from, to, func() { elements(false) })
 	case VariantPHPResource:
-		// A Laravel API resource collection: data, links, meta.
-		last := p.lastPage()
-		e.open()
-		e.key("data")
-		elements(false)
-		e.key("links")
-		e.open()
-		e.key("first").str(pageURL(p.path, 1))
-		e.key("last").str(pageURL(p.path, max(last, 1)))
-		e.key("prev")
-		urlOrNull(e, p.path, p.current-1, last)
-		e.key("next")
-		urlOrNull(e, p.path, p.current+1, last)
-		e.close()
-		e.key("meta")
-		e.open()
-		writeLaravelMeta(e, p, p.path, st.phpStrings)
-		e.key("links")
-		writePaginatorLinks(e, p, p.path)
-		e.close()
-		e.close()
+		writePHPResource(e, st, p, func() { elements(false) })
 	case VariantNoPaging:
 		e.open()
 		e.key("data")
@@ -529,4 +440,105 @@ func writeList(e *enc, st mainStyle, p page, wrap string, keyOf func(k int) stri
 		writePaging(e, p, st.phpStrings)
 		e.close()
 	}
+}
+
+// writeElements writes the elements [from, to) of a list: an array, or
+// when keyed an object of the elements under their keys (keyOf); item
+// writes an element, wrapped in {wrap: ...} when wrap is not empty.
+func writeElements(e *enc, st mainStyle, from, to int, keyed bool, wrap string, keyOf func(k int) string, item func(e *enc, k int)) {
+	if to == from {
+		switch {
+		case keyed && st.emptyRows():
+			e.raw("[]")
+		case keyed:
+			e.raw("{}")
+		default:
+			st.emptyArr(e)
+		}
+		return
+	}
+	if keyed {
+		e.open()
+	} else {
+		e.openArr()
+	}
+	for k := from; k < to; k++ {
+		if keyed {
+			e.keyStr(keyOf(k))
+		}
+		if wrap != "" {
+			e.open()
+			e.key(wrap)
+			item(e, k)
+			e.close()
+		} else {
+			item(e, k)
+		}
+	}
+	if keyed {
+		e.close()
+	} else {
+		e.closeArr()
+	}
+}
+
+// writePHPPaginator writes page p, holding the elements [from, to) that
+// elements writes, as Laravel's LengthAwarePaginator does: the paging
+// fields beside data, with the page URLs, in its (alphabetical) order.
+func writePHPPaginator(e *enc, st mainStyle, p page, from, to int, elements func()) {
+	last := p.lastPage()
+	e.open()
+	e.key("current_page").num(int64(p.current), st.phpStrings)
+	e.key("data")
+	elements()
+	e.key("first_page_url").str(pageURL(p.path, 1))
+	e.key("from")
+	if to > from {
+		e.num(int64(from+1), st.phpStrings)
+	} else {
+		e.null()
+	}
+	e.key("last_page").num(int64(last), st.phpStrings)
+	e.key("last_page_url").str(pageURL(p.path, max(last, 1)))
+	e.key("links")
+	writePaginatorLinks(e, p, p.path)
+	e.key("next_page_url")
+	urlOrNull(e, p.path, p.current+1, last)
+	e.key("path").str(p.path)
+	e.key("per_page").num(int64(p.perPage), st.phpStrings)
+	e.key("prev_page_url")
+	urlOrNull(e, p.path, p.current-1, last)
+	e.key("to")
+	if to > from {
+		e.num(int64(to), st.phpStrings)
+	} else {
+		e.null()
+	}
+	e.key("total").num(int64(p.total), st.phpStrings)
+	e.close()
+}
+
+// writePHPResource writes page p, whose elements elements writes, as a
+// Laravel API resource collection: data, links, meta.
+func writePHPResource(e *enc, st mainStyle, p page, elements func()) {
+	last := p.lastPage()
+	e.open()
+	e.key("data")
+	elements()
+	e.key("links")
+	e.open()
+	e.key("first").str(pageURL(p.path, 1))
+	e.key("last").str(pageURL(p.path, max(last, 1)))
+	e.key("prev")
+	urlOrNull(e, p.path, p.current-1, last)
+	e.key("next")
+	urlOrNull(e, p.path, p.current+1, last)
+	e.close()
+	e.key("meta")
+	e.open()
+	writeLaravelMeta(e, p, p.path, st.phpStrings)
+	e.key("links")
+	writePaginatorLinks(e, p, p.path)
+	e.close()
+	e.close()
 }

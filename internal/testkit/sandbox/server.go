@@ -326,28 +326,12 @@ func methodNotAllowed(w http.ResponseWriter, e *enc, allow string) (int, string)
 // The outcome is recorded in the stats before the client can see it, so a
 // client that reads the stats after an answer finds that answer counted.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, lim *limiter, authorized bool, h func(e *enc) (int, string)) {
-	o := outcome{endpoint: endpoint, keyless: r.Header.Get("Authorization") == "" && r.Header.Get("X-Workflow-Key") == ""}
+	x := &exchange{s: s, w: w, r: r, endpoint: endpoint,
+		o: outcome{endpoint: endpoint, keyless: r.Header.Get("Authorization") == "" && r.Header.Get("X-Workflow-Key") == ""}}
 	// The Date header tells the sandbox's (virtual) clock, as a real
 	// server's tells its own: the worker takes its quota day from it.
 	w.Header().Set("Date", s.Now().Format(http.TimeFormat))
-	answer := func(status int, contentType string, body []byte) {
-		o.status = status
-		s.stats.record(o)
-		s.writeAnswer(w, r, endpoint, status, contentType, body)
-	}
-	fail := func(status int, body string) { answer(status, ctJSON, []byte(body)) }
-	abort := func() {
-		o.aborted = true
-		s.stats.record(o)
-	}
-	// Take in the request body before any delay: net/http watches the
-	// connection only once the body has been read to its end, so a client
-	// that gives up during a slow answer cancels ctx (and is recorded as
-	// aborted) at once, for a POST as for a GET, as a real server notices.
-	if r.Body != nil && r.Body != http.NoBody {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, maxCommsBody+1))
-		r.Body = io.NopCloser(bytes.NewReader(b))
-	}
+	bufferBody(r)
 	fr := newRNG(s.opts.Seed, tagRequest, s.seq.Add(1))
 	fc := s.faultConfig()
 	delay := fc.latency
@@ -356,62 +340,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 	}
 	ctx := r.Context()
 	if !sleepCtx(ctx, delay) {
-		abort()
+		x.abort()
 		return
 	}
-	if !authorized {
-		fail(http.StatusUnauthorized, body401)
+	fault, ok := s.admit(x, &fr, fc.faults, lim, authorized)
+	if !ok {
 		return
 	}
-	if !s.opts.NoLimits && !lim.allow() {
-		o.rate = true
-		fail(http.StatusTooManyRequests, body429Rate)
+	x.o.fault = fault
+	if !x.injectFault(ctx, fault, fc.slowDelay) {
 		return
-	}
-	fault := fc.faults.pick(fr.float())
-	if fault == faultName429 {
-		o.fault = fault
-		if fr.chance(0.5) {
-			w.Header().Set("Retry-After", "1")
-		}
-		fail(http.StatusTooManyRequests, body429Rate)
-		return
-	}
-	if !lim.take(s.quotaDay(), s.opts.DailyQuota, !s.opts.NoLimits) {
-		o.quota = true
-		fail(http.StatusTooManyRequests, body429Quota)
-		return
-	}
-	if s.twists().echoKey {
-		key := r.Header.Get("X-Workflow-Key")
-		if key == "" {
-			key = r.Header.Get("Authorization")
-		}
-		answer(http.StatusBadRequest, ctJSON, echoKeyBody(key))
-		return
-	}
-	o.fault = fault
-	switch fault {
-	case faultName500:
-		fail(http.StatusInternalServerError, body500)
-		return
-	case faultName502:
-		answer(http.StatusBadGateway, ctHTML, []byte(html502))
-		return
-	case faultName503:
-		w.Header().Set("Retry-After", "1")
-		fail(http.StatusServiceUnavailable, body503)
-		return
-	case faultNameDrop:
-		o.dropped = true
-		s.stats.record(o)
-		dropConnection(w)
-		return
-	case faultNameSlow:
-		if !sleepCtx(ctx, fc.slowDelay) {
-			abort()
-			return
-		}
 	}
 	bp := s.getBuf()
 	defer s.putBuf(bp)
@@ -423,13 +361,118 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, endpoint string, 
 		cut := len(body)/3 + fr.intn(len(body)/3+1)
 		body = body[:max(1, min(cut, len(body)-1))]
 	}
-	answer(status, contentType, body)
+	x.answer(status, contentType, body)
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("endpoint", endpoint), zap.String("method", r.Method),
 			zap.String("path", r.URL.RequestURI()), zap.Int("status", status), zap.String("fault", fault),
 			zap.String("workflow_id", r.Header.Get("X-Workflow-Id")),
 			zap.String("execution_id", r.Header.Get("X-Workflow-Execution-Id")))
 	}
+}
+
+// exchange is one request to a data listener being answered, with the
+// outcome that its answer records in the stats.
+type exchange struct {
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	endpoint string
+	o        outcome
+}
+
+// answer records the outcome with status and writes the answer.
+func (x *exchange) answer(status int, contentType string, body []byte) {
+	x.o.status = status
+	x.s.stats.record(x.o)
+	x.s.writeAnswer(x.w, x.r, x.endpoint, status, contentType, body)
+}
+
+// fail answers status with a JSON error body.
+func (x *exchange) fail(status int, body string) { x.answer(status, ctJSON, []byte(body)) }
+
+// abort records the request as abandoned by its client, without an answer.
+func (x *exchange) abort() {
+	x.o.aborted = true
+	x.s.stats.record(x.o)
+}
+
+// bufferBody takes in r's body before any delay: net/http watches the
+// connection only once the body has been read to its end, so a client that
+// gives up during a slow answer cancels the request's context (and is
+// recorded as aborted) at once, for a POST as for a GET, as a real server
+// notices.
+func bufferBody(r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, maxCommsBody+1))
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+}
+
+// admit runs the checks before the handler: the key, the rate limit, a
+// spurious 429, the daily quota and the echo_key twist. It returns the fault
+// that fr picks for the request, and ok false when x has been answered.
+func (s *Server) admit(x *exchange, fr *rng, faults Faults, lim *limiter, authorized bool) (fault string, ok bool) {
+	if !authorized {
+		x.fail(http.StatusUnauthorized, body401)
+		return "", false
+	}
+	if !s.opts.NoLimits && !lim.allow() {
+		x.o.rate = true
+		x.fail(http.StatusTooManyRequests, body429Rate)
+		return "", false
+	}
+	fault = faults.pick(fr.float())
+	if fault == faultName429 {
+		x.o.fault = fault
+		if fr.chance(0.5) {
+			x.w.Header().Set("Retry-After", "1")
+		}
+		x.fail(http.StatusTooManyRequests, body429Rate)
+		return fault, false
+	}
+	if !lim.take(s.quotaDay(), s.opts.DailyQuota, !s.opts.NoLimits) {
+		x.o.quota = true
+		x.fail(http.StatusTooManyRequests, body429Quota)
+		return fault, false
+	}
+	if s.twists().echoKey {
+		key := x.r.Header.Get("X-Workflow-Key")
+		if key == "" {
+			key = x.r.Header.Get("Authorization")
+		}
+		x.answer(http.StatusBadRequest, ctJSON, echoKeyBody(key))
+		return fault, false
+	}
+	return fault, true
+}
+
+// injectFault answers x with the injected fault (500, 502, 503, a dropped
+// connection) or waits slowDelay for the slow fault; it returns false when
+// the request is over: answered, dropped, or abandoned during the wait.
+func (x *exchange) injectFault(ctx context.Context, fault string, slowDelay time.Duration) bool {
+	switch fault {
+	case faultName500:
+		x.fail(http.StatusInternalServerError, body500)
+		return false
+	case faultName502:
+		x.answer(http.StatusBadGateway, ctHTML, []byte(html502))
+		return false
+	case faultName503:
+		x.w.Header().Set("Retry-After", "1")
+		x.fail(http.StatusServiceUnavailable, body503)
+		return false
+	case faultNameDrop:
+		x.o.dropped = true
+		x.s.stats.record(x.o)
+		dropConnection(x.w)
+		return false
+	case faultNameSlow:
+		if !sleepCtx(ctx, slowDelay) {
+			x.abort()
+			return false
+		}
+	}
+	return true
 }
 
 // auth is the standing of a main-interface key.

@@ -36,42 +36,70 @@ func (s *Server) truthStyles() (mainStyle, commsStyle) {
 // brands and projects are left out. The order is stable: streams as listed
 // in the README, records by id (profitability by level, entity, period).
 func (s *Server) Truth(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 256<<10)
+	tw := &truthWriter{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.data
 	st, cst := s.truthStyles()
-	seed, badRate := s.opts.Seed, s.faultConfig().badRate
-	var e enc
-	var werr error
-	line := func(stream, key, brandID string, bad bool, rec func(e *enc)) {
-		if werr != nil {
-			return
-		}
-		e.b = append(e.b[:0], `{"stream":"`...)
-		e.b = append(e.b, stream...)
-		e.b = append(e.b, `","key":`...)
-		e.b = appendJSONString(e.b, key)
-		if brandID != "" {
-			e.b = append(e.b, `,"brand_id":`...)
-			e.b = appendJSONString(e.b, brandID)
-		}
-		e.b = append(e.b, `,"bad":`...)
-		e.b = strconv.AppendBool(e.b, bad)
-		e.b = append(e.b, `,"record":`...)
-		rec(&e)
-		e.b = append(e.b, '}', '\n')
-		_, werr = bw.Write(e.b)
+	badRate := s.faultConfig().badRate
+	s.truthBrands(tw, st)
+	s.truthRecords(tw, st, badRate)
+	s.truthEmails(tw, cst, badRate)
+	if tw.err != nil {
+		return fmt.Errorf("write truth: %w", tw.err)
 	}
-	key := func(id int64) string { return strconv.FormatInt(id, 10) }
+	if err := tw.bw.Flush(); err != nil {
+		return fmt.Errorf("write truth: %w", err)
+	}
+	return nil
+}
+
+// truthWriter writes the lines of the truth through a buffer, keeping the
+// first write error; once there is one, further lines are left out.
+type truthWriter struct {
+	bw  *bufio.Writer
+	e   enc
+	err error
+}
+
+// line writes one record of stream with its key (and brandID unless empty)
+// and its bad flag; rec writes the record itself.
+func (tw *truthWriter) line(stream, key, brandID string, bad bool, rec func(e *enc)) {
+	if tw.err != nil {
+		return
+	}
+	e := &tw.e
+	e.b = append(e.b[:0], `{"stream":"`...)
+	e.b = append(e.b, stream...)
+	e.b = append(e.b, `","key":`...)
+	e.b = appendJSONString(e.b, key)
+	if brandID != "" {
+		e.b = append(e.b, `,"brand_id":`...)
+		e.b = appendJSONString(e.b, brandID)
+	}
+	e.b = append(e.b, `,"bad":`...)
+	e.b = strconv.AppendBool(e.b, bad)
+	e.b = append(e.b, `,"record":`...)
+	rec(e)
+	e.b = append(e.b, '}', '\n')
+	_, tw.err = tw.bw.Write(e.b)
+}
+
+// truthKey is the key of a record with id.
+func truthKey(id int64) string { return strconv.FormatInt(id, 10) }
+
+// truthBrands writes the streams of the brands that are not deleted: the
+// brands list, the brand details, the contacts and the lists per brand
+// served from their declarations.
+func (s *Server) truthBrands(tw *truthWriter, st mainStyle) {
+	d := s.data
 	for _, b := range d.brands {
 		if !b.deleted {
-			line(streamBrands, key(b.id), "", false, func(e *enc) { d.writeBrandElement(e, b, st) })
+			tw.line(streamBrands, truthKey(b.id), "", false, func(e *enc) { d.writeBrandElement(e, b, st) })
 		}
 	}
 	for _, b := range d.brands {
 		if !b.deleted {
-			line(streamBrandDetails, key(b.id), "", false, func(e *enc) { d.writeBrandDetail(e, b, st) })
+			tw.line(streamBrandDetails, truthKey(b.id), "", false, func(e *enc) { d.writeBrandDetail(e, b, st) })
 		}
 	}
 	for _, b := range d.brands {
@@ -80,7 +108,7 @@ func (s *Server) Truth(w io.Writer) error {
 		}
 		for k := range b.contacts {
 			c := &b.contacts[k]
-			line(streamContacts, key(c.id), key(b.id), false, func(e *enc) { writeContact(e, c, st) })
+			tw.line(streamContacts, truthKey(c.id), truthKey(b.id), false, func(e *enc) { writeContact(e, c, st) })
 		}
 	}
 	for _, l := range s.brandLists {
@@ -89,29 +117,43 @@ func (s *Server) Truth(w io.Writer) error {
 				continue
 			}
 			for _, rec := range l.records(b.id, s.opts.Start) {
-				line(l.name, rec.ID, key(b.id), false, func(e *enc) { e.raw(string(rec.JSON)) })
+				tw.line(l.name, rec.ID, truthKey(b.id), false, func(e *enc) { e.raw(string(rec.JSON)) })
 			}
 		}
 	}
+}
+
+// truthRecords writes the projects that are not deleted, the finance
+// ledgers (bad at badRate), the profitability rows and the agency summary
+// months.
+func (s *Server) truthRecords(tw *truthWriter, st mainStyle, badRate float64) {
+	d := s.data
+	seed := s.opts.Seed
 	for _, p := range d.projects {
 		if !p.deleted {
-			line(streamProjects, key(p.id), "", false, func(e *enc) { d.writeProject(e, p, true, st) })
+			tw.line(streamProjects, truthKey(p.id), "", false, func(e *enc) { d.writeProject(e, p, true, st) })
 		}
 	}
 	for _, l := range d.ledgers() {
 		for k := range l.n {
 			bad, kind := l.badKind(k, seed, badRate)
-			line(l.name, key(l.entry(k).id), "", bad, func(e *enc) { l.write(e, k, st, kind) })
+			tw.line(l.name, truthKey(l.entry(k).id), "", bad, func(e *enc) { l.write(e, k, st, kind) })
 		}
 	}
 	for k := range d.profit {
 		row := &d.profit[k]
-		line(streamProfitability, row.key(), "", false, func(e *enc) { writeProfit(e, row, st) })
+		tw.line(streamProfitability, row.key(), "", false, func(e *enc) { writeProfit(e, row, st) })
 	}
 	for _, m := range d.summaryPeriods(monthIndex(s.Now())) {
-		line(streamSummary, periodString(m), "", false, func(e *enc) { writeSummary(e, m, d.summary[m], st) })
+		tw.line(streamSummary, periodString(m), "", false, func(e *enc) { writeSummary(e, m, d.summary[m], st) })
 	}
+}
+
+// truthEmails writes the e-mails that exist (bad at badRate) in the style
+// cst, stopping at the first write error.
+func (s *Server) truthEmails(tw *truthWriter, cst commsStyle, badRate float64) {
 	mail := s.mail
+	seed := s.opts.Seed
 	var c emailCore
 	scratch := make([]byte, 0, 2048)
 	for i := range uint32(len(mail.ts)) {
@@ -119,20 +161,13 @@ func (s *Server) Truth(w io.Writer) error {
 			continue
 		}
 		bad := mail.isBadEmail(i, badRate)
-		line(streamCommunications, key(emailID(seed, i)), "", bad, func(e *enc) {
+		tw.line(streamCommunications, truthKey(emailID(seed, i)), "", bad, func(e *enc) {
 			scratch = mail.writeEmail(e, i, &c, false, cst, bad, scratch)
 		})
-		if werr != nil {
+		if tw.err != nil {
 			break
 		}
 	}
-	if werr != nil {
-		return fmt.Errorf("write truth: %w", werr)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write truth: %w", err)
-	}
-	return nil
 }
 
 // writeTruthRecord writes one record of stream in its canonical truth form
