@@ -156,7 +156,8 @@ func (r *run) streamDetails(ctx context.Context, s *stream.Stream, log *zap.Logg
 			return err
 		}
 		if fd.gone {
-			log.Info("listed entity not found on detail; its next listing soft-deletes it", zap.String("id", fd.due.ID))
+			r.dropParts(s, fd.due)
+			r.listedGone(ed, fd.due.ID, log)
 			done++
 			continue
 		}
@@ -169,9 +170,7 @@ func (r *run) streamDetails(ctx context.Context, s *stream.Stream, log *zap.Logg
 			return err
 		}
 		r.heldDeletions(counts)
-		if sp := r.spool; sp != nil {
-			sp.drop(sp.detailKey(s.Name, fd.due.ID, fd.due.Hash))
-		}
+		r.dropParts(s, fd.due)
 		done++
 		r.progress.Update(name, done, len(due))
 		if ctx.Err() != nil {
@@ -181,25 +180,24 @@ func (r *run) streamDetails(ctx context.Context, s *stream.Stream, log *zap.Logg
 	return nil
 }
 
-// fetchDetails fetches the due entities of s in order: each from the spool
-// when a killed run left it there, else from the service, spooled as soon
-// as it is in (so that a crash loses only the requests in flight, not the
-// entities fetched ahead). Several are fetched at once when the pace allows
-// it (see run.inFlight), and handed over one by one in order.
+// listedGone notes an entity of ed's stream that is listed (live in the
+// warehouse) while its detail answers 404: its detail's rows are missing,
+// so the run ends warning, and the detail stays due — asked again next run
+// — until it answers or a listing that leaves the entity out soft-deletes
+// it.
+func (r *run) listedGone(ed *entityDetails, id string, log *zap.Logger) {
+	log.Warn("a listed entity's detail answered 404: its detail's rows are missing; asked again next run", zap.String("id", id))
+	r.note(fmt.Sprintf("%s %s: listed, but its detail answered 404 (not found): its detail's rows are missing; "+
+		"asked again next run (a listing that leaves it out soft-deletes it)", ed.table.Noun, id))
+}
+
+// fetchDetails fetches the due entities of s in order, each request's
+// answer from the spool when a killed run left it there (see part).
+// Several are fetched at once when the pace allows it (see run.inFlight),
+// and handed over one by one in order.
 func (r *run) fetchDetails(ctx context.Context, s *stream.Stream, due []dueDetail, log *zap.Logger) iter.Seq2[fetchedDetail, error] {
-	sp := r.spool
 	fetchOne := func(ctx context.Context, i int) (fetchedDetail, error) {
-		d := due[i]
-		var sd spooledDetail
-		if sp != nil && sp.get(sp.detailKey(s.Name, d.ID, d.Hash), &sd) {
-			log.Info("detail from the spool", zap.String("id", d.ID))
-			return fetchedDetail{due: d, batch: sd.Batch, children: sd.Children}, nil
-		}
-		fd, err := r.fetchDetail(ctx, s, d)
-		if err == nil && sp != nil && !fd.gone && !fd.missing {
-			sp.put(sp.detailKey(s.Name, d.ID, d.Hash), &spooledDetail{Batch: fd.batch, Children: fd.children})
-		}
-		return fd, err
+		return r.fetchDetail(ctx, s, due[i], log)
 	}
 	if r.e.set.NoPrefetch {
 		return func(yield func(fetchedDetail, error) bool) {
@@ -211,6 +209,44 @@ func (r *run) fetchDetails(ctx context.Context, s *stream.Stream, due []dueDetai
 		}
 	}
 	return fetchOrdered(ctx, func() int { return r.inFlight(false) }, len(due), fetchOne)
+}
+
+// part is the answer of one request of entity d of s — its detail or one
+// of its child lists, by endpoint — from the spool when a killed run left
+// it there, else fetched by fetch and spooled as soon as it is in: a crash
+// loses only the requests in flight, not the entity's answers before them
+// nor the entities fetched ahead. An answer that makes the entity gone is
+// not spooled.
+func (r *run) part(s *stream.Stream, d dueDetail, endpoint string, log *zap.Logger, fetch func() (spooledDetail, bool, error)) (spooledDetail, bool, error) {
+	sp := r.spool
+	if sp == nil {
+		return fetch()
+	}
+	key := sp.detailKey(s.Name, d.ID, d.Hash, endpoint)
+	var sd spooledDetail
+	if sp.get(key, &sd) {
+		log.Info("answer from the spool", zap.String("id", d.ID), zap.String("endpoint", endpoint))
+		return sd, false, nil
+	}
+	sd, gone, err := fetch()
+	if err == nil && !gone {
+		sp.put(key, &sd)
+	}
+	return sd, gone, err
+}
+
+// dropParts removes the spooled answers of entity d of s, once committed
+// or gone.
+func (r *run) dropParts(s *stream.Stream, d dueDetail) {
+	sp := r.spool
+	if sp == nil {
+		return
+	}
+	for _, ep := range s.Endpoints {
+		if k := ep.Kind(); k == stream.KindDetail || k == stream.KindChild {
+			sp.drop(sp.detailKey(s.Name, d.ID, d.Hash, ep.Name))
+		}
+	}
 }
 
 // detailPage is the page that commits a fetched entity of ed's stream
@@ -248,42 +284,63 @@ func (r *run) detailPage(ed *entityDetails, fd *fetchedDetail, last bool, log *z
 }
 
 // fetchDetail fetches one entity of s: its detail and every page of each of
-// its child lists. A detail that answers 404 makes the entity gone when it
-// has no child lists, or when a child list answers 404 too.
-func (r *run) fetchDetail(ctx context.Context, s *stream.Stream, d dueDetail) (fetchedDetail, error) {
+// its child lists, each answer through the spool (see part). A detail that
+// answers 404 makes the entity gone when it has no child lists, or when a
+// child list answers 404 too.
+func (r *run) fetchDetail(ctx context.Context, s *stream.Stream, d dueDetail, log *zap.Logger) (fetchedDetail, error) {
 	fd := fetchedDetail{due: d}
-	id := extract.ID(d.ID)
 	children := s.EndpointsOf(stream.KindChild)
 	for _, ep := range s.EndpointsOf(stream.KindDetail) {
-		rec, err := r.client.Detail(ctx, ep.Name, id)
-		// A detail that does not decode is a rejected record, not a failed
-		// run: it is fetched again when its list entry changes.
-		var recErr *extract.RecordError
+		sd, gone, err := r.part(s, d, ep.Name, log, func() (spooledDetail, bool, error) {
+			return r.fetchEntity(ctx, s, ep, d.ID, len(children) > 0)
+		})
 		switch {
-		case errors.Is(err, extract.ErrNotFound) && len(children) == 0:
-			fd.gone = true
+		case err != nil || gone:
+			fd.gone = gone
+			return fd, err
+		case sd.Rejected:
+			// A detail that does not decode is a rejected record, not a
+			// failed run: it is fetched again when its list entry changes.
+			fd.batch.Append(sd.Batch)
 			return fd, nil
-		case errors.Is(err, extract.ErrNotFound):
-			fd.missing = true
-		case errors.As(err, &recErr):
-			fd.batch.Rejects = transform.RecordErrors(s.Rejects(ep.Name), []extract.RecordError{*recErr})
-			return fd, nil
-		case err != nil:
-			return fd, fmt.Errorf("fetch %s %s: %w", ep.Name, d.ID, err)
-		default:
-			fd.batch.Append(r.transform(s, ep.Name, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil))
 		}
+		fd.missing = fd.missing || sd.Missing
+		fd.batch.Append(sd.Batch)
 	}
 	for _, ep := range children {
-		b, c, gone, err := r.fetchChild(ctx, s, ep, d.ID)
+		sd, gone, err := r.part(s, d, ep.Name, log, func() (spooledDetail, bool, error) {
+			b, c, gone, err := r.fetchChild(ctx, s, ep, d.ID)
+			return spooledDetail{Batch: b, Child: &c}, gone, err
+		})
 		if err != nil || gone {
 			fd.gone = gone
 			return fd, err
 		}
-		fd.batch.Append(b)
-		fd.children = append(fd.children, c)
+		fd.batch.Append(sd.Batch)
+		fd.children = append(fd.children, *sd.Child)
 	}
 	return fd, nil
+}
+
+// fetchEntity fetches the detail ep of entity id of s: its rows, a reject
+// when it does not decode, missing when it answered 404 while the entity
+// has child lists (they are still asked), gone when it answered 404 and
+// the entity has none.
+func (r *run) fetchEntity(ctx context.Context, s *stream.Stream, ep stream.Endpoint, id string, children bool) (spooledDetail, bool, error) {
+	rec, err := r.client.Detail(ctx, ep.Name, extract.ID(id))
+	var recErr *extract.RecordError
+	switch {
+	case errors.Is(err, extract.ErrNotFound) && !children:
+		return spooledDetail{}, true, nil
+	case errors.Is(err, extract.ErrNotFound):
+		return spooledDetail{Missing: true}, false, nil
+	case errors.As(err, &recErr):
+		b := transform.Batch{Rejects: transform.RecordErrors(s.Rejects(ep.Name), []extract.RecordError{*recErr})}
+		return spooledDetail{Batch: b, Rejected: true}, false, nil
+	case err != nil:
+		return spooledDetail{}, false, fmt.Errorf("fetch %s %s: %w", ep.Name, id, err)
+	}
+	return spooledDetail{Batch: r.transform(s, ep.Name, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)}, false, nil
 }
 
 // fetchChild fetches every page of child list ep of entity id and

@@ -99,11 +99,16 @@ func (p *spooledPage) AppendJSON(buf []byte) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// spooledDetail is a transformed entity — its detail and child lists — as
-// spooled.
+// spooledDetail is one answered request of an entity — its detail or one
+// of its child lists — transformed, as spooled.
 type spooledDetail struct {
-	Batch    transform.Batch
-	Children []childList `json:",omitempty"`
+	Batch transform.Batch
+	// Child is a child list's verdict (nil for a detail).
+	Child *childList `json:",omitempty"`
+	// Missing: the detail answered 404 while the entity has child lists.
+	Missing bool `json:",omitempty"`
+	// Rejected: the detail did not decode; Batch holds its reject.
+	Rejected bool `json:",omitempty"`
 }
 
 // AppendJSON appends d as encoding/json writes it (get reads it so), the
@@ -113,12 +118,18 @@ func (d *spooledDetail) AppendJSON(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode spooled detail: %w", err)
 	}
-	if len(d.Children) > 0 {
-		children, err := json.Marshal(d.Children)
+	if d.Child != nil {
+		child, err := json.Marshal(d.Child)
 		if err != nil {
 			return nil, fmt.Errorf("encode spooled detail: %w", err)
 		}
-		buf = append(append(buf, `,"Children":`...), children...)
+		buf = append(append(buf, `,"Child":`...), child...)
+	}
+	if d.Missing {
+		buf = append(buf, `,"Missing":true`...)
+	}
+	if d.Rejected {
+		buf = append(buf, `,"Rejected":true`...)
 	}
 	return append(buf, '}'), nil
 }
@@ -128,9 +139,9 @@ func appendInt(buf []byte, key string, n int64) []byte {
 	return strconv.AppendInt(append(buf, key...), n, 10)
 }
 
-// detailKey is the key of an entity of stream's detail and child lists:
-// the entity and the hash of its list entry (a changed entity is another
-// key).
-func (s *pageSpool) detailKey(stream, id, hash string) string {
-	return spool.Key("detail", s.schema, stream, id, hash)
+// detailKey is the key of one answer of an entity of stream — its detail
+// or a child list, by endpoint: the entity, the hash of its list entry (a
+// changed entity is another key) and the endpoint.
+func (s *pageSpool) detailKey(stream, id, hash, endpoint string) string {
+	return spool.Key("detail", s.schema, stream, id, hash, endpoint)
 }

@@ -49,22 +49,23 @@ func TestPageSpool(t *testing.T) {
 		"other users":  sp.pageKey("communications", other, "2024-01-01", "2024-01-31", 3),
 		"other dates":  sp.pageKey("communications", set, "2024-01-01", "2024-02-29", 3),
 		"other schema": t2.pageKey("communications", set, "2024-01-01", "2024-01-31", 3),
-		"a detail":     sp.detailKey("brands", "3", "h"),
+		"a detail":     sp.detailKey("brands", "3", "h", "brand"),
 	} {
 		if sp.get(k, &spooledPage{}) {
 			t.Errorf("%s: found the spooled page", name)
 		}
 	}
-	// A detail, keyed by its list entry's hash.
+	// An entity's answer, keyed by its list entry's hash and its endpoint.
 	team := tableBatch("project_team_members")
 	team.Tables["project_team_members"].Parents = []any{"42"}
-	sp.put(sp.detailKey("projects", "42", "h1"), &spooledDetail{Children: []childList{{Endpoint: "brand_contacts"}}, Batch: team})
+	sp.put(sp.detailKey("projects", "42", "h1", "project"), &spooledDetail{Child: &childList{Endpoint: "brand_contacts", Short: true}, Missing: true, Rejected: true, Batch: team})
 	var d spooledDetail
-	if !sp.get(sp.detailKey("projects", "42", "h1"), &d) || len(d.Children) != 1 || len(d.Batch.Rows("project_team_members").Parents) != 1 ||
-		sp.get(sp.detailKey("projects", "42", "h2"), &d) {
+	if !sp.get(sp.detailKey("projects", "42", "h1", "project"), &d) || d.Child == nil || !d.Child.Short || !d.Missing || !d.Rejected ||
+		len(d.Batch.Rows("project_team_members").Parents) != 1 ||
+		sp.get(sp.detailKey("projects", "42", "h2", "project"), &d) || sp.get(sp.detailKey("projects", "42", "h1", "brand_contacts"), &d) {
 		t.Errorf("detail back: %+v", d)
 	}
-	sp.drop(sp.detailKey("projects", "42", "h1"))
+	sp.drop(sp.detailKey("projects", "42", "h1", "project"))
 	// Private: the folder 0700, the files 0600.
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
@@ -201,7 +202,7 @@ func TestSpoolRoundTripIsExact(t *testing.T) {
 			b, _ := json.Marshal(out)
 			t.Errorf("mode %d: round trip changed the batch\n in %s\nout %s", mode, a, b)
 		}
-		d := &spooledDetail{Batch: fillBatch(mode), Children: []childList{{Endpoint: "brand_contacts", Short: mode == 1}}}
+		d := &spooledDetail{Batch: fillBatch(mode), Child: &childList{Endpoint: "brand_contacts", Short: mode == 1}, Missing: mode == 2}
 		sp.put("d", d)
 		dout := &spooledDetail{}
 		if !sp.get("d", dout) || !reflect.DeepEqual(d, dout) {
@@ -227,9 +228,10 @@ func TestSpooledBytesMatchEncodingJSON(t *testing.T) {
 				Batch: b},
 			&spooledPage{Number: 3, PerPage: 50, Total: -1, LastPage: 3, Rows: 20, Paged: mode == 1,
 				IDs: []int64{9, 1 << 62, 3}, FirstID: 3, LastID: 1 << 62, HasIDs: true, Batch: b},
-			&spooledDetail{Batch: b, Children: []childList{{Endpoint: "brand_contacts", Short: mode == 2}}},
-			&spooledDetail{Batch: b, Children: []childList{{Endpoint: "brand_contacts", End: &extract.ListEnd{Proven: mode == 0, Reason: "the \"page\" parameter",
-				Suggest: "offset", Cap: mode, Rows: 3}}, {Endpoint: "other"}}},
+			&spooledDetail{Batch: b, Child: &childList{Endpoint: "brand_contacts", Short: mode == 2}},
+			&spooledDetail{Batch: b, Child: &childList{Endpoint: "brand_contacts", End: &extract.ListEnd{Proven: mode == 0, Reason: "the \"page\" parameter",
+				Suggest: "offset", Cap: mode, Rows: 3}}},
+			&spooledDetail{Batch: b, Missing: true, Rejected: mode == 1},
 			&spooledDetail{})
 	}
 	for i, v := range values {

@@ -175,12 +175,12 @@ func TestS01CrashResume(t *testing.T) {
 	for e, v := range byEndpoint {
 		min64[e] = int64(v)
 	}
-	listEps := []string{"brands", "projects", "budgets", "invoices", "collections", "payments", "profitability", "summary"}
-	detailEps := []string{"brand_detail", "contacts", "project_detail"}
+	listEps := oracle.ListEndpoints
+	detailEps := oracle.EntityEndpoints(oracle.Truth(tr).FirstSync())
 	// Each run's clock probe is a keyless brands request (a 401, no quota).
 	lists, listsUsed := sum(min64, listEps...), sum(st.ByEndpoint, listEps...)-int(st.Keyless)
 	details, detailsUsed := sum(min64, detailEps...), sum(st.ByEndpoint, detailEps...)
-	comms, commsUsed := byEndpoint["communications"], int(st.ByEndpoint["communications"])
+	comms, commsUsed := byEndpoint[oracle.CommsEndpoint], int(st.ByEndpoint[oracle.CommsEndpoint])
 	used, strict := int(st.Keyed()), minimum+kills
 	sc.fig("requests %d = minimum %d + %d list, %d communications and %d detail requests again (%d of the kills before the backfill)",
 		used, minimum, listsUsed-lists, commsUsed-comms, detailsUsed-details, early)

@@ -1,6 +1,9 @@
 package oracle
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // PageSize is the largest page the service answers: 1000 rows a request.
 const PageSize = 1000
@@ -146,6 +149,26 @@ func MinimumRequests(inv Inventory) Minimum {
 		m.Total += n
 	}
 	return m
+}
+
+// ListEndpoints are the sandbox's endpoints (by their names in its stats)
+// that a sync lists once, whatever the number of entities.
+var ListEndpoints = []string{"brands", "projects", "budgets", "invoices", "collections", "payments", "profitability", "summary"}
+
+// CommsEndpoint is the sandbox's name of the communications endpoint in its
+// stats.
+const CommsEndpoint = "communications"
+
+// EntityEndpoints are the sandbox's endpoints a sync asks per due entity:
+// the brands' and projects' details, the brands' contacts and every other
+// list asked per brand that inv counts (BrandLists), sorted.
+func EntityEndpoints(inv Inventory) []string {
+	out := []string{"brand_detail", "contacts", "project_detail"}
+	for name := range inv.BrandLists {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // RefreshShare is what the rolling re-read reads in one night when the days
