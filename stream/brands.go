@@ -52,8 +52,8 @@ var brands = &Stream{
 				{Name: "invoiced", Field: "financial_summary.invoiced", Type: Numeric},
 				{Name: "collected", Field: "financial_summary.collected", Type: Numeric},
 				{Name: "currency", Field: "financial_summary.currency", Type: Text},
-				{Name: "general_info", Field: "general_info", Type: JSONB, Endpoints: brandOnly, Sticky: true},
-				{Name: "metadata", Field: "metadata", Type: JSONB, Endpoints: brandOnly, Sticky: true},
+				{Name: "general_info", Field: "general_info", Type: JSONB, Object: true, Endpoints: brandOnly, Sticky: true},
+				{Name: "metadata", Field: "metadata", Type: JSONB, Object: true, Endpoints: brandOnly, Sticky: true},
 				// raw keeps the list's record; a brand never listed gets the detail's.
 				{Name: "raw", Derived: DerivedRecord, Type: JSONB, Endpoints: brandsOnly, Sticky: true, Fallback: "detail_raw"},
 				{Name: "detail_raw", Derived: DerivedRecord, Type: JSONB, Endpoints: brandOnly, Sticky: true},

@@ -34,6 +34,9 @@ func (c *Column) Coerce(r gjson.Result, what string) (any, error) {
 		return coerceBool(r, what)
 	}
 	if Absent(r) {
+		if c.Object && r.Type == gjson.JSON {
+			return json.RawMessage("{}"), nil // [] for an empty object
+		}
 		return nil, nil
 	}
 	var v any
@@ -238,7 +241,7 @@ func coerceTime(r gjson.Result, what string, k timeKind) (any, error) {
 	case dateOnly:
 		t, ok := ParseDate(s)
 		if !ok {
-			return nil, valueErr("%s: want a date YYYY-MM-DD, got %q", what, s)
+			return midnightDate(s, what)
 		}
 		return t, nil
 	case monthOnly:
@@ -253,6 +256,28 @@ func coerceTime(r gjson.Result, what string, k timeKind) (any, error) {
 		return nil, valueErr("%s: want an RFC 3339 timestamp, got %q", what, s)
 	}
 	return t.UTC().Truncate(time.Microsecond), nil
+}
+
+// midnightDate reads a date column's value s that is no YYYY-MM-DD: a
+// timestamp written at 00:00:00 (any zeros fraction) in UTC (zone Z, a zero
+// offset or none) is its date, as a date cast serialised as a timestamp
+// is ("2025-12-27T00:00:00.000000Z", "2025-12-27 00:00:00"). Another time
+// of day, or another zone's midnight, names a different date in another
+// zone: refused, saying so.
+func midnightDate(s, what string) (any, error) {
+	if len(s) > 10 {
+		day, okDay := ParseDate(s[:10])
+		t, okInstant := ParseInstant(s)
+		if okDay && okInstant {
+			// The offset is whole minutes, the fraction under a second: the
+			// instant is the day's midnight only when both are zero.
+			if s[11:19] == "00:00:00" && t.Equal(day) {
+				return day, nil
+			}
+			return nil, valueErr("%s: want a date YYYY-MM-DD, got the timestamp %q: a date column takes a timestamp only at midnight UTC (a time of day names another date in another zone)", what, s)
+		}
+	}
+	return nil, valueErr("%s: want a date YYYY-MM-DD, got %q", what, s)
 }
 
 // JSONType names r's JSON type: null, boolean, number, string, array or

@@ -3,6 +3,7 @@ package stream_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ func TestCoerceVariants(t *testing.T) {
 	flag := stream.Column{Name: "has_attachments", Type: stream.Boolean}
 	level := stream.Column{Name: "level", Type: stream.Text, OneOf: []string{"project", "brand"}}
 	js := stream.Column{Name: "metadata", Type: stream.JSONB}
+	declared, ok := stream.LookupColumn("brands", "general_info")
+	if !ok {
+		t.Fatal("no brands.general_info")
+	}
+	obj := *declared
 
 	tests := []struct {
 		name    string
@@ -74,6 +80,22 @@ func TestCoerceVariants(t *testing.T) {
 		{"date", date, `"2026-03-01"`, day(2026, 3, 1), false},
 		{"date zero is NULL", date, `"0000-00-00"`, nil, false},
 		{"date invalid refused", date, `"2026-02-30"`, nil, true},
+		// A date cast serialised as a timestamp at midnight UTC (Laravel's
+		// toJSON, or a SQL datetime): its date.
+		{"date as Laravel midnight", date, `"2025-12-27T00:00:00.000000Z"`, day(2025, 12, 27), false},
+		{"date as SQL midnight", date, `"2025-12-27 00:00:00"`, day(2025, 12, 27), false},
+		{"date as midnight with fraction", date, `"2025-12-27 00:00:00.000"`, day(2025, 12, 27), false},
+		{"date as midnight Z", date, `"2025-12-27T00:00:00Z"`, day(2025, 12, 27), false},
+		{"date as midnight +00:00", date, `"2025-12-27T00:00:00+00:00"`, day(2025, 12, 27), false},
+		{"date as midnight leap day", date, `"2024-02-29T00:00:00.000000Z"`, day(2024, 2, 29), false},
+		{"date zero datetime is NULL", date, `"0000-00-00 00:00:00"`, nil, false},
+		// Any other time of day names a different date in another zone.
+		{"date with a time of day refused", date, `"2025-12-27T10:30:00.000000Z"`, nil, true},
+		{"date as another zone's midnight refused", date, `"2025-12-27T00:00:00+02:00"`, nil, true},
+		{"date as UTC of a local midnight refused", date, `"2025-12-26T22:00:00.000000Z"`, nil, true},
+		{"date a microsecond past midnight refused", date, `"2025-12-27T00:00:00.000001Z"`, nil, true},
+		{"date with an invalid day and midnight refused", date, `"2025-02-30T00:00:00Z"`, nil, true},
+		{"date with an hour 24 refused", date, `"2025-12-26T24:00:00Z"`, nil, true},
 		{"month", month, `"2026-03"`, day(2026, 3, 1), false},
 		{"month refused", month, `"March"`, nil, true},
 		{"instant micro kept", inst, `"2026-03-01T10:11:12.123456Z"`, time.Date(2026, 3, 1, 10, 11, 12, 123456000, time.UTC), false},
@@ -91,6 +113,16 @@ func TestCoerceVariants(t *testing.T) {
 		{"one of", level, `"brand"`, "brand", false},
 		{"one of refused", level, `"agency"`, nil, true},
 		{"json as received", js, `{"tier": "gold"}`, json.RawMessage(`{"tier": "gold"}`), false},
+		{"json [] is NULL where no object is declared", js, `[]`, nil, false},
+		{"json array as received", js, `[1, 2]`, json.RawMessage(`[1, 2]`), false},
+		// general_info holds an object: a PHP encoder's [] is its empty object.
+		{"object {} as received", obj, `{}`, json.RawMessage(`{}`), false},
+		{"object [] is {}", obj, `[]`, json.RawMessage(`{}`), false},
+		{"object [ ] is {}", obj, "[ \n ]", json.RawMessage(`{}`), false},
+		{"object null", obj, `null`, nil, false},
+		{"object false", obj, `false`, nil, false},
+		{"object missing", obj, ``, nil, false},
+		{"object as received", obj, `{"cui": "RO123"}`, json.RawMessage(`{"cui": "RO123"}`), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +144,27 @@ func TestCoerceVariants(t *testing.T) {
 				t.Fatalf("Coerce(%s) = %#v, want %#v", tt.json, got, tt.want)
 			}
 		})
+	}
+}
+
+// A date column refuses a timestamp at any other time than midnight UTC
+// with a reason that names the value's form: its date depends on the zone.
+func TestDateRefusalNamesTheForm(t *testing.T) {
+	date := stream.Column{Name: "date_created", Type: stream.Date}
+	for _, tt := range []struct{ value, want string }{
+		{"2025-12-27T10:30:00.000000Z", `date_created: want a date YYYY-MM-DD, got the timestamp "2025-12-27T10:30:00.000000Z"`},
+		{"2025-12-27T00:00:00+02:00", `got the timestamp "2025-12-27T00:00:00+02:00"`},
+		{"2025-12-26 22:00:00", `got the timestamp "2025-12-26 22:00:00"`},
+		{"27.12.2025", `date_created: want a date YYYY-MM-DD, got "27.12.2025"`},
+		{"2025-12-27T00:00", `date_created: want a date YYYY-MM-DD, got "2025-12-27T00:00"`},
+	} {
+		_, err := date.Coerce(gjson.Parse(`"`+tt.value+`"`), date.Name)
+		if !errors.Is(err, stream.ErrValue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Coerce(%q): %v, want an ErrValue saying %s", tt.value, err, tt.want)
+		}
+		if strings.Contains(tt.want, "timestamp") && !strings.Contains(err.Error(), "midnight UTC") {
+			t.Errorf("Coerce(%q): %v does not say which timestamps a date takes", tt.value, err)
+		}
 	}
 }
 
@@ -171,4 +224,69 @@ func TestViewWrappers(t *testing.T) {
 	if _, ok := v.Get("name"); ok {
 		t.Fatal("general_info was unwrapped")
 	}
+}
+
+// BenchmarkCoerceCanonical reads the canonical shapes of the hot columns:
+// a date, an instant with microseconds and a jsonb object (the other
+// variants are off the common path).
+//
+//	go test -run '^$' -bench CoerceCanonical -benchmem ./stream/
+func BenchmarkCoerceCanonical(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		col  stream.Column
+		json string
+	}{
+		{"date", stream.Column{Name: "due_date", Type: stream.Date}, `"2026-03-01"`},
+		{"instant", stream.Column{Name: "email_at", Type: stream.Timestamptz}, `"2026-03-01T10:11:12.123456Z"`},
+		{"jsonb", stream.Column{Name: "general_info", Type: stream.JSONB}, `{"website":"https://dulcetraditie.ro","cui":"RO123"}`},
+	} {
+		r := gjson.Parse(bc.json)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.col.Coerce(r, bc.col.Name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzCoerceDate: on any text a date column takes exactly a date
+// YYYY-MM-DD, or a timestamp (as ParseInstant reads them) written at
+// 00:00:00 whose instant is that day's midnight UTC, and stores that day;
+// anything else is an ErrValue, never a panic.
+func FuzzCoerceDate(f *testing.F) {
+	for _, s := range []string{"2025-12-27", "2025-12-27T00:00:00.000000Z", "2025-12-27 00:00:00", "2025-12-27t00:00:00,000z",
+		"2025-12-27T00:00:00+0000", "2025-12-27T00:00:00-00:00", "2025-12-27T10:30:00Z", "2025-12-27T00:00:00+02:00",
+		"2025-12-26T22:00:00.000000Z", " 2024-02-29 00:00:00 ", "0000-00-00 00:00:00", "2025-12-27T00:00:00.Z", ""} {
+		f.Add(s)
+	}
+	date := stream.Column{Name: "due_date", Type: stream.Date}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := date.Coerce(gjson.Result{Type: gjson.String, Str: s}, date.Name)
+		ts := strings.TrimSpace(s)
+		want, ok := stream.ParseDate(ts)
+		if !ok && len(ts) > 10 {
+			in, isInstant := stream.ParseInstant(ts)
+			day, _ := stream.ParseDate(ts[:10])
+			ok = isInstant && ts[11:19] == "00:00:00" && in.Equal(day)
+			want = day
+		}
+		switch {
+		case ts == "" || ts == "0000-00-00" || ts == "0000-00-00 00:00:00":
+			if v != nil || err != nil {
+				t.Fatalf("Coerce(%q) = %v, %v; want NULL", s, v, err)
+			}
+		case !ok:
+			if !errors.Is(err, stream.ErrValue) {
+				t.Fatalf("Coerce(%q) = %v, %v; want an ErrValue", s, v, err)
+			}
+		default:
+			if err != nil || !equal(v, want) {
+				t.Fatalf("Coerce(%q) = %v, %v; want %v", s, v, err, want)
+			}
+		}
+	})
 }

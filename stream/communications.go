@@ -155,7 +155,8 @@ func knownIDField(k string) bool {
 
 // participants lists the people of a communication record for
 // email_recipients and users: users.from, .to, .cc and .bcc, each an array
-// of user objects, an object keyed by platform user id, or a single user
+// of user objects (or an object keyed "0".."n-1", a PHP encoder's forced
+// form of one), an object keyed by platform user id, or a single user
 // object ([], {}, null and false: nobody). A person is keyed by the
 // lower-cased e-mail address, else by "id:<platform user id>"; one with
 // neither, or with a user id that is not a positive number, rejects the
@@ -278,10 +279,13 @@ func (u *userObject) personOf(key string) (*person, error) {
 
 // eachParticipant calls fn for each user object of users.<role> (users: the
 // record's users object, nil when it has none), with the
-// key of a collection keyed by user id ("" otherwise). An object is keyed
-// by user id when it is empty or its first member's value is an object (or
-// null); otherwise it is a single user object. The list is read in one pass
-// of gjson's ForEach, the first member deciding along the way.
+// key of a collection keyed by user id ("" otherwise). An object keyed
+// "0", "1", … "n-1" in order is a list (a PHP encoder forced to write
+// objects: 0 is never a user id), read as the array it stands for. Any
+// other object is keyed by user id when it is empty or its first member's
+// value is an object (or null); otherwise it is a single user object. The
+// list is read in one pass of gjson's ForEach, the first member deciding
+// along the way (a first key "0" costs a second pass over the keys).
 func eachParticipant(users *View, role string, fn func(p gjson.Result, key string) error) error {
 	if users == nil {
 		return nil
@@ -300,9 +304,14 @@ func eachParticipant(users *View, role string, fn func(p gjson.Result, key strin
 		k := key.Str
 		if first && !array {
 			first = false
-			if single = !e.IsObject() && e.Type != gjson.Null; single {
-				return false
+			if array = k == "0" && positional(v); !array {
+				if single = !e.IsObject() && e.Type != gjson.Null; single {
+					return false
+				}
 			}
+		}
+		if array {
+			k = ""
 		}
 		if Absent(e) {
 			return true
@@ -318,4 +327,29 @@ func eachParticipant(users *View, role string, fn func(p gjson.Result, key strin
 		return fn(v, "")
 	}
 	return err
+}
+
+// positional reports whether the object v is keyed "0", "1", … "n-1" in
+// order: a list that a PHP encoder told to force objects wrote as one.
+func positional(v gjson.Result) bool {
+	n := 0
+	v.ForEach(func(key, _ gjson.Result) bool {
+		if !isIndex(key.Str, n) {
+			n = -1
+			return false
+		}
+		n++
+		return true
+	})
+	return n > 0
+}
+
+// isIndex reports whether s is the decimal text of n ≥ 0, without sign or
+// leading zeros.
+func isIndex(s string, n int) bool {
+	if s == "" || len(s) > 18 || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	v, ok := num(s)
+	return ok && v == n
 }

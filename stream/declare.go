@@ -191,7 +191,7 @@ func (s *Stream) checkTables() error {
 }
 
 // checkColumns checks t's columns: a key first, each column once, with
-// exactly one of Field and Derived and a type.
+// exactly one of Field and Derived and a type, Object only on jsonb.
 func (t *Table) checkColumns() error {
 	if len(t.Key()) == 0 {
 		return fmt.Errorf("no key column first: %w", ErrDeclaration)
@@ -207,6 +207,8 @@ func (t *Table) checkColumns() error {
 			return fmt.Errorf("column %s: want exactly one of Field and Derived: %w", c.Name, ErrDeclaration)
 		case c.Type.SQL() == "":
 			return fmt.Errorf("column %s: no type: %w", c.Name, ErrDeclaration)
+		case c.Object && c.Type != JSONB:
+			return fmt.Errorf("column %s: Object on a %s column, want jsonb: %w", c.Name, c.Type, ErrDeclaration)
 		}
 		names[c.Name] = true
 	}

@@ -32,9 +32,13 @@
 // The package also says what a column's Type means when reading JSON
 // (Column.Coerce: ids as strings or numbers, numbers as strings, exact
 // decimals from a number's literal text, false and null for missing, [] for
-// an empty object) and how a record's fields are reached (View: dotted paths,
-// "<thing>_info" wrappers read through), so that every stage and every hook
-// reads a field the same way.
+// an empty object — missing, or {} in a jsonb column that holds an object
+// (Column.Object) —, dates as YYYY-MM-DD or as a timestamp at exactly
+// midnight UTC, a date cast serialised as one) and how a record's fields are
+// reached (View: dotted paths, "<thing>_info" wrappers read through), so that
+// every stage and every hook reads a field the same way; the recipients of
+// an e-mail are read by the communications stream's own hook (a list, also
+// written as an object keyed "0".."n-1", or an object keyed by user id).
 //
 // AGENCY_FIELD_MAP overrides exactly the declared column list: package config
 // parses "projects.name=title,projects.status=state" (and the YAML file) into

@@ -266,6 +266,9 @@ type Column struct {
 	// AnyJSON: a Text column takes any JSON value, objects, arrays and
 	// booleans as their compact JSON text.
 	AnyJSON bool
+	// Object: a JSONB column holds a JSON object, so an empty array (a PHP
+	// encoder's empty object) is stored as {}, as the canonical {} is.
+	Object bool
 	// NonNegative: a negative number rejects the record.
 	NonNegative bool
 	// OneOf lists the values a Text column may take; anything else rejects
@@ -369,7 +372,11 @@ const (
 	// Numeric is an exact decimal, from a number or a numeric string, never
 	// through float64.
 	Numeric Type = "numeric"
-	// Date is a calendar date YYYY-MM-DD ("0000-00-00" is absent).
+	// Date is a calendar date YYYY-MM-DD ("0000-00-00" is absent), or a
+	// timestamp at exactly midnight UTC (RFC 3339 or "YYYY-MM-DD HH:MM:SS",
+	// time 00:00:00 with any zeros fraction, zone Z, a zero offset such as
+	// +00:00, or none: a date cast serialised as a timestamp), which is its
+	// date; any other time of day is refused, its date depending on the zone.
 	Date Type = "date"
 	// Month is a month YYYY-MM, stored as its first day.
 	Month Type = "month"
@@ -377,7 +384,8 @@ const (
 	Timestamptz Type = "timestamptz"
 	// Boolean is true/false, 1/0, their strings, or null (false).
 	Boolean Type = "boolean"
-	// JSONB is any JSON value, stored as received.
+	// JSONB is any JSON value, stored as received ([] as {} in a column
+	// that holds an object: Column.Object).
 	JSONB Type = "jsonb"
 )
 

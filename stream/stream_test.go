@@ -55,6 +55,8 @@ func TestIncompleteDeclarationsAreRefused(t *testing.T) {
 	noUpdatedAt.Columns = noUpdatedAt.Columns[:2]
 	badReject := things()
 	badReject.Reject = "other"
+	objectText := things()
+	objectText.Columns[1].Object = true
 	for _, tc := range []struct {
 		name   string
 		edit   func(s *stream.Stream)
@@ -67,6 +69,7 @@ func TestIncompleteDeclarationsAreRefused(t *testing.T) {
 		{"no main table", func(s *stream.Stream) { s.Main = "" }, []*stream.Table{things(), parts}, "main table"},
 		{"reject stream of another name", nil, []*stream.Table{badReject, parts}, "reject stream"},
 		{"child without its table", nil, []*stream.Table{things()}, "thing_parts"},
+		{"an object that is not jsonb", nil, []*stream.Table{objectText, parts}, "Object on a text column"},
 		{"window without hooks", func(s *stream.Stream) {
 			s.Endpoints = append(s.Endpoints, stream.Endpoint{Name: "w", Path: "/w", Paging: stream.PagingWindow, Pagination: stream.StyleDefaults(stream.StylePage)})
 		}, []*stream.Table{things(), parts}, "hooks"},

@@ -193,6 +193,88 @@ func TestCommunicationsUserKeys(t *testing.T) {
 	}
 }
 
+// A PHP encoder told to force objects writes a list of users as an object
+// keyed "0", "1", …: in any role it is the list, its members without user
+// id (0 is never one), identified by e-mail. An object keyed by real ids
+// keeps them; a "0" among other keys is no list, and its member is
+// rejected for its id as before.
+func TestCommunicationsPositionalRecipients(t *testing.T) {
+	tests := []struct {
+		name              string
+		from, to, cc, bcc string
+		want              []string // "role user_key platform_user_id" in order
+		reject            string   // part of the reason; "" when accepted
+	}{
+		{name: "sender keyed 0 (the tester's shape)", from: `{"0":` + externalUser + `}`, to: `{"17":` + stefanUser + `}`,
+			want: []string{"from ioana@client-brand.ro <nil>", "to stefan.ionescu@agentie.ro 17"}},
+		{name: "every role keyed 0..n-1", from: `{"0":` + anaUser + `}`, to: `{"0":` + stefanUser + `,"1":` + externalUser + `}`,
+			cc: `{"0":` + externalUser + `}`, bcc: `{"0":` + anaUser + `}`,
+			want: []string{"from ana.popescu@agentie.ro <nil>", "to stefan.ionescu@agentie.ro <nil>", "to ioana@client-brand.ro <nil>",
+				"cc ioana@client-brand.ro <nil>", "bcc ana.popescu@agentie.ro <nil>"}},
+		{name: "positional beside keyed: the id is learned from the keyed one", from: `{"0":` + anaUser + `}`, to: `{"12":` + anaUser + `}`,
+			want: []string{"from ana.popescu@agentie.ro 12", "to ana.popescu@agentie.ro 12"}},
+		{name: "a null member of a positional list", from: `[` + anaUser + `]`, to: `{"0":` + stefanUser + `,"1":null}`,
+			want: []string{"from ana.popescu@agentie.ro <nil>", "to stefan.ionescu@agentie.ro <nil>"}},
+		{name: "ten members, keys to 9", from: `[` + anaUser + `]`, to: tenStefans(),
+			want: []string{"from ana.popescu@agentie.ro <nil>", "to stefan.ionescu@agentie.ro <nil>"}},
+		{name: "keyed by real ids", from: `[` + anaUser + `]`, to: `{"12":` + anaUser + `,"40":` + stefanUser + `}`,
+			want: []string{"from ana.popescu@agentie.ro 12", "to ana.popescu@agentie.ro 12", "to stefan.ionescu@agentie.ro 40"}},
+		{name: "a positional member without e-mail", from: `[` + anaUser + `]`, to: `{"0":{"first_name":"Mihai","full_name":"Mihai Stan"}}`,
+			reject: "to participant 0: neither e-mail nor user id"},
+		{name: "0 among real ids", from: `[` + anaUser + `]`, to: `{"0":` + stefanUser + `,"7":` + externalUser + `}`,
+			reject: "to participant 0: user id 0 is not a positive number"},
+		{name: "0 after a real id", from: `[` + anaUser + `]`, cc: `{"7":` + externalUser + `,"0":` + stefanUser + `}`,
+			reject: "cc participant 1: user id 0 is not a positive number"},
+		{name: "0 and 1 out of order", from: `[` + anaUser + `]`, bcc: `{"1":` + externalUser + `,"0":` + stefanUser + `}`,
+			reject: "bcc participant 1: user id 0 is not a positive number"},
+		{name: "a gap after 0", from: `{"0":` + anaUser + `,"2":` + stefanUser + `}`,
+			reject: "from participant 0: user id 0 is not a positive number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := comms(t, comm(31, "Ofertă", "2025-12-27T09:30:00.000000Z", tt.from, tt.to, tt.cc, tt.bcc, ""))
+			if tt.reject != "" {
+				if len(out.Rejects) != 1 || out.Len("emails") != 0 || !strings.Contains(out.Rejects[0].Error, tt.reject) {
+					var errs []string
+					for _, r := range out.Rejects {
+						errs = append(errs, r.Error)
+					}
+					t.Fatalf("emails = %d, rejects = %q; want the e-mail rejected saying %q", out.Len("emails"), errs, tt.reject)
+				}
+				return
+			}
+			if len(out.Rejects) != 0 {
+				t.Fatalf("rejected: %s", out.Rejects[0].Error)
+			}
+			ids := map[any]any{}
+			for _, u := range rowsOf(out, "users") {
+				ids[u["user_key"]] = u["platform_user_id"]
+			}
+			var got []string
+			for _, r := range rowsOf(out, "email_recipients") {
+				got = append(got, fmt.Sprintf("%v %v %v", r["role"], r["user_key"], ids[r["user_key"]]))
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("recipients:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// tenStefans is a positional object of ten members ("0" … "9"): the keys
+// past one digit are still read in order.
+func tenStefans() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range 10 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%d":%s`, i, stefanUser)
+	}
+	return b.String() + "}"
+}
+
 func TestCommunicationsIDOnlyUser(t *testing.T) {
 	out := comms(t, comm(1, "s", "2024-01-02T03:04:05Z", "["+anaUser+"]", `{"88":{"first_name":"Mihai","full_name":"Mihai Stan "}}`, "", "", ""))
 	users := rowsOf(out, "users")
@@ -229,8 +311,11 @@ func TestCommunicationsRejects(t *testing.T) {
 			return strings.Replace(c, `"bcc":[]`, `"bcc":[{"email":"`+strings.Repeat("x", 2990)+`@agentie.ro"}]`, 1)
 		}, "7", "bcc participant 0: e-mail is 3001 bytes"},
 		{"non-positive user id", func(c string) string {
-			return strings.Replace(c, `{"17":`, `{"0":`, 1)
-		}, "7", "to participant 0: user id 0"},
+			return strings.Replace(c, `{"17":`, `{"-3":`, 1)
+		}, "7", "to participant 0: user id -3 is not a positive number"},
+		{"user id 0 among real ids", func(c string) string {
+			return strings.Replace(c, `{"17":`, `{"17":`+anaUser+`,"0":`, 1)
+		}, "7", "to participant 1: user id 0 is not a positive number"},
 		{"a wrong type", func(c string) string { return strings.Replace(c, `"size":5120`, `"size":"big"`, 1) }, "7", "email.size"},
 	}
 	for _, tt := range tests {

@@ -161,6 +161,91 @@ func TestBrandDetails(t *testing.T) {
 	}
 }
 
+// A PHP encoder writes an empty object as []: general_info and metadata,
+// which hold objects, store it as {} as they store the canonical {}; null
+// and false are a missing value (NULL, the stored value kept). raw keeps
+// the record as received.
+func TestBrandDetailEmptyObjects(t *testing.T) {
+	info := brand42[len(`{"brand_info":`) : len(brand42)-1]
+	tests := []struct {
+		name, generalInfo, metadata string
+		wantGeneralInfo, wantMeta   any // string: the stored JSON; nil: NULL
+	}{
+		{"canonical {}", `{}`, `{}`, `{}`, `{}`},
+		{"PHP []", `[]`, `[]`, `{}`, `{}`},
+		{"PHP [] pretty-printed", "[\n    ]", `[ ]`, `{}`, `{}`},
+		{"one [] beside an object", `{"website":"https://dulcetraditie.ro","cui":"RO123"}`, `[]`,
+			`{"website":"https://dulcetraditie.ro","cui":"RO123"}`, `{}`},
+		{"null and false are missing", `null`, `false`, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			detail := `{"brand_info":` + info + `,"general_info":` + tt.generalInfo + `,"metadata":` + tt.metadata + `}`
+			out := run(t, declared(t, "brands"), stream.EndpointBrand, nil, date("2024-11-05"), detail)
+			brands := rowsOf(out, "brands")
+			if len(brands) != 1 || len(out.Rejects) != 0 {
+				t.Fatalf("out = %+v %+v", brands, out.Rejects)
+			}
+			b := brands[0]
+			for col, want := range map[string]any{"general_info": tt.wantGeneralInfo, "metadata": tt.wantMeta} {
+				got, _ := b[col].(json.RawMessage)
+				if want == nil && b[col] != nil || want != nil && string(got) != want {
+					t.Errorf("%s = %s, want %v", col, got, want)
+				}
+			}
+			if string(b["detail_raw"].(json.RawMessage)) != detail {
+				t.Errorf("detail_raw = %s, want the record as received", b["detail_raw"])
+			}
+		})
+	}
+}
+
+// A brand's date_created served as a timestamp at midnight UTC (a Laravel
+// date cast, a SQL datetime) is its date; any other time of day rejects the
+// brand, saying the value is a timestamp.
+func TestBrandDateCreatedForms(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        time.Time // zero: rejected
+		reason      string
+	}{
+		{"date", `"2021-03-15"`, date("2021-03-15"), ""},
+		{"Laravel date cast", `"2021-03-15T00:00:00.000000Z"`, date("2021-03-15"), ""},
+		{"SQL datetime at midnight", `"2021-03-15 00:00:00"`, date("2021-03-15"), ""},
+		{"RFC 3339 at midnight UTC", `"2021-03-15T00:00:00+00:00"`, date("2021-03-15"), ""},
+		{"a time of day", `"2021-03-15T09:30:00.000000Z"`, time.Time{}, `date_created: want a date YYYY-MM-DD, got the timestamp "2021-03-15T09:30:00.000000Z"`},
+		{"a local midnight in UTC", `"2021-03-14T22:00:00.000000Z"`, time.Time{}, `got the timestamp "2021-03-14T22:00:00.000000Z"`},
+		{"midnight of another zone", `"2021-03-15T00:00:00+02:00"`, time.Time{}, `got the timestamp "2021-03-15T00:00:00+02:00"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := strings.Replace(brand42, `"date_created":"2021-03-15"`, `"date_created":`+tt.value, 1)
+			out := run(t, declared(t, "brands"), stream.EndpointBrands, nil, date("2024-11-05"), rec)
+			if tt.want.IsZero() {
+				if len(out.Rejects) != 1 || out.Len("brands") != 0 || !strings.Contains(out.Rejects[0].Error, tt.reason) ||
+					out.Rejects[0].Key != "42" {
+					var errs []string
+					for _, r := range out.Rejects {
+						errs = append(errs, r.Key+": "+r.Error)
+					}
+					t.Fatalf("brands = %d, rejects = %q; want brand 42 rejected saying %s", out.Len("brands"), errs, tt.reason)
+				}
+				return
+			}
+			if len(out.Rejects) != 0 {
+				t.Fatalf("rejected: %s", out.Rejects[0].Error)
+			}
+			b := rowsOf(out, "brands")[0]
+			if got, _ := b["date_created"].(time.Time); !got.Equal(tt.want) || got.Location() != time.UTC {
+				t.Errorf("date_created = %v, want %v", b["date_created"], tt.want)
+			}
+			if string(b["raw"].(json.RawMessage)) != rec {
+				t.Errorf("raw = %s, want the record as received", b["raw"])
+			}
+		})
+	}
+}
+
 // TestMappedJSONBColumnsAreStorable: a jsonb column read from a field of a
 // record that is not valid UTF-8 (a body in Latin-1 that declared no
 // charset) or holds an escaped NUL is stored as jsonb takes it — invalid
@@ -428,12 +513,14 @@ func TestToleratedVariants(t *testing.T) {
 	fin := declared(t, "finance")
 	canonical := `{"id":"i9","number":"AG-9","project_id":"7","brand_id":null,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued","due_date":null}`
 	variants := map[string]string{
-		"false for missing":  `{"id":"i9","number":"AG-9","project_id":"7","brand_id":false,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued","due_date":false}`,
-		"numbers as strings": `{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":"1250.50","currency":"RON","status":"issued"}`,
-		"ids as numbers":     `{"id":"i9","number":"AG-9","project_id":7,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
-		"[] for an object":   `{"id":"i9","number":"AG-9","project_id":"7","brand_id":[],"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
-		"wrapped":            `{"invoice_info":{"invoice_id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
-		"other wrapper":      `{"record_info":{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
+		"false for missing":           `{"id":"i9","number":"AG-9","project_id":"7","brand_id":false,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued","due_date":false}`,
+		"numbers as strings":          `{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":"1250.50","currency":"RON","status":"issued"}`,
+		"ids as numbers":              `{"id":"i9","number":"AG-9","project_id":7,"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"[] for an object":            `{"id":"i9","number":"AG-9","project_id":"7","brand_id":[],"issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"date as a Laravel date cast": `{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01T00:00:00.000000Z","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"date as a SQL datetime":      `{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01 00:00:00","amount":1250.50,"currency":"RON","status":"issued"}`,
+		"wrapped":                     `{"invoice_info":{"invoice_id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
+		"other wrapper":               `{"record_info":{"id":"i9","number":"AG-9","project_id":"7","issue_date":"2024-11-01","amount":1250.50,"currency":"RON","status":"issued"}}`,
 	}
 	want := rowsOf(run(t, fin, stream.EndpointInvoices, nil, time.Time{}, canonical), "invoices")[0]
 	for name, v := range variants {
