@@ -148,6 +148,7 @@ type warehouseStore interface {
 	States(ctx context.Context, stream string) ([]load.State, error)
 	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
 	NewListing(table string, scope map[string]any) (*load.Listing, error)
+	Unseen(ctx context.Context, l *load.Listing) (int, error)
 	Commit(ctx context.Context, runID string, c load.Commit) (load.Counts, error)
 	SetStreamsDetail(ctx context.Context, runID string, detail map[string]load.TaskDetail) error
 	Freshness(ctx context.Context) ([]load.StreamFreshness, error)

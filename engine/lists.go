@@ -40,38 +40,99 @@ type listing struct {
 	unproven func()
 }
 
-func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
-	wl := l.listing
-	var end *extract.ListEnd
-	var landed, rejected int // the list's records that fit, and that did not
+// listRead is what one reading of a list saw: its pages, its records that
+// fit and that did not, and the verdict of its last page.
+type listRead struct {
+	pages, landed, rejected int
+	end                     *extract.ListEnd
+}
+
+// read pages once through the list, committing each page (its rows, the
+// keys the warehouse listing sees).
+func (l listing) read(ctx context.Context, r *run) (listRead, error) {
+	var rd listRead
 	for page, err := range prefetch(ctx, r.e.set.NoPrefetch, l.open) {
 		if err != nil {
-			return pages, fmt.Errorf("fetch %s page %d: %w", l.name(), pages+1, err)
+			return rd, fmt.Errorf("fetch %s page %d: %w", l.name(), rd.pages+1, err)
 		}
-		end = page.End
-		p := &load.ListPage{Stream: l.stream, Batch: l.rows(page), Listing: wl, State: l.state(false)}
+		rd.end = page.End
+		p := &load.ListPage{Stream: l.stream, Batch: l.rows(page), Listing: l.listing, State: l.state(false)}
 		if page.Paged {
 			p.Total = page.Total
 		}
-		landed += p.Batch.Len(l.table)
-		rejected += len(p.Batch.Rejects)
+		rd.landed += p.Batch.Len(l.table)
+		rd.rejected += len(p.Batch.Rejects)
 		if l.listed != nil {
 			p.Listed = l.listed(&p.Batch)
 		}
 		if _, err := r.commit(ctx, p); err != nil {
-			return pages, err
+			return rd, err
 		}
-		pages++
-		r.progress.Update(l.name(), pages, page.LastPage)
+		rd.pages++
+		r.progress.Update(l.name(), rd.pages, page.LastPage)
 	}
-	last := &load.ListEnd{Stream: l.stream, Unlisted: l.unlisted}
-	why := unproven(end)
-	if why == "" && wl != nil && wl.Short() {
+	return rd, nil
+}
+
+// why is why reading rd does not prove the listing complete ("" when it
+// does).
+func (l listing) why(rd listRead) string {
+	why := unproven(rd.end)
+	if wl := l.listing; why == "" && wl != nil && wl.Short() {
 		// The service announced more rows than the listing saw (paging
 		// fields that lie, rows that moved between pages): the unseen
 		// rows may exist.
 		why = fmt.Sprintf("listed %d distinct rows of the %d the service announced", wl.Seen(), wl.Expected())
 	}
+	return why
+}
+
+// confirm reads a complete listing of several pages once more when it would
+// soft-delete rows: a list that changed while it was paged (a row deleted
+// on an early page shifts a later row onto a page already read, and a row
+// added keeps the total) can miss a live row while every page and the total
+// look whole. The listing keeps the keys of both readings, so only a row
+// both missed is soft-deleted; one seen by one reading only waits for the
+// next listing.
+func (l listing) confirm(ctx context.Context, r *run, first listRead) (listRead, error) {
+	if l.listing == nil || first.pages < 2 {
+		return first, nil
+	}
+	unseen, err := r.e.store.Unseen(ctx, l.listing)
+	if err != nil || unseen == 0 {
+		return first, err
+	}
+	seen := l.listing.Seen()
+	r.log.Info("a listing of several pages would soft-delete rows: reading it once more, so that a row that moved between pages is not deleted",
+		zap.String("list", l.name()), zap.Int("pages", first.pages), zap.Int("unseen", unseen))
+	again, err := l.read(ctx, r)
+	if err != nil {
+		return again, err
+	}
+	if more := l.listing.Seen() - seen; more > 0 {
+		r.log.Info("the list changed while it was paged: the rows only the second reading saw are kept",
+			zap.String("list", l.name()), zap.Int("rows", more))
+	}
+	again.landed, again.rejected = first.landed+again.landed, first.rejected+again.rejected
+	again.pages += first.pages
+	return again, nil
+}
+
+func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
+	rd, err := l.read(ctx, r)
+	if err != nil {
+		return rd.pages, err
+	}
+	why := l.why(rd)
+	if why == "" {
+		if rd, err = l.confirm(ctx, r, rd); err != nil {
+			return rd.pages, err
+		}
+		why = l.why(rd)
+	}
+	pages, end, landed, rejected := rd.pages, rd.end, rd.landed, rd.rejected
+	wl := l.listing
+	last := &load.ListEnd{Stream: l.stream, Unlisted: l.unlisted}
 	// A listing not proven complete soft-deletes nothing, and is not
 	// complete: the next run lists again.
 	r.judgeListing(r.log, l.endpoint, l.name(), why, end)

@@ -531,6 +531,8 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	users := newKnownUsers()
 	now := r.e.set.Now().UTC()
 	future := 0
+	decl, _ := r.e.mailDecl()
+	var landed, rejected int // this run's e-mails and rejects of the range
 	defer func() {
 		if future > 0 {
 			log.Warn("communications dated after the service's now: kept; the watermark stays at now",
@@ -556,8 +558,8 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 		rc.LastID = st.lastID
 		rc.Offset = (page.Number-1)*page.PerPage + page.Rows
 		onPage(st.done)
-		cp, err := cs.checkpoint(st.done && cs.partition == partComms && cs.cur.Increment == nil &&
-			(cs.cur.Backfill == nil || cs.cur.Backfill.Done))
+		landed, rejected = landed+batch.Len(decl.Main), rejected+len(batch.Rejects)
+		cp, err := cs.checkpoint(r.rangeCompletes(log, cs, rc, st.done, landed, rejected))
 		if err != nil {
 			return err
 		}
@@ -585,6 +587,29 @@ func (r *run) pageRange(ctx context.Context, log *zap.Logger, cs *commsState, rc
 	// else must not pass for the end of the range.
 	return fmt.Errorf("page communications %s..%s: the pages ended before the last one at page %d: %w",
 		rc.From, rc.To, rc.NextPage, cmp.Or(ctx.Err(), ErrIncomplete))
+}
+
+// rangeCompletes reports whether the commit of a range's page completes
+// the stream's own partition (its last success, the stream's freshness):
+// the range's real last page (done), in that partition, with no increment
+// pending and the backfill done — and the range landed whole: not short of
+// the service's total (such a range completes the partition only once its
+// reconciliation proves it; see markClosingCompletes), and not every record
+// of it rejected (nothing landed).
+func (r *run) rangeCompletes(log *zap.Logger, cs *commsState, rc *rangeCursor, done bool, landed, rejected int) bool {
+	if !done || cs.partition != partComms || cs.cur.Increment != nil || (cs.cur.Backfill != nil && !cs.cur.Backfill.Done) {
+		return false
+	}
+	if landed == 0 && rejected > 0 {
+		log.Warn("every record of the range was rejected: the stream is not complete (see rejected_records)",
+			zap.String("from", rc.From), zap.String("to", rc.To), zap.Int("rejected", rejected))
+		return false
+	}
+	if !rc.Unpaged && rc.Seen < rc.Total {
+		r.markClosingCompletes()
+		return false
+	}
+	return true
 }
 
 func (e *Engine) estimateComms(ctx context.Context) (inc, back Estimate, err error) {

@@ -179,6 +179,30 @@ func (vs *verifyState) undatedKeys() []string {
 type closedRange struct {
 	from, to    string
 	total, seen int
+	// completes: proved equal, the range completes the stream's own
+	// partition, which its commit did not (it fell short of the total).
+	completes bool
+}
+
+// markClosingCompletes marks the range that closed last (queued by check)
+// as completing the stream's own partition once its reconciliation proves
+// it.
+func (r *run) markClosingCompletes() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.mail.closing); n > 0 {
+		r.mail.closing[n-1].completes = true
+	}
+}
+
+// completeOwn records the stream's own partition as completed (its last
+// success), after a reconciliation proved the range that ended it.
+func (r *run) completeOwn(ctx context.Context) error {
+	cs, err := r.loadComms(ctx, partComms)
+	if err != nil {
+		return err
+	}
+	return r.save(ctx, cs, true)
 }
 
 // check is the closing reconciliation's entry point, called when a
@@ -229,6 +253,10 @@ func (r *run) afterTask(ctx context.Context, task Task, manual bool, log *zap.Lo
 		case !rep.Proved:
 			proved = false
 			r.gap("communications " + rep.Summary())
+		case c.completes:
+			if err := r.completeOwn(ctx); err != nil && taskErr == nil {
+				taskErr = err
+			}
 		}
 	}
 	if !proved {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"maps"
 	"testing"
 	"time"
 )
@@ -58,5 +59,29 @@ func TestFreshnessDefinition(t *testing.T) {
 				t.Errorf("%s: lag %s is not its offset %s plus the %s of the others", f.Stream, *f.Lag, w, common)
 			}
 		}
+	}
+}
+
+// TestFreshnessOfAStreamThatLandedNothing: a stream that never landed a
+// row while some of its records were rejected is never fresh, whatever its
+// partitions' last success says; one that landed rows, or whose lists were
+// simply empty, is.
+func TestFreshnessOfAStreamThatLandedNothing(t *testing.T) {
+	t.Parallel()
+	s, pool, schema := newStore(t)
+	execSQL(t, pool, `INSERT INTO `+qualified(schema, "sync_state")+` (stream, partition, last_success_at, rows_total, rejected_total) VALUES
+	('rejected_all', '', now(), 0, 600),
+	('landed_some', '', now(), 12, 600),
+	('empty', 'list', now(), 0, 0)`)
+	fresh, err := s.Freshness(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range fresh {
+		got[f.Stream] = f.LastSuccessAt != nil
+	}
+	if want := map[string]bool{"rejected_all": false, "landed_some": true, "empty": true}; !maps.Equal(got, want) {
+		t.Errorf("fresh = %v, want %v", got, want)
 	}
 }

@@ -228,6 +228,21 @@ func (s *Store) markDeleted(ctx context.Context, tx pgx.Tx, l *Listing, runID st
 	return n, &HeldDeletion{Listing: l.String(), Table: t.name, Held: len(fresh), Live: live, Confirmed: int(n), Share: s.massShare}, nil
 }
 
+// Unseen counts the live rows of l's table within its scope that l has
+// not seen so far: those its end would soft-delete (or hold as candidates).
+func (s *Store) Unseen(ctx context.Context, l *Listing) (int, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, fmt.Errorf("count unseen rows of %s: %w", l, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	gone, err := s.goneKeys(ctx, tx, l)
+	if err != nil {
+		return 0, fmt.Errorf("count unseen rows of %s: %w", l, err)
+	}
+	return len(gone), nil
+}
+
 // goneKeys are the keys, as text, of the live rows of l's table within its
 // scope that l did not see.
 func (s *Store) goneKeys(ctx context.Context, tx pgx.Tx, l *Listing) ([][]string, error) {
