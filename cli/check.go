@@ -114,6 +114,8 @@ func checkExit(rep *check.Report, plan engine.Plan) error {
 			check.ErrBudgetSpent, plan.Spent, plan.DailyQuota, plan.Reserve)}
 	case check.OutcomeMismatch:
 		return &exitError{code: ExitFailure, err: fmt.Errorf("the service's records do not match the mapping: %d mapped fields missing or unreadable (see the report)", rep.Failing())}
+	case check.OutcomePaging:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%d lists do not page as configured: a run could not prove them complete; set AGENCY_PAGING as the report says", rep.Count(check.OutcomePaging))}
 	}
 	failed := fmt.Errorf("%d endpoints failed (see the report)", rep.Count(check.OutcomeFailed)+rep.Count(check.OutcomeForbidden))
 	if err := rep.Err(); err != nil {

@@ -111,9 +111,12 @@ func TestPagingVariantsAcceptance(t *testing.T) {
 					t.Errorf("%s: paging not honoured, outcome %s, setting %q", e.Endpoint, e.Outcome, e.Paging.Setting)
 				}
 			}
-			_, text, _ := mainWith(vars, "check")
+			_, text, errText := mainWith(vars, "check")
 			if !strings.Contains(text, "AGENCY_PAGING='"+rep.PagingSetting+"'") {
 				t.Errorf("check's verdict does not name AGENCY_PAGING='%s':\n%s", rep.PagingSetting, text)
+			}
+			if !strings.Contains(errText, "do not page as configured") || strings.Contains(errText, "0 endpoints failed") {
+				t.Errorf("check's error does not say that lists do not page as configured:\n%s", errText)
 			}
 			// ... and run never exits 0: on a fresh warehouse, nor over one
 			// a canonical server filled, where it soft-deletes nothing.

@@ -805,15 +805,22 @@ func (r *run) finishFields(ctx context.Context) []inventory.Warning {
 }
 
 // runErrorText is what sync_runs.error holds for a run: its error and its
-// notes, redacted. The client's errors are redacted where they are made;
-// this covers every other origin (a recovered panic's value, a note).
+// notes, each said once (a gap is a note that the error already carries),
+// redacted. The client's errors are redacted where they are made; this
+// covers every other origin (a recovered panic's value, a note).
 func runErrorText(err error, notes []string, redact func(string) string) string {
 	text := ""
 	if err != nil {
 		text = err.Error()
 	}
-	if len(notes) > 0 {
-		text = strings.TrimSpace(text + "; notes: " + strings.Join(notes, "; "))
+	var rest []string
+	for _, n := range notes {
+		if !strings.Contains(text, n) {
+			rest = append(rest, n)
+		}
+	}
+	if len(rest) > 0 {
+		text = strings.TrimSpace(text + "; notes: " + strings.Join(rest, "; "))
 		text = strings.TrimPrefix(text, "; ")
 	}
 	return redact(text)

@@ -20,6 +20,7 @@ type spanFetch struct {
 	a, b     time.Time
 	ids      map[int64]bool // record ids returned (e-mails and rejected records)
 	stable   bool           // every page carried the same total, and the records seen equal it
+	unstable string         // why it is not stable ("" when it is)
 	total    int            // the service's total (-1: never answered with one)
 	pages    int
 	outside  int   // records returned dated outside the days in AGENCY_COMMS_TZ (but not far from them)
@@ -159,11 +160,11 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 		f.pages++
 		switch {
 		case !page.Paged:
-			f.stable = false
+			f.unstable = "the service's answers carry no total"
 		case f.total < 0:
 			f.total = page.Total
-		case page.Total != f.total:
-			f.stable = false
+		case page.Total != f.total && f.unstable == "":
+			f.unstable = fmt.Sprintf("the service's total moved while the days were paged (%d, then %d)", f.total, page.Total)
 		}
 		batch := users.filter(r.commsBatch(page))
 		keys := f.scan(&batch, start, end)
@@ -185,9 +186,13 @@ func (r *run) fetchSpan(ctx context.Context, log *zap.Logger, a, b time.Time) (*
 		f.filled += c.Tables["emails"].Inserted + c.Tables["emails"].Updated
 		far = append(far, farRecords(&batch, a, b, loc)...)
 	}
-	if f.stable && seen != f.total {
-		f.stable = false
+	if f.unstable == "" && seen != f.total {
+		f.unstable = fmt.Sprintf("the days' pages delivered %d records, fewer records than the service's total of %d", seen, f.total)
+		if seen > f.total {
+			f.unstable = fmt.Sprintf("the days' pages delivered %d records, more than the service's total of %d", seen, f.total)
+		}
 	}
+	f.stable = f.unstable == ""
 	if err := r.recordFiled(ctx, log, far); err != nil {
 		return f, err
 	}
@@ -327,7 +332,7 @@ func (r *run) refetchDays(ctx context.Context, log *zap.Logger, a, b time.Time, 
 	}
 	if !f.stable {
 		d.moved = true
-		d.Reason = fmt.Sprintf("the service's total moved while the days were paged (total %d); nothing soft-deleted", f.total)
+		d.Reason = f.unstable + "; nothing soft-deleted"
 	} else {
 		d.Service = f.total
 		n, elsewhere, pages, err := r.deleteAbsent(ctx, log, a, b, fs, vs)

@@ -120,7 +120,7 @@ func (r *run) commsRefresh(ctx context.Context, log *zap.Logger, force bool) err
 				return nil
 			}
 			planned = true
-			if err := r.planRefresh(ctx, log, cs); err != nil {
+			if err := r.planRefresh(ctx, log, cs, force); err != nil {
 				return err
 			}
 			continue
@@ -131,18 +131,30 @@ func (r *run) commsRefresh(ctx context.Context, log *zap.Logger, force bool) err
 	}
 }
 
-// planRefresh plans today's slice of the rolling re-read into cs.
-func (r *run) planRefresh(ctx context.Context, log *zap.Logger, cs *commsState) error {
+// planRefresh plans today's slice of the rolling re-read into cs (force:
+// the days the refresh reaches next, see refreshPolicyDay).
+func (r *run) planRefresh(ctx context.Context, log *zap.Logger, cs *commsState, force bool) error {
 	st, today := cs.cur.Refresh, dateString(r.today)
 	hist, err := r.e.history(ctx, st, r.today)
 	if err != nil {
 		return err
 	}
-	st.Slice = refreshPolicy{days: refreshDays(r.e.set.Mail.RefreshAge), today: today}.plan(hist)
+	st.Slice = refreshPolicy{days: refreshDays(r.e.set.Mail.RefreshAge), today: refreshPolicyDay(r.today, force)}.plan(hist)
 	st.SliceOn = today
 	pages, rows := refreshPages(hist, st.Slice)
 	log.Info("communications refresh slice planned", zap.Any("ranges", st.Slice), zap.Int("records", rows), zap.Int("pages", pages))
 	return r.save(ctx, cs, false)
+}
+
+// refreshPolicyDay is the run day the refresh plans its slice for: today,
+// or with force (agencysync backfill without a range) tomorrow — the days
+// the refresh reaches next, even those read today (on the day of the first
+// sync every day was).
+func refreshPolicyDay(today time.Time, force bool) string {
+	if force {
+		today = today.AddDate(0, 0, 1)
+	}
+	return dateString(today)
 }
 
 // refreshRange pages the refresh's current range (or the slice's next one)
@@ -200,7 +212,7 @@ func (e *Engine) refreshEstimate(ctx context.Context, force bool) (Estimate, err
 		return est, err
 	}
 	if replan {
-		ranges = refreshPolicy{days: age, today: dateString(today)}.plan(hist)
+		ranges = refreshPolicy{days: age, today: refreshPolicyDay(today, force)}.plan(hist)
 	}
 	if c := st.Current; c != nil {
 		est.Requests += max(c.LastPage-c.NextPage+1, 1)

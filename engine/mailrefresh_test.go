@@ -184,6 +184,31 @@ func TestBackfillWithoutRangeReadsTheNextDays(t *testing.T) {
 	}
 }
 
+// TestBackfillWithoutRangeOnTheFirstDay: on the day of the first sync every
+// day of the history was read today, so tonight's refresh has nothing due;
+// agencysync backfill without a range still reads the days the refresh
+// reaches next — those of tomorrow's slice, from the history's first day —
+// and an edit there lands.
+func TestBackfillWithoutRangeOnTheFirstDay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, smallSandbox(), nil)
+	h.mustSucceed(Request{}, "first sync")
+	tr := h.truth()
+	ago := int(utcDate(h.sb.Now()).Sub(utcDate(h.eng.set.Mail.StartDate))/(24*time.Hour)) - 2
+	e := h.editOld(tr, ago, 2)
+	res := h.run(Request{Trigger: TriggerBackfill, Mail: MailRequest{RefreshNext: true}})
+	if res.Status != StatusSucceeded {
+		t.Fatalf("backfill of the next days: %s %v", res.Status, res.Err)
+	}
+	d := res.Tasks[string(TaskCommsRefresh)]
+	if len(d.Ranges) == 0 || d.Ranges[0].From != dateString(utcDate(h.eng.set.Mail.StartDate)) {
+		t.Fatalf("backfill without a range on the first day read %+v, want the days from the history's first day", d.Ranges)
+	}
+	if !h.landed(e) {
+		t.Errorf("e-mail %d, edited near the history's start, not in the warehouse after backfill without a range", e.id)
+	}
+}
+
 // refreshState reads the refresh partition.
 func (h *harness) refreshState() refreshState {
 	h.t.Helper()

@@ -83,7 +83,7 @@ type DayRepair struct {
 	// cuts its days elsewhere. Nothing live is soft-deleted for it.
 	Elsewhere int      `json:"elsewhere,omitempty"`
 	Outside   int      `json:"outside,omitempty"`
-	moved     bool     // the service's total moved while the days were paged
+	moved     bool     // the days were not paged stable: the total moved, or the pages did not reach it (spanFetch.unstable)
 	undated   []string // their keys
 }
 

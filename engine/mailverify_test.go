@@ -35,6 +35,9 @@ type dayMailServer struct {
 	beforePage func(s *dayMailServer, start, end string, page, perPage int)
 	requests   atomic.Int64
 	counts     atomic.Int64 // per_page=1 requests
+	// overcount is added to every total the server announces: a count that
+	// is not a count of the records it serves.
+	overcount atomic.Int64
 }
 
 func (s *dayMailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +94,7 @@ func (s *dayMailServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			`"users":{"from":[{"first_name":"A","last_name":"B","full_name":"A B","email":"a@x.example","phone":"1","avatar":"a.png","status":"Activ"}],"to":[],"cc":[],"bcc":[]}}`,
 			id, id, id, mails[id].UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
-	fmt.Fprintf(&b, `},"total":%d,"per_page":%d,"current_page":%d,"last_page":%d}}`, len(ids), per, page, last)
+	fmt.Fprintf(&b, `},"total":%d,"per_page":%d,"current_page":%d,"last_page":%d}}`, len(ids)+int(s.overcount.Load()), per, page, last)
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write([]byte(b.String()))
 }
@@ -284,6 +287,36 @@ func TestVerifyDeletesNothingWhileTheTotalMoves(t *testing.T) {
 	}
 	if got, want := h.ids("_deleted_at IS NULL"), h.serverIDs(); !slices.Equal(got, want) {
 		t.Errorf("live e-mails = %v, want the server's %v", got, want)
+	}
+}
+
+// TestVerifyNamesAnOvercountingTotal: a service whose totals announce two
+// more e-mails than it serves, on every page alike: nothing is
+// soft-deleted, the run ends partial, and the days' repair says that the
+// pages delivered fewer records than the total — not that the total moved.
+func TestVerifyNamesAnOvercountingTotal(t *testing.T) {
+	t.Parallel()
+	mails, start := tenDays()
+	h := newDayMailHarness(t, mails, start, start.AddDate(0, 0, 9).Add(23*time.Hour), nil)
+	rg := &Range{From: start, To: start.AddDate(0, 0, 9)}
+	h.run(Request{Mail: MailRequest{Backfill: rg}})
+	h.srv.overcount.Store(2)
+	res := h.run(Request{Trigger: TriggerVerify, Mail: MailRequest{Verify: rg}})
+	if res.Status != StatusPartial || res.Verify == nil {
+		t.Fatalf("verify over a service that overcounts: %s %v", res.Status, res.Err)
+	}
+	if got := h.ids("_deleted_at IS NOT NULL"); len(got) != 0 {
+		t.Errorf("soft-deleted %v, want none", got)
+	}
+	said := false
+	for _, d := range res.Verify.Days {
+		if strings.Contains(d.Reason, "moved") {
+			t.Errorf("%s: %q; the total never moved", d.Day, d.Reason)
+		}
+		said = said || strings.Contains(d.Reason, "fewer records than")
+	}
+	if !said {
+		t.Errorf("no day's repair says its pages delivered fewer records than the total: %+v", res.Verify.Days)
 	}
 }
 

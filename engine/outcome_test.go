@@ -153,3 +153,25 @@ func TestRejectsResolvedByAFullRefresh(t *testing.T) {
 	}
 	h.assertEqualsTruth()
 }
+
+// TestRunErrorTextSaysEachThingOnce: a gap is a note too (r.gap notes it),
+// and the run's error already carries it: sync_runs.error says it once, and
+// the other notes after "notes: ".
+func TestRunErrorTextSaysEachThingOnce(t *testing.T) {
+	gap := "brands.list: listing not proven complete (the server ignores the page parameter)"
+	for _, c := range []struct {
+		name  string
+		err   error
+		notes []string
+		want  string
+	}{
+		{"gap and note", gapError([]string{gap}), []string{gap, "clock unread"}, gapError([]string{gap}).Error() + "; notes: clock unread"},
+		{"only the gap", gapError([]string{gap}), []string{gap}, gapError([]string{gap}).Error()},
+		{"notes alone", nil, []string{"a", "b"}, "notes: a; b"},
+		{"neither", nil, nil, ""},
+	} {
+		if got := runErrorText(c.err, c.notes, func(s string) string { return s }); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
