@@ -21,22 +21,7 @@ func TestBrandDetail404StillAsksContacts(t *testing.T) {
 	h := newHarness(t, smallSandbox(), nil)
 	tr := h.truth()
 	brand := tr["brands"][1].Key
-	var asked atomic.Int32
-	target, err := url.Parse(h.sb.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/brands/"+brand {
-			asked.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"error":{"message":"Data not found","details":["The requested data does not exist."]}}`))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
+	asked := h.notFoundAt("/v1/brands/" + brand)
 	res := h.run(Request{})
 	if res.Status != StatusWarning || res.Err != nil {
 		t.Fatalf("run %s: %v; want warning (complete, noting the brand whose detail is missing)", res.Status, res.Err)
@@ -74,22 +59,7 @@ func TestListedProjectDetail404IsNoted(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, smallSandbox(), nil)
 	project := h.truth()["projects"][0].Key
-	var asked atomic.Int32
-	target, err := url.Parse(h.sb.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/projects/"+project {
-			asked.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"error":{"message":"Data not found","details":["The requested data does not exist."]}}`))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
+	asked := h.notFoundAt("/v1/projects/" + project)
 	for run := 1; run <= 2; run++ {
 		before := asked.Load()
 		res := h.run(Request{})
@@ -121,15 +91,10 @@ func TestInterruptedChildListKeepsTheDetail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	h := newHarness(t, smallSandbox(), func(s *Settings) { s.SpoolDir = dir })
 	brand := h.truth()["brands"][1].Key
-	target, err := url.Parse(h.sb.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var detail, contacts atomic.Int32
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.interceptAPI(func(w http.ResponseWriter, r *http.Request) bool {
 		switch r.URL.Path {
 		case "/v1/brands/" + brand:
 			detail.Add(1)
@@ -137,11 +102,11 @@ func TestInterruptedChildListKeepsTheDetail(t *testing.T) {
 			if contacts.Add(1) == 1 {
 				cancel() // the worker is stopped while this request is in flight
 				<-r.Context().Done()
-				return
+				return true
 			}
 		}
-		proxy.ServeHTTP(w, r)
-	}))
+		return false
+	})
 	h.eng = h.engine(func(s *Settings) { s.SpoolDir = dir })
 	res, err := h.eng.Run(ctx, Request{Trigger: TriggerTest})
 	if err != nil {
@@ -154,4 +119,38 @@ func TestInterruptedChildListKeepsTheDetail(t *testing.T) {
 	if detail.Load() != 1 || contacts.Load() != 2 {
 		t.Errorf("brand %s: detail asked %d times, contacts %d; want 1 and 2 (only the request in flight is lost)", brand, detail.Load(), contacts.Load())
 	}
+}
+
+// interceptAPI puts intercept in front of the harness's sandbox on the main
+// interface: a request it answers (returning true) goes no further, the
+// others reach the sandbox.
+func (h *harness) interceptAPI(intercept func(w http.ResponseWriter, r *http.Request) bool) {
+	h.t.Helper()
+	target, err := url.Parse(h.sb.APIURL())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !intercept(w, r) {
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+}
+
+// notFoundAt answers 404 (the spec's body) to every request for path,
+// counting them; the rest reaches the sandbox.
+func (h *harness) notFoundAt(path string) *atomic.Int32 {
+	var asked atomic.Int32
+	h.interceptAPI(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != path {
+			return false
+		}
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"Data not found","details":["The requested data does not exist."]}}`))
+		return true
+	})
+	return &asked
 }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -35,13 +33,8 @@ func TestListChangedWhilePagedDeletesNoLiveRow(t *testing.T) {
 	}
 	h.mustSucceed(Request{}, "first run")
 
-	target, err := url.Parse(h.sb.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var changed atomic.Bool
-	h.serveAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.interceptAPI(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/brands" && r.URL.Query().Get("page") == "2" && changed.CompareAndSwap(false, true) {
 			if err := h.sb.DeleteBrand(deleted); err != nil {
 				t.Error(err)
@@ -50,8 +43,8 @@ func TestListChangedWhilePagedDeletesNoLiveRow(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		proxy.ServeHTTP(w, r)
-	}))
+		return false
+	})
 	h.run(Request{})
 	if !changed.Load() {
 		t.Fatal("the brand list was never asked for its second page")
