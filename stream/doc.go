@@ -104,14 +104,21 @@
 // needs its generated data in internal/testkit/sandbox and its requests in
 // the oracle.
 //
-// Measured: adding a brand-level notes list (GET /v1/brands/{id}/notes,
-// paged, soft-deleted per brand, asked only when the brand is due) took 5
-// files — stream/brands.go, migrations/00022_brand_notes.sql,
+// Measured, by a contributor following this recipe alone: adding a
+// brand-level notes list (GET /v1/brands/{id}/notes, paged, soft-deleted
+// per brand, asked only when the brand is due) took 5 files —
+// stream/brands.go, migrations/000NN_brand_notes.sql,
 // engine/brand_notes_test.go, docs/warehouse.md, deploy/dbt/sources.yml —
-// with no existing test changed; its unchanged re-run sent 0 notes
-// requests. The notebooks stream of engine/declared_test.go — a paged
-// list, and a paged list per notebook soft-deleted per notebook — is
-// declared, its tables created, its records served and synced end to end
-// (a first run, an unchanged re-run that asks no notebook's notes, soft
-// deletes) in that one test file, with no product file changed.
+// with no existing test changed, and the whole suite (reliability
+// included) green with it; its first run asked the notes once per brand
+// (the oracle's count), its unchanged re-run sent 0 notes requests, and a
+// note removed was soft-deleted. The oracle compares the values of the
+// tables it lists (internal/testkit/oracle): a new table's rows are
+// counted by its requests, not compared.
+//
+// The notebooks stream of engine/declared_test.go — a paged list, and a
+// paged list per notebook soft-deleted per notebook — is declared, its
+// tables created, its records served and synced end to end (a first run,
+// an unchanged re-run that asks no notebook's notes, soft deletes) in that
+// one test file, with no product file changed.
 package stream
