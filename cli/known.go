@@ -22,6 +22,9 @@ func Known() config.Known {
 	for _, s := range stream.All() {
 		for _, ep := range s.Endpoints {
 			k.Endpoints = append(k.Endpoints, ep.Name)
+			if kind := ep.Kind(); kind == stream.KindDetail || kind == stream.KindChild {
+				k.Entity = append(k.Entity, ep.Name)
+			}
 		}
 	}
 	k.PagingLists, k.FixedPaging = stream.Lists()

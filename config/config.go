@@ -82,7 +82,7 @@ type Config struct {
 	// CommsRateLimit gives the communications endpoint its own pace (0: shared).
 	CommsRateLimit float64 `env:"AGENCY_COMMS_RATE_LIMIT, default=0" form:"requests per second; 0 shares AGENCY_RATE_LIMIT" desc:"separate pace of the communications endpoint (0: one limiter for both interfaces)"`
 	// Paths remaps endpoint paths (endpoint name → path).
-	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names: the endpoints of the stream declarations, e.g. brands, brand_contacts, project; an unknown name is refused naming the known ones)"`
+	Paths EndpointPaths `env:"AGENCY_PATHS" form:"comma-separated name=path, e.g. brands=/v1/brands,project=/v1/projects/{id}" desc:"remapped endpoint paths (names: the endpoints of the stream declarations, e.g. brands, brand_contacts, project; an unknown name is refused naming the known ones, and so is a path without {id} for a detail or a list asked per entity, or with one for any other)"`
 	// PagingPairs is AGENCY_PAGING as written; Paging is what is in force.
 	PagingPairs PagingSettings `env:"AGENCY_PAGING" form:"comma-separated endpoint=style[:option=value…], e.g. *=offset:max=100" desc:"how lists page instead of the declared page/per_page up to 1000: endpoint an AGENCY_PATHS list name or * for all of the main interface; style page, offset, cursor or none; options page=, size=, offset=, cursor= (parameter names), max= (largest page size); overrides the field map file's paging: (see docs/paging.md)"`
 	// Paging is the paging in force: AGENCY_FIELD_MAP_FILE's paging:
@@ -273,7 +273,7 @@ func (c *Config) resolveNames(known Known) error {
 	} else {
 		c.Schedules = schedules(c.SyncSchedule, c.StreamSchedules, known.Streams)
 	}
-	if err := c.Paths.check(known.Endpoints); err != nil {
+	if err := c.Paths.check(known.Endpoints, known.Entity); err != nil {
 		p.field("Paths", err.Error())
 	}
 	if err := c.PagingPairs.check(known.PagingLists, known.FixedPaging); err != nil {

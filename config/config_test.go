@@ -229,6 +229,7 @@ var testKnown = Known{
 	Endpoints:   []string{"brands", "brand", "brand_contacts", "projects", "project", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary", "communications"},
 	PagingLists: []string{"brands", "brand_contacts", "projects", "budgets", "invoices", "collections", "payments", "profitability", "agency_summary"},
 	FixedPaging: []string{"communications"},
+	Entity:      []string{"brand", "brand_contacts", "project"},
 }
 
 // loadTest loads as an ordinary user (euid 1000) with a home folder,

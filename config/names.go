@@ -21,6 +21,10 @@ type Known struct {
 	Streams []string
 	// Endpoints are the endpoint names AGENCY_PATHS remaps.
 	Endpoints []string
+	// Entity are those of Endpoints asked per entity (a detail, a list
+	// asked per entity): their path holds the entity's {id}, the others'
+	// none.
+	Entity []string
 	// PagingLists are the lists AGENCY_PAGING may give any style, and
 	// FixedPaging the endpoints whose style is fixed (only max= may be
 	// set): the communications endpoint.
@@ -217,15 +221,24 @@ func (p EndpointPaths) String() string {
 	return strings.Join(names, ",")
 }
 
-func (p EndpointPaths) check(endpoints []string) error {
+// check refuses a name that is not one of endpoints, the path of an entity
+// endpoint (a detail, a list asked per entity) without {id}, and {id} in
+// the path of any other.
+func (p EndpointPaths) check(endpoints, entity []string) error {
 	names := make([]string, 0, len(p))
 	for n := range p {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		if !slices.Contains(endpoints, n) {
+		hasID := strings.Contains(p[n], "{id}")
+		switch {
+		case !slices.Contains(endpoints, n):
 			return &valueError{fmt.Sprintf("unknown endpoint %q (endpoints: %s)", n, strings.Join(endpoints, ","))}
+		case slices.Contains(entity, n) && !hasID:
+			return &valueError{fmt.Sprintf("the path of %q must hold {id}, where the entity's id goes (got %q)", n, p[n])}
+		case !slices.Contains(entity, n) && hasID:
+			return &valueError{fmt.Sprintf("the path of %q must not hold {id}: it is not asked per entity (got %q)", n, p[n])}
 		}
 	}
 	return nil

@@ -89,6 +89,9 @@ func TestPathsAreCheckedAtLoad(t *testing.T) {
 	for bad, problem := range map[string]string{
 		"contacts=/v1/contacts": `"contacts"`, "brands=v1/brands": `"brands=v1/brands" is not name=/path`,
 		"brands": `"brands" is not name=/path`, "brands=/a,brands=/b": `endpoint "brands" twice`,
+		"brand=/v1/clients":         `the path of "brand" must hold {id}`,
+		"brands=/v1/brands/{id}":    `the path of "brands" must not hold {id}`,
+		"brand_contacts=/v1/people": `the path of "brand_contacts" must hold {id}`,
 	} {
 		_, err := loadTest(env(map[string]string{"AGENCY_PATHS": bad}), noFiles)
 		assertVariable(t, err, "AGENCY_PATHS")

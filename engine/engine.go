@@ -147,6 +147,7 @@ type warehouseStore interface {
 	GetState(ctx context.Context, stream, partition string) (load.State, error)
 	States(ctx context.Context, stream string) ([]load.State, error)
 	SetState(ctx context.Context, stream, runID string, cp load.Checkpoint) error
+	DeclarePartitions(ctx context.Context, stream string, partitions []string) error
 	NewListing(table string, scope map[string]any) (*load.Listing, error)
 	Unseen(ctx context.Context, l *load.Listing) (int, error)
 	Commit(ctx context.Context, runID string, c load.Commit) (load.Counts, error)

@@ -150,7 +150,11 @@ func runListing(ctx context.Context, r *run, l listing) (pages int, err error) {
 		r.log.Warn("every record of the list was rejected: the list is not complete (see rejected_records)",
 			zap.String("list", l.name()), zap.Int("rejected", rejected))
 	}
-	last.State = l.state(why == "" && !allRejected)
+	// A service that caps its pages without saying so leaves the run a gap
+	// (judgeListing) until AGENCY_PAGING says the cap: the listing is not
+	// complete either, so the next run lists again and says so again.
+	capped := end != nil && end.Cap > 0
+	last.State = l.state(why == "" && !allRejected && !capped)
 	counts, err := r.commit(ctx, last)
 	if err != nil {
 		return pages, err
@@ -166,11 +170,20 @@ func (l listing) name() string {
 	return l.stream
 }
 
-// lists is the list task of stream s: its listings one after the other. A
-// failing listing does not keep the others from running; budget, quota,
-// an interface's failure and interruption stop them all. A listing an
-// unfinished run completed today is not listed again.
+// lists is the list task of stream s: its listings one after the other,
+// each declared first in sync_state (a listing that never completes keeps
+// the stream from being fresh). A failing listing does not keep the others
+// from running; budget, quota, an interface's failure and interruption stop
+// them all. A listing an unfinished run completed today is not listed
+// again.
 func (r *run) lists(ctx context.Context, s *stream.Stream, log *zap.Logger) error {
+	partitions := make([]string, len(s.Lists))
+	for i, l := range s.Lists {
+		partitions[i] = l.Partition
+	}
+	if err := r.e.store.DeclarePartitions(ctx, s.Name, partitions); err != nil {
+		return err
+	}
 	var errs []error
 	for _, l := range s.Lists {
 		if r.listsDone[s.Name+"/"+l.Partition] {

@@ -85,7 +85,7 @@ type Store struct {
 	details *DetailState
 	byName  map[string]*table
 
-	rejectsSQL, stateSQL, getStateSQL, statesSQL string
+	rejectsSQL, stateSQL, getStateSQL, statesSQL, declareSQL string
 	resolveLandedSQL, resolveUnlistedSQL         string
 	startRunSQL, finishRunSQL, skippedSQL, begin string
 
@@ -401,7 +401,14 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, p *page, stages *stageSet
 		}
 	}
 	if p.state != nil {
-		if err := s.setState(ctx, tx, p.stream, p.runID, *p.state, counts.Written(), counts.Rejected); err != nil {
+		st := *p.state
+		if len(counts.HeldDeletions) > 0 {
+			// A listing whose deletions wait for the next one to agree is
+			// not complete: the next run lists again (and confirms them),
+			// and its stream is not fresh meanwhile.
+			st.Succeeded = false
+		}
+		if err := s.setState(ctx, tx, p.stream, p.runID, st, counts.Written(), counts.Rejected); err != nil {
 			return counts, err
 		}
 	}
@@ -607,6 +614,18 @@ func (s *Store) setState(ctx context.Context, tx pgx.Tx, stream, runID string, c
 	return nil
 }
 
+// DeclarePartitions records the partitions of stream that make its
+// freshness (its lists) with no state yet, so that a partition that never
+// completed — its first listing failed — keeps the stream from being shown
+// fresh (sync_freshness takes the oldest last success of the regular
+// partitions there are). Partitions already recorded are left as they are.
+func (s *Store) DeclarePartitions(ctx context.Context, stream string, partitions []string) error {
+	if _, err := s.pool.Exec(ctx, s.declareSQL, stream, partitions); err != nil {
+		return fmt.Errorf("declare partitions of %s: %w", stream, err)
+	}
+	return nil
+}
+
 func (s *Store) buildBookkeepingSQL() {
 	id := func(name string) string { return pgx.Identifier{s.schema, name}.Sanitize() }
 	s.rejectsSQL = fmt.Sprintf(`INSERT INTO %s AS r (stream, record_key, payload, error, occurrences, last_run_id)
@@ -632,6 +651,9 @@ WHERE EXCLUDED.rows_total <> 0 OR EXCLUDED.rejected_total <> 0 OR EXCLUDED.last_
 	OR (st.watermark, st.cursor, st.last_run_id) IS DISTINCT FROM
 	   (coalesce(EXCLUDED.watermark, st.watermark), EXCLUDED.cursor, coalesce(EXCLUDED.last_run_id, st.last_run_id))`,
 		id("sync_state"))
+
+	s.declareSQL = fmt.Sprintf(`INSERT INTO %s (stream, partition) SELECT $1, p FROM unnest($2::text[]) AS p
+ON CONFLICT (stream, partition) DO NOTHING`, id("sync_state"))
 
 	cols := "stream, partition, watermark, cursor, last_success_at, last_run_id::text, rows_total, rejected_total, _synced_at"
 	s.getStateSQL = fmt.Sprintf("SELECT %s FROM %s WHERE stream = $1 AND partition = $2", cols, id("sync_state"))
