@@ -3,6 +3,7 @@ package engine
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -62,5 +63,39 @@ func TestListChangedWhilePagedDeletesNoLiveRow(t *testing.T) {
 	if live(deleted) || !live(shifted) || !live(added) {
 		t.Errorf("after a run over the settled list: deleted brand live %v, shifted live %v, added live %v; want false, true, true",
 			live(deleted), live(shifted), live(added))
+	}
+}
+
+// TestListShrunkWhilePagedSaysSo: a brand deleted between the list's first
+// and second page shifts a live brand onto the page already read; the
+// listing sees fewer distinct brands than its first page announced, so it
+// soft-deletes nothing, ends partial, and says that rows may have moved —
+// not only that the paging may be wrong.
+func TestListShrunkWhilePagedSaysSo(t *testing.T) {
+	t.Parallel()
+	o := smallSandbox()
+	o.Brands, o.ProjectsPerBrand, o.Emails = 11, 1, 50
+	h := newHarness(t, o, nil)
+	five := 5
+	if err := h.sb.SetTwists(sandbox.Twists{MaxPerPage: &five}); err != nil {
+		t.Fatal(err)
+	}
+	h.run(Request{})
+	deleted, _ := strconv.ParseInt(h.truth()["brands"][1].Key, 10, 64)
+	var changed atomic.Bool
+	h.interceptAPI(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/v1/brands" && r.URL.Query().Get("page") == "2" && changed.CompareAndSwap(false, true) {
+			if err := h.sb.DeleteBrand(deleted); err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	})
+	res := h.run(Request{})
+	if res.Status != StatusPartial || res.Err == nil || !strings.Contains(res.Err.Error(), "rows may have moved between its pages") {
+		t.Fatalf("run %s (%v); want partial, saying rows may have moved", res.Status, res.Err)
+	}
+	if n := h.count("SELECT count(*) FROM " + h.table("brands") + " WHERE _deleted_at IS NOT NULL"); n != 0 {
+		t.Errorf("%d brands soft-deleted by a listing that saw fewer rows than announced", n)
 	}
 }

@@ -44,12 +44,14 @@ func (r *run) savePaging(ctx context.Context) {
 }
 
 // pagingAdvice is what to set for endpoint: the paging the answers hinted
-// at, else how to find it.
+// at, else the two causes a listing shows alike (rows that moved while the
+// list changed, a paging the server does not honour) and how to tell them.
 func pagingAdvice(endpoint, suggest string) string {
 	if suggest != "" {
 		return fmt.Sprintf("try AGENCY_PAGING=%s=%s (agencysync check confirms the paging convention)", endpoint, suggest)
 	}
-	return fmt.Sprintf("run agencysync check, which finds the paging convention, and set it with AGENCY_PAGING=%s=…", endpoint)
+	return fmt.Sprintf("rows may have moved between its pages if the list changed while it was paged (the next run lists it again); "+
+		"if it persists, the server does not page as configured: run agencysync check, which finds the paging convention, and set it with AGENCY_PAGING=%s=…", endpoint)
 }
 
 // unproven is why a listing's verdict does not prove it complete ("" when
