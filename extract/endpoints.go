@@ -61,7 +61,24 @@ func (c *Client) List(ctx context.Context, ep string, q ListQuery) iter.Seq2[*Pa
 		v.Set(k, val)
 	}
 	setSince(v, q.UpdatedSince)
-	return listPages(c, ctx, ep, fillID(e.Path, q.ID), v)
+	pages := listPages(c, ctx, ep, fillID(e.Path, q.ID), v)
+	if q.ID != "" {
+		return pages // a list asked per entity answers 404 when the entity is gone
+	}
+	return func(yield func(*Page, error) bool) {
+		first := true
+		for p, err := range pages {
+			if first && errors.Is(err, ErrNotFound) {
+				// A list itself not found: its address is wrong.
+				err = fmt.Errorf("list %s at %s: %w; the list's address is wrong: check AGENCY_BASE_URL (without /v1) and AGENCY_PATHS=%s=/…",
+					ep, e.Path, err, ep)
+			}
+			first = false
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // Detail fetches one entity of the detail endpoint ep (as the service

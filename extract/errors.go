@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,8 +169,28 @@ func (e *APIError) Error() string {
 		}
 	case ErrForbidden:
 		b.WriteString(": the key has no access to the requested data")
+	case ErrValidation:
+		if f := e.pageSizeField(); f != "" && e.Endpoint != "" {
+			b.WriteString(": the server refused the page size (" + f + "); set a size it accepts with AGENCY_PAGING=" +
+				e.Endpoint + "=…:max=N (docs/paging.md)")
+		}
 	}
 	return b.String()
+}
+
+// pageSizeFields are the parameter names a list's page size goes by (the
+// paging styles' defaults and their common variants).
+var pageSizeFields = []string{"per_page", "limit", "page_size", "pageSize", "size"}
+
+// pageSizeField is the page-size parameter a validation error refused, ""
+// when it refused none.
+func (e *APIError) pageSizeField() string {
+	for _, f := range e.Fields {
+		if slices.Contains(pageSizeFields, f.Field) {
+			return f.Field
+		}
+	}
+	return ""
 }
 
 // Is matches the error's class.
