@@ -70,8 +70,8 @@ func (c *Client) List(ctx context.Context, ep string, q ListQuery) iter.Seq2[*Pa
 		for p, err := range pages {
 			if first && errors.Is(err, ErrNotFound) {
 				// A list itself not found: its address is wrong.
-				err = fmt.Errorf("list %s at %s: %w; the list's address is wrong: check AGENCY_BASE_URL (without /v1) and AGENCY_PATHS=%s=/…",
-					ep, e.Path, err, ep)
+				err = fmt.Errorf("%w (asked %s): the list's address is wrong: check AGENCY_BASE_URL (without /v1) and AGENCY_PATHS=%s=/…",
+					err, e.Path, ep)
 			}
 			first = false
 			if !yield(p, err) || err != nil {
