@@ -86,8 +86,8 @@ type Store struct {
 	byName  map[string]*table
 
 	rejectsSQL, stateSQL, getStateSQL, statesSQL, declareSQL string
-	resolveLandedSQL, resolveUnlistedSQL         string
-	startRunSQL, finishRunSQL, skippedSQL, begin string
+	resolveLandedSQL, resolveUnlistedSQL                     string
+	startRunSQL, finishRunSQL, skippedSQL, begin             string
 
 	// analyzeMinRows: a table is analysed after pages wrote at least this
 	// many rows to it and at least as many as it held when last analysed;
