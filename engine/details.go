@@ -137,7 +137,7 @@ func newEntityDetails(s *stream.Stream) *entityDetails {
 }
 
 func (r *run) streamDetails(ctx context.Context, s *stream.Stream, log *zap.Logger) error {
-	due, err := r.e.book.dueDetails(ctx, r.e.pool, s.Name, r.e.set.DetailMaxAge, r.e.set.Now())
+	due, err := r.e.book.dueDetails(ctx, r.e.pool, s, r.e.set.DetailMaxAge, r.e.set.Now())
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (r *run) fetchDetail(ctx context.Context, s *stream.Stream, d dueDetail, lo
 	children := s.EndpointsOf(stream.KindChild)
 	for _, ep := range s.EndpointsOf(stream.KindDetail) {
 		sd, gone, err := r.part(s, d, ep.Name, log, func() (spooledDetail, bool, error) {
-			return r.fetchEntity(ctx, s, ep, d.ID, len(children) > 0)
+			return r.fetchEntity(ctx, s, ep, d, len(children) > 0)
 		})
 		switch {
 		case err != nil || gone:
@@ -322,11 +322,14 @@ func (r *run) fetchDetail(ctx context.Context, s *stream.Stream, d dueDetail, lo
 	return fd, nil
 }
 
-// fetchEntity fetches the detail ep of entity id of s: its rows, a reject
+// fetchEntity fetches the detail ep of entity d of s: its rows, a reject
 // when it does not decode, missing when it answered 404 while the entity
 // has child lists (they are still asked), gone when it answered 404 and
-// the entity has none.
-func (r *run) fetchEntity(ctx context.Context, s *stream.Stream, ep stream.Endpoint, id string, children bool) (spooledDetail, bool, error) {
+// the entity has none. The detail is read with the entity's stored list
+// record as its base (d.Base, see stream.Record.Base): a field the detail
+// leaves out keeps the value its list served.
+func (r *run) fetchEntity(ctx context.Context, s *stream.Stream, ep stream.Endpoint, d dueDetail, children bool) (spooledDetail, bool, error) {
+	id := d.ID
 	rec, err := r.client.Detail(ctx, ep.Name, extract.ID(id))
 	var recErr *extract.RecordError
 	switch {
@@ -340,7 +343,7 @@ func (r *run) fetchEntity(ctx context.Context, s *stream.Stream, ep stream.Endpo
 	case err != nil:
 		return spooledDetail{}, false, fmt.Errorf("fetch %s %s: %w", ep.Name, id, err)
 	}
-	return spooledDetail{Batch: r.transform(s, ep.Name, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw}}, "", nil)}, false, nil
+	return spooledDetail{Batch: r.transform(s, ep.Name, nil, []stream.Record{{Key: rec.Key, Raw: rec.Raw, Base: d.Base}}, "", nil)}, false, nil
 }
 
 // fetchChild fetches every page of child list ep of entity id and

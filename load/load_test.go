@@ -205,14 +205,17 @@ func TestChildrenReplacedExactly(t *testing.T) {
 		communication(2702, "Re: Ofertă", []fixture.Participant{ioana()}, []fixture.Participant{ana(ptr(int64(12))), stefan(ptr(int64(17)))},
 			[]fixture.Participant{ana(ptr(int64(12)))}, nil),
 	})
-	// Project 7's detail: Ștefan left the team, every deliverable is gone, one
-	// history entry remains (history is a log: nothing is deleted from it).
+	// Project 7's detail: Ștefan left the team, every deliverable is gone
+	// (an empty list: a detail without the key would say nothing of them),
+	// one history entry remains (history is a log: nothing is deleted from
+	// it).
 	b.Append(recordjson.ProjectDetails([]fixture.Project{{
 		ID: "7", BrandID: "42", Name: "Campanie Crăciun 2024", Status: "in_progress", StartDate: day(2024, 10, 1), Deadline: day(2024, 12, 20),
-		Budget:  &fixture.Money{Amount: "30000.00", Currency: "RON"},
-		Team:    []fixture.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}},
-		History: []fixture.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"}},
-		Raw:     json.RawMessage(`{"id":"7","v":2}`),
+		Budget:       &fixture.Money{Amount: "30000.00", Currency: "RON"},
+		Team:         []fixture.TeamMember{{UserID: "12", FullName: "Ana-Maria Popescu", Role: "Account"}},
+		Deliverables: []fixture.Deliverable{},
+		History:      []fixture.HistoryEntry{{At: time.Date(2024, 10, 1, 9, 0, 0, 0, time.UTC), Field: "status", To: ptr("planned"), ByUserID: "12"}},
+		Raw:          json.RawMessage(`{"id":"7","v":2}`),
 	}}))
 	c := commit(t, s, page{batch: b})
 

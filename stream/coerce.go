@@ -70,8 +70,13 @@ func (c *Column) Coerce(r gjson.Result, what string) (any, error) {
 }
 
 // Read reads column c from view v: Coerce(v.Value(c), c.Field), without
-// working out what Coerce does not read (a number's float value).
+// working out what Coerce does not read (a number's float value). A view
+// with a base reads c there when it holds none of c's paths (see
+// View.WithBase).
 func (c *Column) Read(v *View) (any, error) {
+	if v.base != nil {
+		v = v.reading(c)
+	}
 	if len(c.Alternates) > 0 {
 		return c.Coerce(v.Value(c), c.Field)
 	}

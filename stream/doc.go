@@ -67,8 +67,10 @@
 // same grammar as View (SkipNumber, SkipEscape, IsInteger) and names a
 // value's JSON type as Coerce does (JSONType).
 //
-// transform turns records (stream.Record: a key and the raw JSON) into rows
-// by the declarations; load derives its table specs (keys, SQL types,
+// transform turns records (stream.Record: a key and the raw JSON, and for
+// an entity's detail the entity's stored list record, which the detail's
+// own row reads the fields it leaves out from) into rows by the
+// declarations; load derives its table specs (keys, SQL types,
 // sticky, parents, soft delete, reject keys) from them; the engine runs each
 // stream's endpoints and hands their records to both.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -20,17 +21,34 @@ type Record struct {
 	Key string
 	// Raw is the record's JSON as received.
 	Raw json.RawMessage
+	// Base is, for an entity's detail, the entity's list record as the
+	// warehouse stored it (the entity table's raw column: what
+	// load.DetailState.Due returns with a due entity, or what a rebuild
+	// reads beside detail_raw); nil for any other record, and for an entity
+	// not stored yet. The detail's record holds the list's fields, but a
+	// service's detail may leave some of them out: a field the detail does
+	// not carry at all is read from Base for the columns of the entity's
+	// own table (see View.WithBase), so that its row does not write NULL
+	// over the value the list stored. A field the detail carries — null or
+	// false included — is the detail's; the child tables built from the
+	// detail and the columns of the record as received (raw, detail_raw)
+	// never read Base.
+	Base json.RawMessage
 }
 
 // View reads the fields of one JSON object by path. Members of a wrapper
 // object — the table's Wrapper anywhere, or a "<thing>_info" object that
 // comes first and is not itself a declared field — are read as the object's
 // own; among members of the same name, the last one wins.
+//
+// A view may have a base (WithBase: an entity detail's view over the
+// entity's list record), read for a field the view does not hold at all.
 type View struct {
 	src     string    // the text the members are found in
 	members []member  // pointer-free: cheap to allocate, nothing for the collector to scan
 	keys    []string  // keys that are not text of src (unescaped)
 	subs    []subView // views of object members split so far
+	base    *View     // read for a field v does not hold (WithBase); nil: none
 }
 
 // member is one member of an object: its key, src[k0:k1] (keys[k1] when k0
@@ -177,9 +195,83 @@ func (v *View) member(key string) int {
 	return -1
 }
 
+// WithBase returns a view of v's members that reads a field v does not
+// hold at all in base instead: the view an entity detail's own columns are
+// read through, base being the view of the entity's list record
+// (Record.Base), so that a detail which leaves out a field the list serves
+// does not empty the field. Get, Value and Column.Read fall back to base
+// for a path v does not have (see Has) — for a column with Alternates,
+// only when v has none of its paths: a detail that writes the field under
+// another of its names has its own value. What v holds is v's, null, false and []
+// included. Members, Object and Has see v's own members only, so the
+// field inventory, the child tables and the hooks that walk the record see
+// the detail as received. v is not modified (the two share its members);
+// with a nil base, WithBase returns v.
+func (v *View) WithBase(base *View) *View {
+	if base == nil {
+		return v
+	}
+	return &View{src: v.src, members: v.members, keys: v.keys, subs: slices.Clone(v.subs), base: base}
+}
+
+// Has reports whether the record holds the dotted path at all: each
+// segment is a member of the object the path has reached, or the path
+// reaches a value that is not an object before its end (a null, a number:
+// the record's own word that there is nothing below it). A path the record
+// does not have is absent, which a base (WithBase) fills; an explicit null
+// is not.
+func (v *View) Has(path string) bool {
+	for {
+		dot := strings.IndexByte(path, '.')
+		if dot < 0 {
+			return v.member(path) >= 0
+		}
+		i := v.member(path[:dot])
+		if i < 0 {
+			return false
+		}
+		if !isObjectText(v.raw(&v.members[i])) {
+			return true
+		}
+		v = v.subAt(path[:dot])
+		path = path[dot+1:]
+	}
+}
+
+// holds reports whether v holds any of column c's paths (see Has).
+func (v *View) holds(c *Column) bool {
+	if v.Has(c.Field) {
+		return true
+	}
+	for _, a := range c.Alternates {
+		if v.Has(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// reading returns the view column c is read from: v, or its base when v
+// holds none of c's paths (see WithBase).
+func (v *View) reading(c *Column) *View {
+	for v.base != nil && !v.holds(c) {
+		v = v.base
+	}
+	return v
+}
+
 // Get returns the value at the dotted path; ok is false when a segment is
-// missing or not an object.
+// missing or not an object. A path v does not hold is read in its base
+// (WithBase), if any.
 func (v *View) Get(path string) (gjson.Result, bool) {
+	for v.base != nil && !v.Has(path) {
+		v = v.base
+	}
+	return v.get(path)
+}
+
+// get is Get in v's own members.
+func (v *View) get(path string) (gjson.Result, bool) {
 	raw, ok := v.lookup(path)
 	if !ok {
 		return gjson.Result{}, false
@@ -187,7 +279,8 @@ func (v *View) Get(path string) (gjson.Result, bool) {
 	return parseValue(raw), true
 }
 
-// lookup returns the text of the value at the dotted path (see Get).
+// lookup returns the text of the value at the dotted path in v's own
+// members (see Get).
 func (v *View) lookup(path string) (string, bool) {
 	for {
 		dot := strings.IndexByte(path, '.')
@@ -264,9 +357,13 @@ func isEmptyArray(raw string) bool {
 
 // Value returns the value of column c: its Field, else the first of its
 // Alternates that holds a value other than an object or an array. The
-// result does not Exist when none is there.
+// result does not Exist when none is there. A view with a base reads c in
+// the base when it holds none of c's paths (see WithBase).
 func (v *View) Value(c *Column) gjson.Result {
-	r, ok := v.Get(c.Field)
+	if v.base != nil {
+		v = v.reading(c)
+	}
+	r, ok := v.get(c.Field)
 	if len(c.Alternates) == 0 {
 		return r
 	}
@@ -274,7 +371,7 @@ func (v *View) Value(c *Column) gjson.Result {
 		return r
 	}
 	for _, a := range c.Alternates {
-		if ar, ok := v.Get(a); ok && !Absent(ar) && !ar.IsObject() && !ar.IsArray() {
+		if ar, ok := v.get(a); ok && !Absent(ar) && !ar.IsObject() && !ar.IsArray() {
 			return ar
 		}
 	}

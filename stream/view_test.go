@@ -248,3 +248,48 @@ func TestKindNamesJSONTypes(t *testing.T) {
 		}
 	}
 }
+
+// A view with a base reads a field it does not hold at all in the base —
+// for a column with Alternates, only when it holds none of them — and
+// keeps what it holds, null and false included; a path whose prefix is not
+// an object is held (the record says there is nothing below). Members,
+// Object and Has see the view's own members.
+func TestViewWithBase(t *testing.T) {
+	tab := &Table{Wrapper: "brand_info"}
+	base := NewView([]byte(`{"brand_info":{"id":"42","name":"Listat","manager":"Ana","fs":{"a":"1","b":"2"},"budget":{"amount":"5"},"alt":"b"}}`), tab)
+	v := NewView([]byte(`{"brand_info":{"id":"42","manager":null,"fs":{"a":"9"},"budget":7,"other":"d"}}`), tab).WithBase(base)
+	for _, tc := range []struct {
+		col  Column
+		want any
+	}{
+		{Column{Field: "name", Type: Text}, "Listat"},                              // absent: the base's
+		{Column{Field: "manager", Type: Text}, nil},                                // explicit null: the view's
+		{Column{Field: "fs.a", Type: Text}, "9"},                                   // held
+		{Column{Field: "fs.b", Type: Text}, "2"},                                   // absent from a held object: the base's
+		{Column{Field: "budget.amount", Type: Text}, nil},                          // budget is not an object: held
+		{Column{Field: "missing", Alternates: []string{"other"}, Type: Text}, "d"}, // an Alternate is held
+		{Column{Field: "missing", Alternates: []string{"alt"}, Type: Text}, "b"},   // none held: the base's
+	} {
+		got, err := tc.col.Read(v)
+		if err != nil || got != tc.want {
+			t.Errorf("Read(%s %v) = %v, %v; want %v", tc.col.Field, tc.col.Alternates, got, err, tc.want)
+		}
+		if r := v.Value(&tc.col); tc.want != nil && r.String() != tc.want || tc.want == nil && !Absent(r) {
+			t.Errorf("Value(%s %v) = %s; want %v", tc.col.Field, tc.col.Alternates, r.Raw, tc.want)
+		}
+	}
+	if r, ok := v.Get("name"); !ok || r.Str != "Listat" {
+		t.Errorf("Get(name) = %v, %v", r, ok)
+	}
+	if v.Has("name") || !v.Has("manager") || !v.Has("budget.amount") || v.Has("fs.b") || v.Object("fs").Has("b") {
+		t.Error("Has sees the base")
+	}
+	n := 0
+	v.Members(func(string, gjson.Result) bool { n++; return true })
+	if n != 5 {
+		t.Errorf("Members saw %d members, want the view's own 5", n)
+	}
+	if NewView([]byte(`{}`), nil).WithBase(nil).base != nil {
+		t.Error("a nil base")
+	}
+}

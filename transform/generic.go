@@ -386,14 +386,21 @@ func (p *plan) record(rec *stream.Record) (*bundle, error) {
 	bd.view = v
 	bd.tables, bd.elems = bd.buf[:0], bd.ebuf[:0]
 	p.elemBuf = p.elemBuf[:0]
-	vals, err := p.columns(p.root, v, rec, "", nil, nil)
+	// The record's own row reads a field the record leaves out in its
+	// Base, the entity's list record (an entity detail's); its children,
+	// its hooks' tables and the observers read the record alone.
+	rv := v
+	if len(rec.Base) > 0 {
+		rv = v.WithBase(stream.NewView(rec.Base, p.root))
+	}
+	vals, err := p.columns(p.root, rv, rec, "", nil, nil)
 	bd.root = vals
 	if err != nil {
 		return bd, err
 	}
 	if p.root.Check != nil {
 		p.check = row{p.root, vals}
-		err := p.root.Check(v, &p.check)
+		err := p.root.Check(rv, &p.check)
 		p.check = row{}
 		if err != nil {
 			return bd, err
@@ -604,8 +611,16 @@ type parentRow struct {
 	key  any
 }
 
-// child reads the rows of child table t from the record in view v.
+// child reads the rows of child table t from the record in view v. A
+// replaced table (Table.Replace) names the record's key among the parents
+// whose stored children the batch replaces — also when it has none, an
+// empty or null array — unless the record does not hold the table's array
+// at all (a detail that leaves its team out says nothing of it): then the
+// stored children stay as they are.
 func (p *plan) child(bd *bundle, t *stream.Table, v *stream.View, rec *stream.Record) error {
+	if t.Replace && t.Array != "" && !v.Has(t.Array) {
+		return nil
+	}
 	p.parent = parentRow{t: p.root, vals: bd.root, key: bd.root[0]}
 	var rows [][]any
 	var err error

@@ -32,8 +32,12 @@ type Stored struct {
 // stream's hooks fill. Each raw column is read as a record of the endpoint
 // that column is filled from; the list record comes before the detail, as a
 // sync writes them, so load keeps the list's raw and the detail's values.
-// snapshot is the day for snapshot tables. A stored record that no longer
-// fits the declarations becomes a Reject; Rebuild sends no request.
+// A detail is read with the stored list record as its base
+// (stream.Record.Base), as the sync's details task reads it: a field the
+// detail leaves out keeps the list's value, and a replaced child table
+// whose array it leaves out is not replaced. snapshot is the day for
+// snapshot tables. A stored record that no longer fits the declarations
+// becomes a Reject; Rebuild sends no request.
 func Rebuild(s *stream.Stream, table string, stored []Stored, snapshot time.Time) (Batch, error) {
 	t, ok := s.Table(table)
 	if !ok || t.Parent != "" || t.Elements != nil {
@@ -53,6 +57,18 @@ func Rebuild(s *stream.Stream, table string, stored []Stored, snapshot time.Time
 		}
 		sources = append(sources, source{column: c.Name, endpoint: eps[0]})
 	}
+	// The base of a detail's records: the column of the list's.
+	for i := range sources {
+		if ep, ok := s.Endpoint(sources[i].endpoint); !ok || ep.Kind() != stream.KindDetail {
+			continue
+		}
+		for _, o := range sources {
+			if ep, ok := s.Endpoint(o.endpoint); ok && ep.Kind() == stream.KindList {
+				sources[i].base = o.column
+				break
+			}
+		}
+	}
 	key := t.Key()[0].Name
 	var out Batch
 	for _, src := range sources {
@@ -71,7 +87,11 @@ func Rebuild(s *stream.Stream, table string, stored []Stored, snapshot time.Time
 				groups[gk] = g
 				order = append(order, gk)
 			}
-			g.recs = append(g.recs, stream.Record{Key: st.Key[key], Raw: raw})
+			rec := stream.Record{Key: st.Key[key], Raw: raw}
+			if b := st.Raw[src.base]; src.base != "" && len(b) > 0 && string(b) != "null" {
+				rec.Base = b
+			}
+			g.recs = append(g.recs, rec)
 		}
 		for _, gk := range order {
 			g := groups[gk]
@@ -81,7 +101,9 @@ func Rebuild(s *stream.Stream, table string, stored []Stored, snapshot time.Time
 	return out, nil
 }
 
-type source struct{ column, endpoint string }
+// source is a column of stored records, read as records of endpoint; base
+// names the column of their Stored.Raw that is their Record.Base ("" none).
+type source struct{ column, endpoint, base string }
 
 type group struct {
 	params map[string]string

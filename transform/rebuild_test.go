@@ -65,3 +65,28 @@ func TestRebuildFromStoredRaw(t *testing.T) {
 		t.Error("a table of another stream")
 	}
 }
+
+// A rebuild reads the stored detail with the stored list record as its
+// base, as the sync did: a field the detail left out keeps the list's
+// value, and a replaced child table whose array the detail left out names
+// no parent.
+func TestRebuildDetailReadsAbsentFieldsFromRaw(t *testing.T) {
+	projects := declared(t, "projects")
+	list := `{"id":"7","name":"Campanie","status":"in_progress","deadline":"2024-12-20"}`
+	detail := `{"id":"7","status":"finalizat","deliverables":[{"id":"d1","name":"Spot"}]}`
+	b, err := Rebuild(projects, "projects", []Stored{{Key: map[string]string{"project_id": "7"},
+		Raw: map[string]json.RawMessage{"raw": json.RawMessage(list), "detail_raw": json.RawMessage(detail)}}}, date("2024-11-05"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rowsOf(b, "projects")
+	if len(ps) != 2 || ps[1]["name"] != "Campanie" || ps[1]["deadline"] != date("2024-12-20") || ps[1]["status"] != "finalizat" {
+		t.Errorf("projects = %+v, want the detail row with the listed name and deadline", ps)
+	}
+	if tr := b.Rows("project_team_members"); tr != nil && len(tr.Parents) > 0 {
+		t.Errorf("team parents = %v: the detail has no team key", tr.Parents)
+	}
+	if tr := b.Rows("project_deliverables"); tr == nil || len(tr.Rows) != 1 || len(tr.Parents) != 1 {
+		t.Errorf("deliverables = %+v", tr)
+	}
+}
